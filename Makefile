@@ -1,0 +1,59 @@
+# ConfigBundle Hub. `make` lists the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+GO ?= go
+CONTROLLER_GEN := $(GO) tool controller-gen
+
+
+# Go test flags; for example `make test TESTFLAGS='-run TestDrift -v'`.
+TESTFLAGS ?=
+
+.DEFAULT_GOAL := help
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: ## Generate deepcopy code with controller-gen.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/...
+
+.PHONY: manifests
+manifests: ## Generate CRDs and RBAC with controller-gen.
+	$(CONTROLLER_GEN) crd paths=./pkg/configbundle/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=configbundle-member paths=./pkg/configbundle/... output:rbac:artifacts:config=config/rbac/member
+
+.PHONY: fmt
+fmt: ## Run gofmt.
+	gofmt -l -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	$(GO) vet ./...
+
+.PHONY: verify
+verify: manifests generate ## Regenerate and fail if the committed output differs.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	git diff --exit-code -- config pkg
+
+.PHONY: testbin
+testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes the first time).
+	@bash hack/testbin.sh
+
+.PHONY: test
+test: ## Build what the tests need, then run every test on real control planes.
+	@dir="$$(bash hack/testbin.sh)"; \
+	$(GO) vet ./...; \
+	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -count=1 -timeout 20m $(TESTFLAGS)
+
+##@ Build
+
+.PHONY: build
+build: ## Build the hub binary into bin/.
+	$(GO) build -o bin/hub ./hub

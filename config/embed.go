@@ -1,0 +1,36 @@
+// Package config holds the deployable manifests (kustomize bases under this directory) and embeds
+// the generated CRDs, so that the hub can install them itself and tests can load them.
+package config
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed crd/bases/*.yaml
+var crdFiles embed.FS
+
+// MemberCRDs returns the CRDs a member cluster needs: the ConfigBundle CRD.
+func MemberCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return loadCRDs("crd/bases/configbundle.dev_configbundles.yaml")
+}
+
+func loadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(paths))
+	for _, p := range paths {
+		raw, err := fs.ReadFile(crdFiles, p)
+		if err != nil {
+			return nil, fmt.Errorf("reading embedded CRD %s: %w", p, err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
+			return nil, fmt.Errorf("decoding embedded CRD %s: %w", p, err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}

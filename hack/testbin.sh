@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# testbin.sh builds the control-plane binaries the tests and the demo run (etcd,
+# kube-apiserver, kube-controller-manager) from the Go module proxy, once, into a
+# cache outside the checkout, and prints the directory that holds them.
+#
+# Nothing is downloaded but Go modules: each binary is built from a throwaway module
+# that requires the upstream module at the pinned version. A cold build takes about
+# ten minutes on two cores; afterwards the script returns at once.
+#
+# Environment:
+#   TESTBIN_DIR          where the binaries go
+#                        (default ${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub/testbin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION)
+#   KUBE_VERSION         k8s.io/kubernetes version (default v1.36.3)
+#   ETCD_VERSION         go.etcd.io/etcd/server/v3 version (default v3.6.6)
+#   TESTBIN_QUIET=1      no progress lines on stderr
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.36.3}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.6}
+cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub
+TESTBIN_DIR=${TESTBIN_DIR:-$cache_root/testbin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION}
+
+say() { [ "${TESTBIN_QUIET:-}" = 1 ] || printf '%s\n' "$*" >&2; }
+
+# elapsed runs a command and prints a progress line every 20 s, so a person
+# watching a cold build knows it is alive and roughly how far it has to go.
+elapsed() {
+  local what=$1 estimate=$2; shift 2
+  local start=$SECONDS
+  "$@" &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -0 "$pid" 2>/dev/null && say "  ... still building $what ($((SECONDS - start)) s so far, about $estimate the first time)"
+  done
+  wait "$pid"
+}
+
+mkdir -p "$TESTBIN_DIR"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+build_kube() {
+  local bins=()
+  for b in kube-apiserver kube-controller-manager; do
+    [ -x "$TESTBIN_DIR/$b" ] || bins+=("$b")
+  done
+  [ ${#bins[@]} -eq 0 ] && return 0
+  local mod="$work/kube"
+  mkdir -p "$mod"
+  (
+    cd "$mod"
+    go mod init configbundle.dev/testbin-kube >/dev/null 2>&1
+    go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION"
+    # k8s.io/kubernetes replaces every staging module with a local path; point
+    # each at the published module of the same release instead.
+    local staging_version="v0${KUBE_VERSION#v1}"
+    local gomod
+    gomod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+    grep -E '=> \./staging/' "$gomod" | awk '{print $1}' | while read -r m; do
+      go mod edit -replace="$m=$m@$staging_version"
+    done
+    say "resolving kubernetes $KUBE_VERSION modules"
+
+    for b in "${bins[@]}"; do
+      say "building $b $KUBE_VERSION (about 6 minutes the first time)"
+      elapsed "$b" "6 minutes" env CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags=-s -o "$TESTBIN_DIR/$b.tmp" "k8s.io/kubernetes/cmd/$b"
+      mv "$TESTBIN_DIR/$b.tmp" "$TESTBIN_DIR/$b"
+    done
+  )
+}
+
+build_etcd() {
+  [ -x "$TESTBIN_DIR/etcd" ] && return 0
+  local mod="$work/etcd"
+  mkdir -p "$mod"
+  (
+    cd "$mod"
+    go mod init configbundle.dev/testbin-etcd >/dev/null 2>&1
+    go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    say "resolving etcd $ETCD_VERSION modules"
+
+    say "building etcd $ETCD_VERSION (about 2 minutes the first time)"
+    elapsed etcd "2 minutes" env CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags=-s -o "$TESTBIN_DIR/etcd.tmp" go.etcd.io/etcd/server/v3
+    mv "$TESTBIN_DIR/etcd.tmp" "$TESTBIN_DIR/etcd"
+  )
+}
+
+build_etcd
+build_kube
+echo "$TESTBIN_DIR"

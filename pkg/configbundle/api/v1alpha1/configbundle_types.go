@@ -1,0 +1,162 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// MessageKey is the key of the managed ConfigMap's data that holds spec.message.
+const MessageKey = "message"
+
+// MaxMessageBytes is the largest spec.message, in bytes of UTF-8, that fits in a ConfigMap: a
+// ConfigMap's data (keys and values together) holds at most 1 MiB, and the key "message" takes 7
+// bytes of it.
+const MaxMessageBytes = 1024*1024 - len(MessageKey)
+
+// Condition types of a ConfigBundle.
+const (
+	// ReadyCondition is True when the managed ConfigMap exists, is owned by the bundle and equals
+	// the state the bundle asks for. When it is False, its reason says why.
+	ReadyCondition = "Ready"
+)
+
+// Reasons of the Ready condition.
+const (
+	// SyncedReason (Ready=True): the managed ConfigMap matches the bundle.
+	SyncedReason = "Synced"
+
+	// CreateFailedReason (Ready=False): the API server refused to create the ConfigMap for a
+	// reason that may pass (quota, timeout, unavailability, a conflict). Retried with back-off.
+	CreateFailedReason = "CreateFailed"
+
+	// UpdateFailedReason (Ready=False): the API server refused to update, replace or delete the
+	// ConfigMap, or to restore the bundle's spec, for a reason that may pass. Retried with
+	// back-off.
+	UpdateFailedReason = "UpdateFailed"
+
+	// ConfigMapConflictReason (Ready=False): a ConfigMap of the bundle's name exists that this
+	// bundle does not own. It is never overwritten or adopted; the bundle proceeds once that
+	// ConfigMap is gone.
+	ConfigMapConflictReason = "ConfigMapConflict"
+
+	// InvalidConfigMapReason (Ready=False): the API server rejected the ConfigMap as invalid.
+	// Retrying cannot help: nothing is retried until the bundle changes.
+	InvalidConfigMapReason = "InvalidConfigMap"
+)
+
+// Reasons of the Events recorded on a ConfigBundle.
+const (
+	// DriftHealedEvent: the managed ConfigMap had drifted (or had been deleted) and was healed.
+	DriftHealedEvent = "DriftHealed"
+
+	// SpecRestoredEvent: the spec of an immutable bundle had changed; it was restored from its
+	// immutable ConfigMap.
+	SpecRestoredEvent = "SpecRestored"
+)
+
+// ConfigBundleSpec is the configuration a ConfigBundle publishes as a ConfigMap.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.immutable) || !oldSelf.immutable || self == oldSelf",message="spec is immutable: this ConfigBundle was made immutable (spec.immutable: true), so its message and immutable fields can no longer change; delete and recreate it to publish a different message",reason=FieldValueForbidden
+type ConfigBundleSpec struct {
+	// message is published as data.message of the managed ConfigMap. It must fit in a
+	// ConfigMap: at most 1,048,569 bytes of UTF-8.
+	// +required
+	// +kubebuilder:validation:MaxLength=1048569
+	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 1048569",message="message must fit in a ConfigMap: at most 1048569 bytes of UTF-8 (a ConfigMap holds at most 1 MiB of data)",reason=FieldValueInvalid
+	Message string `json:"message"`
+
+	// immutable makes the managed ConfigMap immutable and freezes this spec: once it is true,
+	// neither field can change. Defaults to false.
+	// +optional
+	// +kubebuilder:default=false
+	Immutable bool `json:"immutable"`
+}
+
+// ConfigMapReference identifies the ConfigMap a ConfigBundle manages.
+type ConfigMapReference struct {
+	// name of the ConfigMap, in the bundle's namespace. It is the bundle's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// uid of the ConfigMap. It changes when the ConfigMap is recreated.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=36
+	UID types.UID `json:"uid"`
+
+	// resourceVersion of the ConfigMap when the reconciler last saw it match the bundle. A
+	// ConfigMap with another resourceVersion has been changed by someone else since.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// ConfigBundleStatus is the observed state of a ConfigBundle.
+type ConfigBundleStatus struct {
+	// observedGeneration is the metadata.generation of the bundle that was last reconciled.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// configMapRef identifies the managed ConfigMap, once it exists.
+	// +optional
+	ConfigMapRef *ConfigMapReference `json:"configMapRef,omitempty"`
+
+	// heals counts the times drift of the managed ConfigMap was corrected, a recreation of a
+	// deleted ConfigMap included.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Heals int64 `json:"heals,omitempty"`
+
+	// lastHealTime is when drift was last corrected.
+	// +optional
+	LastHealTime *metav1.Time `json:"lastHealTime,omitempty"`
+
+	// conditions hold the Ready condition: whether the managed ConfigMap matches the bundle, and
+	// if not, why (see the *Reason constants of this package).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ConfigBundle publishes a message as a ConfigMap of the same name in its namespace, and keeps
+// that ConfigMap equal to it: created, updated, healed when it drifts, recreated when it is
+// deleted, and garbage-collected with the bundle.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cb,categories=configbundle
+// +kubebuilder:printcolumn:name="Immutable",type=boolean,JSONPath=`.spec.immutable`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ConfigBundle struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the message to publish and whether it is immutable.
+	// +required
+	Spec ConfigBundleSpec `json:"spec"`
+
+	// status is what the reconciler observed and did.
+	// +optional
+	Status ConfigBundleStatus `json:"status,omitempty"`
+}
+
+// ConfigBundleList is a list of ConfigBundles.
+//
+// +kubebuilder:object:root=true
+type ConfigBundleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ConfigBundle `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ConfigBundle{}, &ConfigBundleList{})
+}

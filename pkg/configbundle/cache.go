@@ -1,0 +1,60 @@
+package configbundle
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+)
+
+// ConfigureCache sets the cache options a member cluster needs for this reconciler. Managed
+// fields are dropped from every cached object, and a ConfigMap that no ConfigBundle controls is
+// cached as a skeleton (name, namespace, uid, resourceVersion, ownerReferences): enough to notice
+// a same-named ConfigMap in a bundle's way, and nothing of its data. Options already set for
+// ConfigMaps are kept.
+func ConfigureCache(opts *cache.Options) {
+	if opts.DefaultTransform == nil {
+		opts.DefaultTransform = cache.TransformStripManagedFields()
+	}
+	if opts.ByObject == nil {
+		opts.ByObject = map[client.Object]cache.ByObject{}
+	}
+	for obj := range opts.ByObject {
+		if _, ok := obj.(*corev1.ConfigMap); ok {
+			return
+		}
+	}
+	opts.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Transform: StripUnmanagedConfigMap}
+}
+
+// StripUnmanagedConfigMap is a cache transform: it keeps a ConfigMap controlled by a
+// ConfigBundle whole (without managed fields) and reduces any other ConfigMap to its skeleton.
+var StripUnmanagedConfigMap toolscache.TransformFunc = func(obj any) (any, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return obj, nil
+	}
+	if isControlledByBundle(cm) {
+		cm.ManagedFields = nil
+		return cm, nil
+	}
+	return &corev1.ConfigMap{
+		TypeMeta: cm.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              cm.Name,
+			Namespace:         cm.Namespace,
+			UID:               cm.UID,
+			ResourceVersion:   cm.ResourceVersion,
+			DeletionTimestamp: cm.DeletionTimestamp,
+			OwnerReferences:   cm.OwnerReferences,
+		},
+	}, nil
+}
+
+func isControlledByBundle(cm *corev1.ConfigMap) bool {
+	ref := metav1.GetControllerOfNoCopy(cm)
+	return ref != nil && ref.Kind == "ConfigBundle" && ref.APIVersion == v1alpha1.GroupVersion.String()
+}

@@ -1,0 +1,170 @@
+package configbundle
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+)
+
+// What the reconciler needs in each member cluster.
+// +kubebuilder:rbac:groups=configbundle.dev,resources=configbundles,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=configbundle.dev,resources=configbundles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=configbundle.dev,resources=configbundles/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "configbundle"
+
+// DefaultFieldOwner is the default Options.FieldOwner.
+const DefaultFieldOwner = "configbundle-hub"
+
+// Options configure the Reconciler. The zero value is ready to use; each field documents its
+// default.
+type Options struct {
+	// ResyncPeriod is how often a bundle is reconciled with no event, a safety net under the
+	// watches (each bundle gets up to 10% jitter). Defaults to 10 minutes.
+	ResyncPeriod time.Duration
+
+	// RetryBaseDelay is the delay before a failed reconcile of a bundle is retried; it doubles
+	// with every further failure of that bundle. Defaults to 3 seconds.
+	RetryBaseDelay time.Duration
+
+	// RetryMaxDelay caps the retry delay. Defaults to 1 minute.
+	RetryMaxDelay time.Duration
+
+	// MaxConcurrentReconciles is the number of workers shared by all member clusters.
+	// Defaults to 8.
+	MaxConcurrentReconciles int
+
+	// ReconcileTimeout bounds one reconcile, so that a hanging member cannot hold a worker.
+	// Defaults to 30 seconds.
+	ReconcileTimeout time.Duration
+
+	// FieldOwner is the field manager of the reconciler's writes and the reporting controller of
+	// its Events. Defaults to DefaultFieldOwner.
+	FieldOwner string
+}
+
+func (o *Options) defaults() {
+	if o.ResyncPeriod <= 0 {
+		o.ResyncPeriod = 10 * time.Minute
+	}
+	if o.RetryBaseDelay <= 0 {
+		o.RetryBaseDelay = 3 * time.Second
+	}
+	if o.RetryMaxDelay <= 0 {
+		o.RetryMaxDelay = time.Minute
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 8
+	}
+	if o.ReconcileTimeout <= 0 {
+		o.ReconcileTimeout = 30 * time.Second
+	}
+	if o.FieldOwner == "" {
+		o.FieldOwner = DefaultFieldOwner
+	}
+}
+
+// Reconciler reconciles ConfigBundles in every member cluster of a multicluster manager.
+type Reconciler struct {
+	manager mcmanager.Manager
+	opts    Options
+}
+
+// SetupWithManager builds the ConfigBundle controller on mgr: it watches ConfigBundles and
+// ConfigMaps in every member cluster the manager's provider engages.
+func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) {
+	opts.defaults()
+	r := &Reconciler{manager: mgr, opts: opts}
+	err := mcbuilder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1alpha1.ConfigBundle{}, mcbuilder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+		))).
+		Watches(&corev1.ConfigMap{}, configMapToBundle).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			ReconciliationTimeout:   opts.ReconcileTimeout,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBaseDelay, opts.RetryMaxDelay),
+			LogConstructor: func(req *mcreconcile.Request) logr.Logger {
+				log := mgr.GetLogger().WithValues("controller", ControllerName)
+				if req != nil {
+					log = log.WithValues("cluster", req.ClusterName, "namespace", req.Namespace, "name", req.Name)
+				}
+				return log
+			},
+		}).
+		Complete(r)
+	if err != nil {
+		return nil, fmt.Errorf("building the %s controller: %w", ControllerName, err)
+	}
+	return r, nil
+}
+
+// configMapToBundle maps a ConfigMap event in a member to the ConfigBundle of the same name, if
+// there is one. The name is the link, not the ownerReference, so that a foreign ConfigMap in a
+// bundle's way wakes the bundle when it goes away.
+func configMapToBundle(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, cm client.Object) []mcreconcile.Request {
+		key := client.ObjectKeyFromObject(cm)
+		if !isControlledByBundle(cm.(*corev1.ConfigMap)) {
+			if err := cl.GetCache().Get(ctx, key, &v1alpha1.ConfigBundle{}); err != nil {
+				return nil
+			}
+		}
+		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: key}, ClusterName: name}}
+	})
+}
+
+// Reconcile converges one ConfigBundle in one member cluster and records the outcome.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	cl, err := r.manager.GetCluster(ctx, req.ClusterName)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("getting cluster %q: %w", req.ClusterName, err)
+	}
+
+	bundle := &v1alpha1.ConfigBundle{}
+	if err := cl.GetClient().Get(ctx, req.NamespacedName, bundle); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// A bundle being deleted leaves its ConfigMap to the garbage collector.
+	if !bundle.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	s := &scope{cluster: req.ClusterName, member: cl, bundle: bundle, fieldOwner: r.opts.FieldOwner}
+	syncErr := s.sync(ctx)
+	if err := s.patchStatus(ctx); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	}
+	if syncErr != nil {
+		return ctrl.Result{}, syncErr
+	}
+	return ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod)}, nil
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}

@@ -1,0 +1,126 @@
+package configbundle
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+)
+
+// lastAppliedAnnotation is kubectl's client-side apply record. It describes the bundle, not the
+// ConfigMap, so it is the one annotation not propagated.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Names of the parts of a ConfigMap that Drift compares, as they appear in Events and logs.
+const (
+	DriftNamespace       = "namespace"
+	DriftLabels          = "labels"
+	DriftAnnotations     = "annotations"
+	DriftOwnerReferences = "ownerReferences"
+	DriftData            = "data"
+	DriftBinaryData      = "binaryData"
+	DriftImmutable       = "immutable"
+	// DriftDeleted is reported when the managed ConfigMap was deleted and had to be recreated.
+	DriftDeleted = "deleted"
+)
+
+// DesiredConfigMap renders the ConfigMap a bundle asks for: the bundle's name and namespace, its
+// message as data.message, its immutability, its labels exactly, its annotations but kubectl's
+// last-applied record, and one ownerReference naming the bundle as controller.
+func DesiredConfigMap(bundle *v1alpha1.ConfigBundle) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            bundle.Name,
+			Namespace:       bundle.Namespace,
+			Labels:          maps.Clone(bundle.Labels),
+			Annotations:     propagatedAnnotations(bundle.Annotations),
+			OwnerReferences: []metav1.OwnerReference{controllerReference(bundle)},
+		},
+		Data:      map[string]string{v1alpha1.MessageKey: bundle.Spec.Message},
+		Immutable: ptr.To(bundle.Spec.Immutable),
+	}
+}
+
+func propagatedAnnotations(in map[string]string) map[string]string {
+	out := maps.Clone(in)
+	delete(out, lastAppliedAnnotation)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func controllerReference(bundle *v1alpha1.ConfigBundle) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         v1alpha1.GroupVersion.String(),
+		Kind:               "ConfigBundle",
+		Name:               bundle.Name,
+		UID:                bundle.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// Drift lists, in a fixed order, the parts of actual that differ from desired: namespace,
+// labels, annotations, ownerReferences, data, binaryData and immutable. Empty and missing maps
+// are equal; any binaryData is drift, as is any data key but message.
+func Drift(desired, actual *corev1.ConfigMap) []string {
+	var drift []string
+	if actual.Namespace != desired.Namespace {
+		drift = append(drift, DriftNamespace)
+	}
+	if !maps.Equal(actual.Labels, desired.Labels) {
+		drift = append(drift, DriftLabels)
+	}
+	if !maps.Equal(actual.Annotations, desired.Annotations) {
+		drift = append(drift, DriftAnnotations)
+	}
+	if !slices.EqualFunc(actual.OwnerReferences, desired.OwnerReferences, equalOwnerReference) {
+		drift = append(drift, DriftOwnerReferences)
+	}
+	if !maps.Equal(actual.Data, desired.Data) {
+		drift = append(drift, DriftData)
+	}
+	if len(actual.BinaryData) > 0 {
+		drift = append(drift, DriftBinaryData)
+	}
+	if ptr.Deref(actual.Immutable, false) != ptr.Deref(desired.Immutable, false) {
+		drift = append(drift, DriftImmutable)
+	}
+	return drift
+}
+
+func equalOwnerReference(a, b metav1.OwnerReference) bool {
+	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name && a.UID == b.UID &&
+		ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false) &&
+		ptr.Deref(a.BlockOwnerDeletion, false) == ptr.Deref(b.BlockOwnerDeletion, false)
+}
+
+// contentDrift reports whether drift touches what an immutable ConfigMap can no longer change.
+func contentDrift(drift []string) bool {
+	return slices.ContainsFunc(drift, func(d string) bool {
+		return d == DriftData || d == DriftBinaryData || d == DriftImmutable
+	})
+}
+
+// specFromConfigMap reads back the spec an immutable ConfigMap was made from.
+func specFromConfigMap(cm *corev1.ConfigMap) v1alpha1.ConfigBundleSpec {
+	return v1alpha1.ConfigBundleSpec{
+		Message:   cm.Data[v1alpha1.MessageKey],
+		Immutable: ptr.Deref(cm.Immutable, false),
+	}
+}
+
+// ownedBy reports whether cm is the bundle's: it names the bundle as its controller, or it is
+// the very ConfigMap (same uid) the bundle's status records.
+func ownedBy(bundle *v1alpha1.ConfigBundle, cm *corev1.ConfigMap) bool {
+	if ref := metav1.GetControllerOfNoCopy(cm); ref != nil && ref.UID == bundle.UID {
+		return true
+	}
+	return bundle.Status.ConfigMapRef != nil && bundle.Status.ConfigMapRef.UID == cm.UID
+}

@@ -1,0 +1,12 @@
+// Package configbundle is the cluster-aware ConfigBundle reconciler.
+//
+// One Reconciler serves every member cluster of a multicluster-runtime manager: a request names
+// the member, and the reconciler works through that member's client and cache only. For each
+// ConfigBundle it renders the desired ConfigMap (DesiredConfigMap), compares it with the one in
+// the member (Drift), converges (create, update, replace, or restore an immutable bundle's spec),
+// and records the outcome once in the bundle's status. The reconciler is level-based: it never
+// asks which event woke it, only what the member holds now.
+//
+// ConfigureCache sets a member's cache so that ConfigMaps no bundle controls cost only their
+// metadata skeleton.
+package configbundle

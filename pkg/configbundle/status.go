@@ -1,0 +1,62 @@
+package configbundle
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+)
+
+// status computes the bundle's status from base (the status as stored) and what this reconcile
+// found and did.
+func (s *scope) status(base v1alpha1.ConfigBundleStatus, now metav1.Time) v1alpha1.ConfigBundleStatus {
+	st := *base.DeepCopy()
+	st.ObservedGeneration = s.bundle.Generation
+	if s.cm != nil {
+		st.ConfigMapRef = &v1alpha1.ConfigMapReference{Name: s.cm.Name, UID: s.cm.UID, ResourceVersion: s.cm.ResourceVersion}
+	}
+	if s.healed != nil {
+		st.Heals++
+		st.LastHealTime = &now
+	}
+	ready := s.ready
+	ready.ObservedGeneration = s.bundle.Generation
+	ready.LastTransitionTime = now
+	meta.SetStatusCondition(&st.Conditions, ready)
+	return st
+}
+
+// patchStatus writes the status once, and only if it changed. A conflict means the cached bundle
+// was stale: the status is computed again on the bundle as stored, so that no heal is lost.
+func (s *scope) patchStatus(ctx context.Context) error {
+	if s.ready.Type == "" {
+		return nil
+	}
+	now := metav1.Now()
+	bundle := s.bundle
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		want := s.status(bundle.Status, now)
+		if equality.Semantic.DeepEqual(want, bundle.Status) {
+			return nil
+		}
+		patched := bundle.DeepCopy()
+		patched.Status = want
+		err := s.member.GetClient().Status().Patch(ctx, patched,
+			client.MergeFromWithOptions(bundle, client.MergeFromWithOptimisticLock{}), client.FieldOwner(s.fieldOwner))
+		if apierrors.IsConflict(err) {
+			fresh := &v1alpha1.ConfigBundle{}
+			if getErr := s.member.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(bundle), fresh); getErr != nil {
+				return getErr
+			}
+			bundle = fresh
+		}
+		return err
+	})
+	return client.IgnoreNotFound(err)
+}

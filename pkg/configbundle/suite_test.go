@@ -1,0 +1,209 @@
+package configbundle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
+
+	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/pkg/configbundle"
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/pkg/controlplane"
+)
+
+// Timeouts of the suite, generous for a loaded two-core machine.
+const (
+	startTimeout = 3 * time.Minute
+	timeout      = 20 * time.Second
+	interval     = 50 * time.Millisecond
+	quietPeriod  = 2 * time.Second
+)
+
+// The suite runs one hub and two members, each a real control plane with a garbage collector.
+// member-a serves the ConfigBundle CRD as generated; member-b serves a copy without its
+// validation rules, as an older or hand-made installation would, so that the reconciler's own
+// guards can be seen at work.
+const (
+	memberA = "member-a"
+	memberB = "member-b"
+)
+
+var (
+	scheme  = runtime.NewScheme()
+	members = map[string]client.Client{}
+	caches  = map[string]cluster.Cluster{}
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
+		return 1
+	}
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.Level(zapLevel()))))
+	must(clientgoscheme.AddToScheme(scheme))
+	must(v1alpha1.AddToScheme(scheme))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	startCtx, startCancel := context.WithTimeout(ctx, startTimeout)
+	defer startCancel()
+	// The CRDs are installed before the garbage collector starts: it discovers new kinds only
+	// every 30 seconds.
+	crds, err := config.MemberCRDs()
+	must(err)
+	cps, err := startControlPlanes(startCtx, map[string]controlplane.Options{
+		"hub":   {},
+		memberA: {CRDs: crds, GarbageCollector: true},
+		memberB: {CRDs: withoutValidation(crds), GarbageCollector: true},
+	}, "hub", memberA, memberB)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting control planes:", err)
+		return 1
+	}
+	defer func() { _ = controlplane.StopAll(cps) }()
+
+	provider := clustersprovider.New()
+	for _, cp := range cps[1:] {
+		cl, err := cluster.New(cp.Config, func(o *cluster.Options) {
+			o.Scheme = scheme
+			configbundle.ConfigureCache(&o.Cache)
+		})
+		must(err)
+		must(provider.Add(ctx, multicluster.ClusterName(cp.Name), cl))
+		caches[cp.Name] = cl
+		c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+		must(err)
+		members[cp.Name] = c
+	}
+	mgr, err := mcmanager.New(cps[0].Config, provider, manager.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	must(err)
+	_, err = configbundle.SetupWithManager(mgr, configbundle.Options{
+		RetryBaseDelay: 100 * time.Millisecond,
+		RetryMaxDelay:  time.Second,
+	})
+	must(err)
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager stopped:", err)
+		}
+	}()
+	return m.Run()
+}
+
+func zapLevel() int8 {
+	if os.Getenv("TEST_VERBOSE_LOGS") != "" {
+		return -1
+	}
+	return 5 // errors only
+}
+
+// startControlPlanes starts control planes with options of their own, all at once, and returns
+// them in the order of names.
+func startControlPlanes(ctx context.Context, opts map[string]controlplane.Options, names ...string) ([]*controlplane.ControlPlane, error) {
+	cps := make([]*controlplane.ControlPlane, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			var started []*controlplane.ControlPlane
+			started, errs[i] = controlplane.Start(ctx, []string{name}, opts[name])
+			if errs[i] == nil {
+				cps[i] = started[0]
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		_ = controlplane.StopAll(slices.DeleteFunc(cps, func(cp *controlplane.ControlPlane) bool { return cp == nil }))
+		return nil, err
+	}
+	return cps, nil
+}
+
+// withoutValidation strips the ConfigBundle CRD of its CEL rules and length bound.
+func withoutValidation(crds []*apiextensionsv1.CustomResourceDefinition) []*apiextensionsv1.CustomResourceDefinition {
+	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(crds))
+	for _, crd := range crds {
+		crd = crd.DeepCopy()
+		for i := range crd.Spec.Versions {
+			spec := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"]
+			spec.XValidations = nil
+			message := spec.Properties["message"]
+			message.XValidations, message.MaxLength = nil, nil
+			spec.Properties["message"] = message
+			crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		}
+		out = append(out, crd)
+	}
+	return out
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// newNamespace creates a namespace of its own for a test in a member.
+func newNamespace(t *testing.T, member string) string {
+	t.Helper()
+	prefix := strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name()))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix[:min(40, len(prefix))] + "-"}}
+	if err := members[member].Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+func newBundle(ns, name, message string) *v1alpha1.ConfigBundle {
+	return &v1alpha1.ConfigBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1alpha1.ConfigBundleSpec{Message: message},
+	}
+}
+
+// events returns the notes of the Events with the given reason about a bundle.
+func events(ctx context.Context, c client.Client, bundle *v1alpha1.ConfigBundle, reason string) ([]string, error) {
+	list := &eventsv1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(bundle.Namespace)); err != nil {
+		return nil, err
+	}
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == bundle.Name && e.Regarding.Kind == "ConfigBundle" && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes, nil
+}
