@@ -8,10 +8,9 @@ import (
 // MessageKey is the key of the managed ConfigMap's data that holds spec.message.
 const MessageKey = "message"
 
-// MaxMessageBytes is the largest spec.message, in bytes of UTF-8, that fits in a ConfigMap: a
-// ConfigMap's data (keys and values together) holds at most 1 MiB, and the key "message" takes 7
-// bytes of it.
-const MaxMessageBytes = 1024*1024 - len(MessageKey)
+// MaxMessageBytes is the largest spec.message, in bytes of UTF-8, that fits in a ConfigMap: the
+// values of a ConfigMap's data hold at most 1 MiB together.
+const MaxMessageBytes = 1024 * 1024
 
 // Condition types of a ConfigBundle.
 const (
@@ -59,10 +58,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.immutable) || !oldSelf.immutable || self == oldSelf",message="spec is immutable: this ConfigBundle was made immutable (spec.immutable: true), so its message and immutable fields can no longer change; delete and recreate it to publish a different message",reason=FieldValueForbidden
 type ConfigBundleSpec struct {
 	// message is published as data.message of the managed ConfigMap. It must fit in a
-	// ConfigMap: at most 1,048,569 bytes of UTF-8.
+	// ConfigMap: at most 1,048,576 bytes of UTF-8.
 	// +required
-	// +kubebuilder:validation:MaxLength=1048569
-	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 1048569",message="message must fit in a ConfigMap: at most 1048569 bytes of UTF-8 (a ConfigMap holds at most 1 MiB of data)",reason=FieldValueInvalid
+	// +kubebuilder:validation:MaxLength=1048576
+	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 1048576",message="message must fit in a ConfigMap: at most 1048576 bytes of UTF-8 (a ConfigMap holds at most 1 MiB of data)",reason=FieldValueInvalid
 	Message string `json:"message"`
 
 	// immutable makes the managed ConfigMap immutable and freezes this spec: once it is true,

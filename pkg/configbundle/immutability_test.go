@@ -1,0 +1,136 @@
+package configbundle_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+)
+
+// TestAdmission runs the CRD's rules against a real API server (member-a serves the CRD as
+// generated).
+func TestAdmission(t *testing.T) {
+	c := members[memberA]
+	ns := newNamespace(t, memberA)
+	max := v1alpha1.MaxMessageBytes
+	tests := []struct {
+		name    string
+		spec    v1alpha1.ConfigBundleSpec
+		update  func(*v1alpha1.ConfigBundleSpec)
+		wantErr string
+	}{
+		{name: "largest message that fits a ConfigMap", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max)}},
+		{name: "one byte too many", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max+1)}, wantErr: "spec.message"},
+		{name: "too many bytes in fewer characters", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("é", max/2+1)}, wantErr: "must fit in a ConfigMap"},
+		{name: "mutable spec changes", spec: v1alpha1.ConfigBundleSpec{Message: "a"}, update: func(s *v1alpha1.ConfigBundleSpec) { s.Message = "b" }},
+		{name: "mutable to immutable with a new message", spec: v1alpha1.ConfigBundleSpec{Message: "a"},
+			update: func(s *v1alpha1.ConfigBundleSpec) { *s = v1alpha1.ConfigBundleSpec{Message: "b", Immutable: true} }},
+		{name: "immutable message cannot change", spec: v1alpha1.ConfigBundleSpec{Message: "a", Immutable: true},
+			update: func(s *v1alpha1.ConfigBundleSpec) { s.Message = "b" }, wantErr: "spec is immutable"},
+		{name: "immutable cannot be made mutable", spec: v1alpha1.ConfigBundleSpec{Message: "a", Immutable: true},
+			update: func(s *v1alpha1.ConfigBundleSpec) { s.Immutable = false }, wantErr: "spec is immutable"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, ctx := NewWithT(t), context.Background()
+			b := newBundle(ns, "admission-"+string(rune('a'+i)), "")
+			b.Spec = tt.spec
+			err := c.Create(ctx, b)
+			if tt.update != nil {
+				g.Expect(err).NotTo(HaveOccurred())
+				tt.update(&b.Spec)
+				err = c.Update(ctx, b)
+			}
+			if tt.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.wantErr))
+		})
+	}
+
+	t.Run("the largest message is published", func(t *testing.T) {
+		g, ctx := NewWithT(t), context.Background()
+		b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "admission-a", Namespace: ns}}
+		g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+		cm := configMapOf(b)
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+		g.Expect(cm.Data["message"]).To(HaveLen(max))
+	})
+}
+
+// TestImmutableSpecIsRestored shows the reconciler's own guard where the CRD lacks the rule
+// (member-b): the spec of an immutable bundle is restored from its ConfigMap, which is left
+// alone, while label changes still reach it.
+func TestImmutableSpecIsRestored(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	c := members[memberB]
+	b := newBundle(newNamespace(t, memberB), "frozen-spec", "original")
+	b.Spec.Immutable = true
+	g.Expect(c.Create(ctx, b)).To(Succeed())
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	cm := configMapOf(b)
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	g.Expect(ptr.Deref(cm.Immutable, false)).To(BeTrue())
+
+	for _, change := range []v1alpha1.ConfigBundleSpec{
+		{Message: "changed", Immutable: true},
+		{Message: "changed and unfrozen", Immutable: false},
+	} {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+		b.Spec = change
+		g.Expect(c.Update(ctx, b)).To(Succeed(), "member-b's CRD has no rule to refuse this")
+		g.Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c, b)(g).Spec).To(Equal(v1alpha1.ConfigBundleSpec{Message: "original", Immutable: true}))
+			g.Expect(b).To(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	}
+
+	got := &corev1.ConfigMap{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), got)).To(Succeed())
+	g.Expect(got.UID).To(Equal(cm.UID))
+	g.Expect(got.Data).To(Equal(map[string]string{"message": "original"}))
+	g.Expect(b.Status.Heals).To(BeZero())
+	g.Expect(events(ctx, c, b, v1alpha1.SpecRestoredEvent)).To(HaveLen(2))
+
+	// Labels and annotations still reach an immutable ConfigMap.
+	b.Labels = map[string]string{"tier": "gold"}
+	b.Annotations = map[string]string{"note": "still mutable metadata"}
+	g.Expect(c.Update(ctx, b)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), got)).To(Succeed())
+		g.Expect(got.Labels).To(Equal(b.Labels))
+		g.Expect(got.Annotations).To(Equal(b.Annotations))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(got.UID).To(Equal(cm.UID))
+}
+
+// TestInvalidConfigMapIsTerminal: where the CRD does not bound the message (member-b), the API
+// server refuses the oversized ConfigMap. That is for the user to fix: Ready=False with the API's
+// message, and no retry until the bundle changes.
+func TestInvalidConfigMapIsTerminal(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	c := members[memberB]
+	b := newBundle(newNamespace(t, memberB), "too-big", strings.Repeat("x", v1alpha1.MaxMessageBytes+1))
+	g.Expect(c.Create(ctx, b)).To(Succeed())
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionFalse, v1alpha1.InvalidConfigMapReason))
+	g.Expect(meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition).Message).To(ContainSubstring("may not be more than 1048576 bytes"))
+
+	reconciles := reconcileCount(t)
+	g.Consistently(func() float64 { return reconcileCount(t) }).WithTimeout(quietPeriod).WithPolling(interval).
+		Should(Equal(reconciles), "a terminal error is not retried")
+
+	b.Spec.Message = "fits"
+	g.Expect(c.Update(ctx, b)).To(Succeed())
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+}
