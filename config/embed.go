@@ -7,22 +7,37 @@ import (
 	"fmt"
 	"io/fs"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml
-var crdFiles embed.FS
+//go:embed crd/bases/*.yaml rbac/member/role.yaml
+var files embed.FS
 
 // MemberCRDs returns the CRDs a member cluster needs: the ConfigBundle CRD.
 func MemberCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return loadCRDs("crd/bases/configbundle.dev_configbundles.yaml")
 }
 
+// MemberClusterRole returns the ClusterRole the hub's credential needs in a member cluster
+// (generated from the reconciler's and the provider's RBAC markers).
+func MemberClusterRole() (*rbacv1.ClusterRole, error) {
+	raw, err := fs.ReadFile(files, "rbac/member/role.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("reading embedded member ClusterRole: %w", err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(raw, role); err != nil {
+		return nil, fmt.Errorf("decoding embedded member ClusterRole: %w", err)
+	}
+	return role, nil
+}
+
 func loadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(paths))
 	for _, p := range paths {
-		raw, err := fs.ReadFile(crdFiles, p)
+		raw, err := fs.ReadFile(files, p)
 		if err != nil {
 			return nil, fmt.Errorf("reading embedded CRD %s: %w", p, err)
 		}
