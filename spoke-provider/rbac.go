@@ -4,5 +4,4 @@ package spokeprovider
 // reading kube-system's uid to recognise a cluster registered twice, and installing the
 // ConfigBundle CRD (server-side apply) when --install-crds is on.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get,resourceNames=kube-system
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=create;patch,resourceNames=configbundles.configbundle.dev
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch,resourceNames=configbundles.configbundle.dev
