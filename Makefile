@@ -26,7 +26,7 @@ generate: ## Generate deepcopy code with controller-gen.
 
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC with controller-gen.
-	$(CONTROLLER_GEN) crd paths=./pkg/configbundle/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./pkg/configbundle/... paths=./pkg/fleet/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=configbundle-member paths=./pkg/configbundle/... paths=./spoke-provider/... output:rbac:artifacts:config=config/rbac/member
 
 .PHONY: fmt

@@ -20,6 +20,11 @@ func MemberCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return loadCRDs("crd/bases/configbundle.dev_configbundles.yaml")
 }
 
+// HubCRDs returns the CRDs of the hub cluster: MemberCluster and Fleet.
+func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return loadCRDs("crd/bases/hub.configbundle.dev_memberclusters.yaml", "crd/bases/hub.configbundle.dev_fleets.yaml")
+}
+
 // MemberClusterRole returns the ClusterRole the hub's credential needs in a member cluster
 // (generated from the reconciler's and the provider's RBAC markers).
 func MemberClusterRole() (*rbacv1.ClusterRole, error) {

@@ -1,0 +1,260 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ReadyCondition is the condition type of MemberCluster and Fleet.
+const ReadyCondition = "Ready"
+
+// Reasons of a MemberCluster's Ready condition.
+const (
+	// ConnectedReason (True): the hub is connected to the member and reconciles its bundles.
+	ConnectedReason = "Connected"
+
+	// RotationFailedReason (True): the Secret's new kubeconfig could not be used; the hub keeps
+	// working with the previous one. The message says why the new one failed.
+	RotationFailedReason = "RotationFailed"
+
+	// ConnectingReason (False): the hub is connecting to the member for the first time.
+	ConnectingReason = "Connecting"
+
+	// UnreachableReason (False): the member did not answer (connection, or consecutive health
+	// probes, failed or timed out). Its bundle counts are those last observed, at lastSeenTime.
+	UnreachableReason = "Unreachable"
+
+	// ForbiddenReason (False): the member refused the hub's credential (401 or 403).
+	ForbiddenReason = "Forbidden"
+
+	// CRDMissingReason (False): the ConfigBundle CRD is absent from the member and the hub may
+	// not (or was told not to) install it.
+	CRDMissingReason = "CRDMissing"
+
+	// DuplicateClusterReason (False): another member already is this very cluster (same
+	// kube-system namespace uid); it is managed once, under the other member's name.
+	DuplicateClusterReason = "DuplicateCluster"
+
+	// InvalidKubeconfigReason (False): the Secret has no kubeconfig under the expected key, or
+	// it is empty, garbage, or unusable.
+	InvalidKubeconfigReason = "InvalidKubeconfig"
+
+	// ExecPluginNotAllowedReason (False): the kubeconfig asks for an exec credential plugin; the
+	// hub never runs a program because of a Secret.
+	ExecPluginNotAllowedReason = "ExecPluginNotAllowed"
+
+	// AuthProviderNotAllowedReason (False): the kubeconfig asks for an auth-provider plugin.
+	AuthProviderNotAllowedReason = "AuthProviderNotAllowed"
+
+	// FileReferenceNotAllowedReason (False): the kubeconfig names a local file (token file,
+	// client certificate or key, certificate authority); the hub never reads its own files
+	// because of a Secret.
+	FileReferenceNotAllowedReason = "FileReferenceNotAllowed"
+)
+
+// Reasons of the Fleet's Ready condition.
+const (
+	// AllReadyReason (True): every member is Ready and no bundle has failed.
+	AllReadyReason = "AllReady"
+
+	// MembersNotReadyReason (False): at least one member is not Ready; the message names them.
+	MembersNotReadyReason = "MembersNotReady"
+
+	// BundlesFailedReason (False): every member is Ready, but some bundles are not.
+	BundlesFailedReason = "BundlesFailed"
+
+	// NoMembersReason (False): no member is registered.
+	NoMembersReason = "NoMembers"
+)
+
+// SecretReference names a Secret.
+type SecretReference struct {
+	// namespace of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// BundleCounts counts ConfigBundles by their Ready condition.
+type BundleCounts struct {
+	// total is the number of ConfigBundles.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Total int64 `json:"total"`
+
+	// ready is the number of ConfigBundles whose Ready condition is True.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Ready int64 `json:"ready"`
+
+	// failed is the number of ConfigBundles whose Ready condition is False. Bundles not yet
+	// reconciled are neither ready nor failed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Failed int64 `json:"failed"`
+}
+
+// MemberClusterSpec says where a member comes from.
+type MemberClusterSpec struct {
+	// secretRef is the kubeconfig Secret the member was discovered from.
+	// +required
+	SecretRef SecretReference `json:"secretRef"`
+}
+
+// MemberClusterStatus is the member's health as the hub sees it.
+type MemberClusterStatus struct {
+	// conditions hold Ready: whether the hub is connected and reconciling the member, and if
+	// not, why (see the *Reason constants of this package).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// kubernetesVersion is the member API server's version (gitVersion).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// clusterID is the uid of the member's kube-system namespace, which identifies a cluster
+	// whatever address or credential reaches it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// bundles counts the member's ConfigBundles, from the hub's cache of the member. While the
+	// member is not Ready they are the counts last observed, at lastSeenTime.
+	// +optional
+	Bundles BundleCounts `json:"bundles"`
+
+	// heals is the sum of the member's ConfigBundles' status.heals.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Heals int64 `json:"heals"`
+
+	// lastSeenTime is when the member last answered the hub. It is refreshed at least every
+	// minute while the member is Ready, and frozen while it is not.
+	// +optional
+	LastSeenTime *metav1.Time `json:"lastSeenTime,omitempty"`
+}
+
+// MemberCluster is one member of the fleet, as discovered from a labelled kubeconfig Secret in
+// the hub's namespace and named after it. The hub creates, updates and deletes it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=mc,categories=configbundle
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
+// +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.bundles.total`
+// +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
+// +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
+// +kubebuilder:printcolumn:name="Last-Seen",type=date,JSONPath=`.status.lastSeenTime`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MemberCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says where the member comes from.
+	// +required
+	Spec MemberClusterSpec `json:"spec"`
+
+	// status is the member's health as the hub sees it.
+	// +optional
+	Status MemberClusterStatus `json:"status,omitempty"`
+}
+
+// MemberClusterList is a list of MemberClusters.
+//
+// +kubebuilder:object:root=true
+type MemberClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MemberCluster `json:"items"`
+}
+
+// FleetName is the name of the one Fleet the hub maintains.
+const FleetName = "default"
+
+// ClusterCounts counts member clusters.
+type ClusterCounts struct {
+	// total is the number of members (labelled kubeconfig Secrets).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Total int64 `json:"total"`
+
+	// ready is the number of members whose Ready condition is True.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Ready int64 `json:"ready"`
+}
+
+// FleetStatus sums up the MemberClusters.
+type FleetStatus struct {
+	// conditions hold Ready: True when every member is Ready and no bundle has failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// clusters counts the members.
+	// +optional
+	Clusters ClusterCounts `json:"clusters"`
+
+	// bundles counts the ConfigBundles of all members (last observed counts for members that
+	// are not Ready).
+	// +optional
+	Bundles BundleCounts `json:"bundles"`
+
+	// heals is the sum of the members' heals.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Heals int64 `json:"heals"`
+}
+
+// Fleet is the health of the whole fleet; the hub maintains one, named "default".
+// `kubectl wait --for=condition=Ready fleet/default` waits for a healthy fleet.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=configbundle
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="the hub maintains one Fleet, named default"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters.total`
+// +kubebuilder:printcolumn:name="Clusters-Ready",type=integer,JSONPath=`.status.clusters.ready`
+// +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.bundles.total`
+// +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
+// +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Fleet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// status sums up the MemberClusters.
+	// +optional
+	Status FleetStatus `json:"status,omitempty"`
+}
+
+// FleetList is a list of Fleets.
+//
+// +kubebuilder:object:root=true
+type FleetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Fleet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MemberCluster{}, &MemberClusterList{}, &Fleet{}, &FleetList{})
+}
