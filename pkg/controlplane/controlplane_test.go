@@ -1,0 +1,185 @@
+package controlplane_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"configbundle.dev/hub/pkg/controlplane"
+)
+
+const (
+	// startTimeout bounds Start of both control planes; generous for a loaded 2-core machine.
+	startTimeout = 4 * time.Minute
+	// gcTimeout bounds the garbage collector's deletion of a dependent.
+	gcTimeout = time.Minute
+	// requestTimeout is the timeout of each request that must fail against a paused apiserver.
+	requestTimeout = 2 * time.Second
+	// recoverTimeout bounds the return to service after Resume.
+	recoverTimeout = 30 * time.Second
+	// stopPausedTimeout bounds Stop of a paused control plane (it must resume, not wait for a kill).
+	stopPausedTimeout = 15 * time.Second
+)
+
+func TestControlPlanes(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("KUBEBUILDER_ASSETS is empty: set it to the directory holding etcd, kube-apiserver and " +
+			"kube-controller-manager (bash hack/testbin.sh prints it)")
+	}
+	g := gomega.NewWithT(t)
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
+
+	var output bytes.Buffer // Start serializes writes; read only after every process has stopped
+	began := time.Now()
+	cps, err := controlplane.Start(ctx, []string{"alpha", "beta"}, controlplane.Options{
+		GarbageCollector: true,
+		StartTimeout:     startTimeout,
+		Output:           &output,
+		CRDs:             []*apiextensionsv1.CustomResourceDefinition{widgetCRD()},
+	})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	t.Cleanup(func() { g.Expect(controlplane.StopAll(cps)).To(gomega.Succeed()) })
+	t.Logf("started %d control planes with garbage collectors in %s", len(cps), time.Since(began).Round(time.Millisecond))
+	g.Expect(cps).To(gomega.HaveLen(2))
+	g.Expect(cps[0].Host()).NotTo(gomega.Equal(cps[1].Host()))
+
+	clients := make([]kubernetes.Interface, len(cps))
+	for i, cp := range cps {
+		g.Expect(cp.Name).To(gomega.Equal([]string{"alpha", "beta"}[i]))
+		clients[i] = kubernetes.NewForConfigOrDie(cp.Config)
+	}
+
+	t.Run("both answer, also through their kubeconfigs", func(t *testing.T) {
+		g := gomega.NewWithT(t)
+		for i, cp := range cps {
+			_, err := clients[i].CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{})
+			g.Expect(err).NotTo(gomega.HaveOccurred(), cp.Name)
+			resources, err := clients[i].Discovery().ServerResourcesForGroupVersion("test.configbundle.dev/v1")
+			g.Expect(err).NotTo(gomega.HaveOccurred(), "%s serves the CRD", cp.Name)
+			g.Expect(resources.APIResources).To(gomega.ContainElement(
+				gomega.HaveField("Name", "widgets")), cp.Name)
+
+			fromFile, err := clientcmd.BuildConfigFromFlags("", cp.KubeconfigPath)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			fromBytes, err := clientcmd.RESTConfigFromKubeConfig(cp.Kubeconfig())
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			raw, err := clientcmd.Load(cp.Kubeconfig())
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(raw.CurrentContext).To(gomega.Equal(cp.Name))
+			g.Expect(raw.Contexts).To(gomega.HaveLen(1))
+			for _, cfg := range []*rest.Config{fromFile, fromBytes} {
+				_, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{})
+				g.Expect(err).NotTo(gomega.HaveOccurred(), cp.Name)
+			}
+		}
+	})
+
+	t.Run("added user is authenticated but not authorized", func(t *testing.T) {
+		g := gomega.NewWithT(t)
+		cfg, err := cps[0].AddUser("alice", []string{"team-a"})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+		g.Expect(apierrors.IsForbidden(err)).To(gomega.BeTrue(), "want Forbidden, got %v", err)
+		g.Expect(err.Error()).To(gomega.ContainSubstring(`"alice"`))
+	})
+
+	t.Run("garbage collector deletes dependents of a deleted owner", func(t *testing.T) {
+		for i, cp := range cps {
+			g := gomega.NewWithT(t)
+			cms := clients[i].CoreV1().ConfigMaps("default")
+			owner, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+			g.Expect(err).NotTo(gomega.HaveOccurred(), cp.Name)
+			_, err = cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name: "owned",
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
+				}},
+			}}, metav1.CreateOptions{})
+			g.Expect(err).NotTo(gomega.HaveOccurred(), cp.Name)
+
+			g.Expect(cms.Delete(t.Context(), owner.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
+			began := time.Now()
+			g.Eventually(func() error {
+				_, err := cms.Get(t.Context(), "owned", metav1.GetOptions{})
+				return err
+			}).WithTimeout(gcTimeout).WithPolling(100*time.Millisecond).
+				Should(gomega.Satisfy(apierrors.IsNotFound), "%s: owned ConfigMap not garbage-collected", cp.Name)
+			t.Logf("%s: owned ConfigMap collected %s after its owner's deletion", cp.Name, time.Since(began).Round(time.Millisecond))
+		}
+	})
+
+	t.Run("pause hangs requests until resume", func(t *testing.T) {
+		g := gomega.NewWithT(t)
+		getDefault := func(c kubernetes.Interface) error {
+			ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+			defer cancel()
+			_, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+			return err
+		}
+
+		g.Expect(cps[0].Pause()).To(gomega.Succeed())
+		g.Expect(cps[0].Pause()).To(gomega.Succeed(), "pausing twice")
+		g.Expect(getDefault(clients[0])).To(gomega.MatchError(context.DeadlineExceeded))
+		g.Expect(getDefault(clients[1])).To(gomega.Succeed(), "the other control plane is unaffected")
+
+		g.Expect(cps[0].Resume()).To(gomega.Succeed())
+		g.Eventually(func() error { return getDefault(clients[0]) }).
+			WithTimeout(recoverTimeout).WithPolling(100 * time.Millisecond).Should(gomega.Succeed())
+	})
+
+	t.Run("stop is idempotent, works when paused and cleans up", func(t *testing.T) {
+		g := gomega.NewWithT(t)
+		g.Expect(cps[1].Stop()).To(gomega.Succeed())
+		g.Expect(cps[1].Stop()).To(gomega.Succeed())
+		g.Expect(cps[1].KubeconfigPath).NotTo(gomega.BeAnExistingFile())
+		_, err := clients[1].CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{})
+		g.Expect(err).To(gomega.HaveOccurred())
+		g.Expect(cps[1].Pause()).NotTo(gomega.Succeed(), "pausing a stopped control plane")
+
+		g.Expect(cps[0].Pause()).To(gomega.Succeed())
+		began := time.Now()
+		g.Expect(cps[0].Stop()).To(gomega.Succeed())
+		g.Expect(time.Since(began)).To(gomega.BeNumerically("<", stopPausedTimeout))
+		g.Expect(cps[0].Stop()).To(gomega.Succeed())
+
+		for _, prefix := range []string{"alpha/etcd: ", "beta/kube-apiserver: ", "alpha/kube-controller-manager: "} {
+			g.Expect(output.String()).To(gomega.ContainSubstring("\n"+prefix), "output has lines of %q", prefix)
+		}
+	})
+}
+
+// widgetCRD is a minimal namespaced CRD, installed by Start into every control plane.
+func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.test.configbundle.dev"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "test.configbundle.dev",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{
+				Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList",
+			},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{
+					OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+						Type:                   "object",
+						XPreserveUnknownFields: ptr.To(true),
+					},
+				},
+			}},
+		},
+	}
+}
