@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -62,6 +63,20 @@ type Options struct {
 	// FieldOwner is the field manager of the reconciler's writes and the reporting controller of
 	// its Events. Defaults to DefaultFieldOwner.
 	FieldOwner string
+
+	// Connected, if set, is asked before each reconcile whether the member can be reached. While
+	// it returns an error the member is left alone and the bundle is retried after
+	// NotConnectedRetry, so that no worker waits on an unreachable member. Defaults to nil: every
+	// member is assumed reachable.
+	Connected func(multicluster.ClusterName) error
+
+	// NotConnectedRetry is the delay before a bundle of an unreachable member is tried again.
+	// Defaults to 10 seconds.
+	NotConnectedRetry time.Duration
+
+	// Resync, if set, delivers names of member clusters whose bundles must all be reconciled
+	// now: a member that comes back after an outage is healed at once. Defaults to nil.
+	Resync <-chan multicluster.ClusterName
 }
 
 func (o *Options) defaults() {
@@ -83,12 +98,16 @@ func (o *Options) defaults() {
 	if o.FieldOwner == "" {
 		o.FieldOwner = DefaultFieldOwner
 	}
+	if o.NotConnectedRetry <= 0 {
+		o.NotConnectedRetry = 10 * time.Second
+	}
 }
 
 // Reconciler reconciles ConfigBundles in every member cluster of a multicluster manager.
 type Reconciler struct {
-	manager mcmanager.Manager
-	opts    Options
+	manager   mcmanager.Manager
+	opts      Options
+	sightings sightings
 }
 
 // SetupWithManager builds the ConfigBundle controller on mgr: it watches ConfigBundles and
@@ -96,14 +115,14 @@ type Reconciler struct {
 func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) {
 	opts.defaults()
 	r := &Reconciler{manager: mgr, opts: opts}
-	err := mcbuilder.ControllerManagedBy(mgr).
+	b := mcbuilder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.ConfigBundle{}, mcbuilder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
 		))).
-		Watches(&corev1.ConfigMap{}, configMapToBundle).
+		Watches(&corev1.ConfigMap{}, r.configMapToBundle).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			ReconciliationTimeout:   opts.ReconcileTimeout,
@@ -115,9 +134,11 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 				}
 				return log
 			},
-		}).
-		Complete(r)
-	if err != nil {
+		})
+	if opts.Resync != nil {
+		b = b.WatchesRawSource(r.resyncSource())
+	}
+	if err := b.Complete(r); err != nil {
 		return nil, fmt.Errorf("building the %s controller: %w", ControllerName, err)
 	}
 	return r, nil
@@ -125,8 +146,9 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 
 // configMapToBundle maps a ConfigMap event in a member to the ConfigBundle of the same name, if
 // there is one. The name is the link, not the ownerReference, so that a foreign ConfigMap in a
-// bundle's way wakes the bundle when it goes away.
-func configMapToBundle(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+// bundle's way wakes the bundle when it goes away. It also notes when a managed ConfigMap's
+// change was seen, the start of the heal latency.
+func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, cm client.Object) []mcreconcile.Request {
 		key := client.ObjectKeyFromObject(cm)
 		if !isControlledByBundle(cm.(*corev1.ConfigMap)) {
@@ -134,35 +156,84 @@ func configMapToBundle(name multicluster.ClusterName, cl cluster.Cluster) handle
 				return nil
 			}
 		}
-		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: key}, ClusterName: name}}
+		req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}, ClusterName: name}
+		r.sightings.seen(req)
+		return []mcreconcile.Request{req}
 	})
+}
+
+// resyncSource enqueues every bundle of the members named on Options.Resync.
+func (r *Reconciler) resyncSource() source.TypedSource[mcreconcile.Request] {
+	return source.TypedFunc[mcreconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case name := <-r.opts.Resync:
+					r.enqueueAll(ctx, name, q)
+				}
+			}
+		}()
+		return nil
+	})
+}
+
+func (r *Reconciler) enqueueAll(ctx context.Context, name multicluster.ClusterName, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+	cl, err := r.manager.GetCluster(ctx, name)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.ReconcileTimeout)
+	defer cancel()
+	bundles := &v1alpha1.ConfigBundleList{}
+	if err := cl.GetCache().List(ctx, bundles, client.UnsafeDisableDeepCopy); err != nil {
+		r.manager.GetLogger().Error(err, "Listing bundles to resync failed", "cluster", name)
+		return
+	}
+	for _, b := range bundles.Items {
+		q.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)}, ClusterName: name})
+	}
 }
 
 // Reconcile converges one ConfigBundle in one member cluster and records the outcome.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	if r.opts.Connected != nil {
+		if err := r.opts.Connected(req.ClusterName); err != nil {
+			reconcilesTotal.WithLabelValues(string(req.ClusterName), "notConnected").Inc()
+			return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
+		}
+	}
+	seenAt, seen := r.sightings.take(req)
+	s, res, err := r.reconcile(ctx, req)
+	recordMetrics(req.ClusterName, s, seenAt, seen, err)
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (*scope, ctrl.Result, error) {
 	cl, err := r.manager.GetCluster(ctx, req.ClusterName)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("getting cluster %q: %w", req.ClusterName, err)
+		return nil, ctrl.Result{}, fmt.Errorf("getting cluster %q: %w", req.ClusterName, err)
 	}
 
 	bundle := &v1alpha1.ConfigBundle{}
 	if err := cl.GetClient().Get(ctx, req.NamespacedName, bundle); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// A bundle being deleted leaves its ConfigMap to the garbage collector.
 	if !bundle.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return nil, ctrl.Result{}, nil
 	}
 
 	s := &scope{cluster: req.ClusterName, member: cl, bundle: bundle, fieldOwner: r.opts.FieldOwner}
 	syncErr := s.sync(ctx)
 	if err := s.patchStatus(ctx); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+		return s, ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
 	if syncErr != nil {
-		return ctrl.Result{}, syncErr
+		return s, ctrl.Result{}, syncErr
 	}
-	return ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod)}, nil
+	return s, ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod)}, nil
 }
 
 func jitter(d time.Duration) time.Duration {

@@ -1,0 +1,116 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+)
+
+// fleetReconciler keeps the Fleet "default" equal to the sum of the MemberClusters.
+type fleetReconciler struct {
+	hub client.Client
+}
+
+func setupFleet(mgr manager.Manager) error {
+	r := &fleetReconciler{hub: mgr.GetClient()}
+	toDefault := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}}}
+	})
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("fleet").
+		For(&hubv1alpha1.Fleet{}).
+		Watches(&hubv1alpha1.MemberCluster{}, toDefault).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building the fleet controller: %w", err)
+	}
+	// Without any MemberCluster nothing would wake the controller: start it once.
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}})
+		return err
+	}))
+}
+
+// Reconcile computes the Fleet's status from the MemberClusters and writes it if it changed.
+func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	if req.Name != hubv1alpha1.FleetName {
+		return ctrl.Result{}, nil
+	}
+	members := &hubv1alpha1.MemberClusterList{}
+	if err := r.hub.List(ctx, members); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing MemberClusters: %w", err)
+	}
+	fleet := &hubv1alpha1.Fleet{}
+	if err := r.hub.Get(ctx, req.NamespacedName, fleet); apierrors.IsNotFound(err) {
+		fleet = &hubv1alpha1.Fleet{ObjectMeta: metav1.ObjectMeta{Name: hubv1alpha1.FleetName}}
+		if err := r.hub.Create(ctx, fleet, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, fmt.Errorf("creating Fleet: %w", err)
+		}
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading Fleet: %w", err)
+	}
+	want := FleetStatus(fleet.Status, members.Items)
+	if equality.Semantic.DeepEqual(want, fleet.Status) {
+		return ctrl.Result{}, nil
+	}
+	patched := fleet.DeepCopy()
+	patched.Status = want
+	if err := r.hub.Status().Patch(ctx, patched, client.MergeFromWithOptions(fleet, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing Fleet status: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// FleetStatus sums up MemberClusters into a Fleet status, starting from current (which keeps
+// the Ready condition's transition time).
+func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCluster) hubv1alpha1.FleetStatus {
+	st := *current.DeepCopy()
+	st.Clusters, st.Bundles, st.Heals = hubv1alpha1.ClusterCounts{}, hubv1alpha1.BundleCounts{}, 0
+	var notReady []string
+	for _, mc := range members {
+		st.Clusters.Total++
+		if c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
+			st.Clusters.Ready++
+		} else {
+			reason := "Unknown"
+			if c != nil {
+				reason = c.Reason
+			}
+			notReady = append(notReady, mc.Name+" ("+reason+")")
+		}
+		st.Bundles.Total += mc.Status.Bundles.Total
+		st.Bundles.Ready += mc.Status.Bundles.Ready
+		st.Bundles.Failed += mc.Status.Bundles.Failed
+		st.Heals += mc.Status.Heals
+	}
+	slices.Sort(notReady)
+	ready := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse}
+	switch {
+	case st.Clusters.Total == 0:
+		ready.Reason, ready.Message = hubv1alpha1.NoMembersReason, "No member cluster is registered"
+	case len(notReady) > 0:
+		ready.Reason = hubv1alpha1.MembersNotReadyReason
+		ready.Message = fmt.Sprintf("%d of %d members not Ready: %s", len(notReady), st.Clusters.Total, strings.Join(notReady, ", "))
+	case st.Bundles.Failed > 0:
+		ready.Reason = hubv1alpha1.BundlesFailedReason
+		ready.Message = fmt.Sprintf("%d of %d ConfigBundles have failed", st.Bundles.Failed, st.Bundles.Total)
+	default:
+		ready.Status, ready.Reason = metav1.ConditionTrue, hubv1alpha1.AllReadyReason
+		ready.Message = fmt.Sprintf("All %d members Ready, %d of %d ConfigBundles Ready", st.Clusters.Total, st.Bundles.Ready, st.Bundles.Total)
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	return st
+}

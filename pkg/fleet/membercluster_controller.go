@@ -1,0 +1,265 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	spokeprovider "configbundle.dev/hub/spoke-provider"
+)
+
+// What the hub needs on the hub cluster for its health reports.
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=memberclusters;fleets,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=memberclusters/status;fleets/status,verbs=get;update;patch
+
+// FieldOwner is the field manager of the hub's writes on the hub cluster.
+const FieldOwner = "configbundle-hub"
+
+// Members is what the reports need from the provider (*spokeprovider.Provider).
+type Members interface {
+	State(name string) (spokeprovider.State, bool)
+	Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error)
+	OnChange(fn func(name string))
+}
+
+// Options configure the reports. Each field documents its default.
+type Options struct {
+	// MinWriteInterval is the least time between two status writes of one MemberCluster.
+	// Defaults to 1 second.
+	MinWriteInterval time.Duration
+
+	// LastSeenRefresh is how stale status.lastSeenTime of a Ready member may get before it is
+	// written again. Defaults to 1 minute.
+	LastSeenRefresh time.Duration
+
+	// CountTimeout bounds counting a member's bundles from its cache. Defaults to 5 seconds.
+	CountTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.MinWriteInterval <= 0 {
+		o.MinWriteInterval = time.Second
+	}
+	if o.LastSeenRefresh <= 0 {
+		o.LastSeenRefresh = time.Minute
+	}
+	if o.CountTimeout <= 0 {
+		o.CountTimeout = 5 * time.Second
+	}
+}
+
+// MemberClusterReconciler keeps one MemberCluster per member.
+type MemberClusterReconciler struct {
+	hub     client.Client
+	members Members
+	opts    Options
+	secrets client.ObjectKey // namespace of the Secrets (Name unused)
+
+	mu         sync.Mutex
+	lastWrites map[string]time.Time
+}
+
+// SetupWithManager builds the MemberCluster and Fleet controllers. secretNamespace is the
+// namespace of the kubeconfig Secrets.
+func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace string, opts Options) error {
+	opts.defaults()
+	r := &MemberClusterReconciler{
+		hub: mgr.GetLocalManager().GetClient(), members: members, opts: opts,
+		secrets: client.ObjectKey{Namespace: secretNamespace}, lastWrites: map[string]time.Time{},
+	}
+	byMemberName := func(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+		return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []mcreconcile.Request {
+			if name == "" { // the hub: a MemberCluster, or a Secret, named after its member
+				return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: client.ObjectKey{Name: o.GetName()}}}}
+			}
+			return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: client.ObjectKey{Name: string(name)}}}}
+		})
+	}
+	hubOnly := []mcbuilder.WatchesOption{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
+	err := mcbuilder.ControllerManagedBy(mgr).
+		Named("membercluster").
+		Watches(&hubv1alpha1.MemberCluster{}, byMemberName, hubOnly...).
+		Watches(&corev1.Secret{}, byMemberName, hubOnly...).
+		Watches(&v1alpha1.ConfigBundle{}, byMemberName, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
+		WatchesRawSource(r.stateChanges()).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{MaxConcurrentReconciles: 4, ReconciliationTimeout: 30 * time.Second}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building the membercluster controller: %w", err)
+	}
+	return setupFleet(mgr.GetLocalManager())
+}
+
+// stateChanges enqueues a member whenever the provider's view of it changes.
+func (r *MemberClusterReconciler) stateChanges() source.TypedSource[mcreconcile.Request] {
+	return source.TypedFunc[mcreconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+		r.members.OnChange(func(name string) {
+			q.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}})
+		})
+		return nil
+	})
+}
+
+// Reconcile writes one member's MemberCluster from the provider's state and the member's
+// bundles, or deletes it when the member's Secret is gone.
+func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	name := req.Name
+	if gone, err := r.secretGone(ctx, name); err != nil || gone {
+		return ctrl.Result{}, r.deleteStale(ctx, name, err)
+	}
+	state, known := r.members.State(name)
+	if !known { // the provider has not admitted the Secret yet; it will say when it does
+		return ctrl.Result{}, nil
+	}
+
+	mc := &hubv1alpha1.MemberCluster{}
+	if err := r.hub.Get(ctx, client.ObjectKey{Name: name}, mc); apierrors.IsNotFound(err) {
+		mc = &hubv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": FieldOwner}},
+			Spec:       hubv1alpha1.MemberClusterSpec{SecretRef: hubv1alpha1.SecretReference{Namespace: state.SecretNamespace, Name: state.SecretName}},
+		}
+		if err := r.hub.Create(ctx, mc, client.FieldOwner(FieldOwner)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating MemberCluster: %w", err)
+		}
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading MemberCluster: %w", err)
+	}
+
+	want := r.status(ctx, name, state, mc.Status)
+	if equality.Semantic.DeepEqual(want, mc.Status) {
+		return r.refreshLater(state), nil
+	}
+	if wait := r.writeBudget(name); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	patched := mc.DeepCopy()
+	patched.Status = want
+	if err := r.hub.Status().Patch(ctx, patched, client.MergeFromWithOptions(mc, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing MemberCluster status: %w", err)
+	}
+	return r.refreshLater(state), nil
+}
+
+// secretGone reports whether the member's labelled Secret is gone (the hub's cache holds only
+// labelled Secrets of the namespace).
+func (r *MemberClusterReconciler) secretGone(ctx context.Context, name string) (bool, error) {
+	err := r.hub.Get(ctx, client.ObjectKey{Namespace: r.secrets.Namespace, Name: name}, &corev1.Secret{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+func (r *MemberClusterReconciler) deleteStale(ctx context.Context, name string, err error) error {
+	if err != nil {
+		return fmt.Errorf("reading the member's Secret: %w", err)
+	}
+	mc := &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := r.hub.Delete(ctx, mc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting stale MemberCluster: %w", err)
+	}
+	r.mu.Lock()
+	delete(r.lastWrites, name)
+	r.mu.Unlock()
+	return nil
+}
+
+// status computes a MemberCluster's status. The counts come from the member's cache while the
+// member is Ready; otherwise the last ones stay, with the lastSeenTime they were observed at.
+func (r *MemberClusterReconciler) status(ctx context.Context, name string, state spokeprovider.State, current hubv1alpha1.MemberClusterStatus) hubv1alpha1.MemberClusterStatus {
+	st := *current.DeepCopy()
+	ready := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: state.Reason, Message: state.Message}
+	if state.Ready {
+		ready.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	if state.KubernetesVersion != "" {
+		st.KubernetesVersion = state.KubernetesVersion
+	}
+	if state.ClusterID != "" {
+		st.ClusterID = state.ClusterID
+	}
+	if state.Ready {
+		if counts, heals, err := r.count(ctx, name); err == nil {
+			st.Bundles, st.Heals = counts, heals
+		}
+	}
+	if !state.LastSeen.IsZero() {
+		seen := metav1.NewTime(state.LastSeen.Truncate(time.Second))
+		stale := st.LastSeenTime == nil || seen.Sub(st.LastSeenTime.Time) >= r.opts.LastSeenRefresh
+		if stale || !equality.Semantic.DeepEqual(st, current) {
+			st.LastSeenTime = &seen
+		}
+	}
+	return st
+}
+
+// count counts a member's bundles from its cache, without copying them.
+func (r *MemberClusterReconciler) count(ctx context.Context, name string) (hubv1alpha1.BundleCounts, int64, error) {
+	cl, err := r.members.Get(ctx, multicluster.ClusterName(name))
+	if err != nil {
+		return hubv1alpha1.BundleCounts{}, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.CountTimeout)
+	defer cancel()
+	list := &v1alpha1.ConfigBundleList{}
+	if err := cl.GetCache().List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return hubv1alpha1.BundleCounts{}, 0, err
+	}
+	var counts hubv1alpha1.BundleCounts
+	var heals int64
+	for i := range list.Items {
+		b := &list.Items[i]
+		counts.Total++
+		heals += b.Status.Heals
+		switch c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); {
+		case c == nil:
+		case c.Status == metav1.ConditionTrue:
+			counts.Ready++
+		case c.Status == metav1.ConditionFalse:
+			counts.Failed++
+		}
+	}
+	return counts, heals, nil
+}
+
+// writeBudget rate-limits status writes per member: it returns how long to wait before the
+// next write may happen, and books the write if it may happen now.
+func (r *MemberClusterReconciler) writeBudget(name string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if wait := r.opts.MinWriteInterval - time.Since(r.lastWrites[name]); wait > 0 {
+		return wait
+	}
+	r.lastWrites[name] = time.Now()
+	return 0
+}
+
+// refreshLater comes back to refresh lastSeenTime of a Ready member.
+func (r *MemberClusterReconciler) refreshLater(state spokeprovider.State) ctrl.Result {
+	if state.Ready {
+		return ctrl.Result{RequeueAfter: r.opts.LastSeenRefresh}
+	}
+	return ctrl.Result{}
+}

@@ -1,0 +1,230 @@
+package spokeprovider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+)
+
+// connection is a working connection to a member: its started cluster and what was learnt
+// while connecting.
+type connection struct {
+	hash      string
+	cluster   cluster.Cluster
+	discovery rest.Interface
+	ctx       context.Context
+	cancel    context.CancelFunc
+	clusterID string
+	version   string
+}
+
+// connectError carries the MemberCluster reason of a failed connection.
+type connectError struct {
+	reason string
+	err    error
+}
+
+func (e *connectError) Error() string { return e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }
+
+// classify turns an error into a MemberCluster reason and message.
+func classify(err error) (reason, message string) {
+	var kerr *KubeconfigError
+	var cerr *connectError
+	switch {
+	case errors.As(err, &kerr):
+		return kerr.Reason, kerr.Message
+	case errors.As(err, &cerr):
+		return cerr.reason, cerr.Error()
+	}
+	return hubv1alpha1.UnreachableReason, err.Error()
+}
+
+// reach wraps an error of a request to the member with its reason.
+func reach(what string, err error) error {
+	reason := hubv1alpha1.UnreachableReason
+	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+		reason = hubv1alpha1.ForbiddenReason
+	}
+	return &connectError{reason: reason, err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// dial connects to a member: it checks that the member answers and who it is, makes sure its
+// CRDs are there, starts its cluster and warms its caches, all within ctx.
+func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config) (_ *connection, err error) {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
+	}
+	conn := &connection{hash: hash, discovery: disc.RESTClient()}
+	if conn.version, err = conn.serverVersion(ctx); err != nil {
+		return nil, reach("reading the API server's version", err)
+	}
+	direct, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
+	}
+	kubeSystem := &corev1.Namespace{}
+	if err := direct.Get(ctx, client.ObjectKey{Name: "kube-system"}, kubeSystem); err != nil {
+		return nil, reach("reading namespace kube-system", err)
+	}
+	conn.clusterID = string(kubeSystem.UID)
+	if err := p.ensureCRDs(ctx, cfg, disc); err != nil {
+		return nil, err
+	}
+
+	opts := append([]cluster.Option{func(o *cluster.Options) { o.NewClient = p.newClient }}, p.opts.ClusterOptions...)
+	cl, err := cluster.New(cfg, opts...)
+	if err != nil {
+		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
+	}
+	p.mu.Lock()
+	indexers := p.indexers
+	p.mu.Unlock()
+	for _, i := range indexers {
+		if err := cl.GetFieldIndexer().IndexField(ctx, i.obj, i.field, i.extract); err != nil {
+			return nil, fmt.Errorf("indexing %s: %w", i.field, err)
+		}
+	}
+	conn.cluster = cl
+	conn.ctx, conn.cancel = context.WithCancel(p.ctx)
+	defer func() {
+		if err != nil {
+			conn.cancel()
+		}
+	}()
+	go func() {
+		if err := cl.Start(conn.ctx); err != nil {
+			p.log.Error(err, "Member cluster stopped", "cluster", name)
+		}
+	}()
+	for _, obj := range p.opts.WarmTypes {
+		if _, err := cl.GetCache().GetInformer(ctx, obj); err != nil {
+			return nil, &connectError{reason: hubv1alpha1.UnreachableReason, err: fmt.Errorf("warming the cache of %T: %w", obj, err)}
+		}
+	}
+	return conn, nil
+}
+
+// newClient builds a member's client with a request timeout. The cache's watches use the
+// cluster's own HTTP client, which has none: a timeout there would cut every watch.
+func (p *Provider) newClient(cfg *rest.Config, opts client.Options) (client.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = p.opts.RequestTimeout
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts.HTTPClient = httpClient
+	return client.New(cfg, opts)
+}
+
+// serverVersion asks the member for its version: the probe.
+func (c *connection) serverVersion(ctx context.Context) (string, error) {
+	raw, err := c.discovery.Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	info := version.Info{}
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return "", fmt.Errorf("decoding /version: %w", err)
+	}
+	return info.GitVersion, nil
+}
+
+// ensureCRDs applies the CRDs (with InstallCRDs) and waits until the member serves them.
+func (p *Provider) ensureCRDs(ctx context.Context, cfg *rest.Config, disc discovery.DiscoveryInterface) error {
+	if len(p.opts.CRDs) == 0 {
+		return nil
+	}
+	var applyErr error
+	if p.opts.InstallCRDs {
+		applyErr = p.applyCRDs(ctx, cfg)
+	}
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
+		return servesCRDs(disc, p.opts.CRDs), nil
+	})
+	if err == nil {
+		return nil
+	}
+	why := "it may not be installed by the hub (--install-crds=false)"
+	if applyErr != nil {
+		why = "installing it failed: " + applyErr.Error()
+	}
+	return &connectError{reason: hubv1alpha1.CRDMissingReason, err: fmt.Errorf("the member does not serve the CRD %s and %s", p.opts.CRDs[0].Name, why)}
+}
+
+func (p *Provider) applyCRDs(ctx context.Context, cfg *rest.Config) error {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	for _, crd := range p.opts.CRDs {
+		crd = crd.DeepCopy()
+		crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
+		crd.ResourceVersion, crd.ManagedFields = "", nil
+		//nolint:staticcheck // client.Apply with a typed object is the simplest full-object apply.
+		if err := c.Patch(ctx, crd, client.Apply, client.FieldOwner(p.opts.FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// servesCRDs reports, from discovery (which every authenticated user may read), whether the
+// member serves every version of every CRD.
+func servesCRDs(disc discovery.DiscoveryInterface, crds []*apiextensionsv1.CustomResourceDefinition) bool {
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			list, err := disc.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + v.Name)
+			if err != nil {
+				return false
+			}
+			found := false
+			for _, r := range list.APIResources {
+				found = found || r.Name == crd.Spec.Names.Plural
+			}
+			if !found {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// SecretCacheOptions restricts a hub manager's cache of Secrets to the labelled Secrets of the
+// provider's namespace: the hub reads no other Secret.
+func (p *Provider) SecretCacheOptions(opts *cache.Options) {
+	if opts.ByObject == nil {
+		opts.ByObject = map[client.Object]cache.ByObject{}
+	}
+	opts.ByObject[&corev1.Secret{}] = cache.ByObject{
+		Namespaces: map[string]cache.Config{p.opts.Namespace: {}},
+		Label:      labels.SelectorFromSet(labels.Set{p.opts.Label: "true"}),
+	}
+}
+
