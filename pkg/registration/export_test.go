@@ -1,0 +1,7 @@
+package registration
+
+// Hooks for the external tests of this package.
+var (
+	BuildKubeconfig = buildKubeconfig
+	Verify          = verify
+)
