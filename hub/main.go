@@ -24,7 +24,7 @@ func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "register", "unregister":
-			os.Exit(registration(os.Args[1], os.Args[2:]))
+			os.Exit(registerCommand(os.Args[1], os.Args[2:]))
 		}
 	}
 	os.Exit(run())

@@ -154,21 +154,27 @@ func (p *Provider) ensureCRDs(ctx context.Context, cfg *rest.Config, disc discov
 	if len(p.opts.CRDs) == 0 {
 		return nil
 	}
-	var applyErr error
 	if p.opts.InstallCRDs {
-		applyErr = p.applyCRDs(ctx, cfg)
-	}
-	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
-		return servesCRDs(disc, p.opts.CRDs), nil
-	})
-	if err == nil {
+		if err := p.applyCRDs(ctx, cfg); err != nil {
+			if servesCRDs(disc, p.opts.CRDs) { // someone else installed them
+				return nil
+			}
+			return &connectError{reason: hubv1alpha1.CRDMissingReason,
+				err: fmt.Errorf("the member does not serve the CRD %s and installing it failed: %w", p.opts.CRDs[0].Name, err)}
+		}
+		// Applied: wait until the member serves them.
+		if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
+			return servesCRDs(disc, p.opts.CRDs), nil
+		}); err != nil {
+			return &connectError{reason: hubv1alpha1.CRDMissingReason, err: fmt.Errorf("the CRD %s was applied but is not served yet: %w", p.opts.CRDs[0].Name, err)}
+		}
 		return nil
 	}
-	why := "it may not be installed by the hub (--install-crds=false)"
-	if applyErr != nil {
-		why = "installing it failed: " + applyErr.Error()
+	if servesCRDs(disc, p.opts.CRDs) {
+		return nil
 	}
-	return &connectError{reason: hubv1alpha1.CRDMissingReason, err: fmt.Errorf("the member does not serve the CRD %s and %s", p.opts.CRDs[0].Name, why)}
+	return &connectError{reason: hubv1alpha1.CRDMissingReason,
+		err: fmt.Errorf("the member does not serve the CRD %s, and the hub does not install CRDs (--install-crds=false)", p.opts.CRDs[0].Name)}
 }
 
 func (p *Provider) applyCRDs(ctx context.Context, cfg *rest.Config) error {
@@ -227,4 +233,3 @@ func (p *Provider) SecretCacheOptions(opts *cache.Options) {
 		Label:      labels.SelectorFromSet(labels.Set{p.opts.Label: "true"}),
 	}
 }
-

@@ -10,11 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
 )
@@ -29,19 +31,21 @@ func setupFleet(mgr manager.Manager) error {
 	toDefault := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}}}
 	})
+	// Without any MemberCluster nothing would wake the controller: it starts with one request.
+	once := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}})
+		return nil
+	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("fleet").
 		For(&hubv1alpha1.Fleet{}).
 		Watches(&hubv1alpha1.MemberCluster{}, toDefault).
+		WatchesRawSource(once).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the fleet controller: %w", err)
 	}
-	// Without any MemberCluster nothing would wake the controller: start it once.
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}})
-		return err
-	}))
+	return nil
 }
 
 // Reconcile computes the Fleet's status from the MemberClusters and writes it if it changed.

@@ -47,7 +47,7 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// ProbeInterval is how often each member is probed. Defaults to 10 seconds.
 	ProbeInterval time.Duration
-	// ProbeTimeout bounds one probe. Defaults to 3 seconds.
+	// ProbeTimeout bounds one probe. Defaults to 3 seconds, or ProbeInterval if that is shorter.
 	ProbeTimeout time.Duration
 	// InstallCRDs applies the ConfigBundle CRD to each member when it joins.
 	InstallCRDs bool
@@ -82,6 +82,9 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
+	}
+	if opts.ProbeTimeout == 0 && opts.ProbeInterval > 0 {
+		opts.ProbeTimeout = min(spokeprovider.DefaultProbeTimeout, opts.ProbeInterval)
 	}
 	memberCRDs, err := config.MemberCRDs()
 	if err != nil {

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"configbundle.dev/hub/config"
+)
+
+// blackHole listens on loopback, accepts connections and never answers.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// allowWithoutCRDInstall grants a user of m4 the member role without its CRD rule.
+func allowWithoutCRDInstall(g Gomega, user string) {
+	role, err := config.MemberClusterRole()
+	g.Expect(err).NotTo(HaveOccurred())
+	role.Name = "no-crd-install"
+	rules := role.Rules[:0]
+	for _, r := range role.Rules {
+		if len(r.APIGroups) == 1 && r.APIGroups[0] == "apiextensions.k8s.io" {
+			continue
+		}
+		rules = append(rules, r)
+	}
+	role.Rules = rules
+	c := memberc["m4"]
+	if err := c.Create(context.Background(), role); !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-crd-install"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if err := c.Create(context.Background(), binding); !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+// table asks the hub's API server for a resource as the table kubectl prints.
+func table(g Gomega, path string) *metav1.Table {
+	cs, err := kubernetes.NewForConfig(hubCP.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath(path).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	t := &metav1.Table{}
+	g.Expect(json.Unmarshal(raw, t)).To(Succeed())
+	return t
+}
+
+func columns(t *metav1.Table) (names []string) {
+	for _, c := range t.ColumnDefinitions {
+		if c.Priority == 0 {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+func TestPrinterColumns(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m1")
+	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
+
+	mcs := table(g, "/apis/hub.configbundle.dev/v1alpha1/memberclusters")
+	g.Expect(columns(mcs)).To(Equal([]string{"Name", "Ready", "Reason", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
+	var m1 []any
+	for _, row := range mcs.Rows {
+		if row.Cells[0] == "m1" {
+			m1 = row.Cells
+		}
+	}
+	g.Expect(m1).NotTo(BeNil())
+	g.Expect(m1[1:3]).To(Equal([]any{"True", "Connected"}))
+	g.Expect(m1[3]).To(HavePrefix("v1.36"))
+
+	fl := table(g, "/apis/hub.configbundle.dev/v1alpha1/fleets")
+	g.Expect(columns(fl)).To(Equal([]string{"Name", "Ready", "Reason", "Clusters", "Clusters-Ready", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
+	g.Expect(fl.Rows).To(HaveLen(1))
+	g.Expect(fl.Rows[0].Cells[0]).To(Equal("default"))
+
+	// And as kubectl prints them, where kubectl is installed.
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Log("kubectl not installed: checked the API server's tables only")
+		return
+	}
+	for resource, header := range map[string]string{
+		"memberclusters": "NAME   READY   REASON      VERSION",
+		"fleet":          "NAME      READY",
+	} {
+		out, err := exec.Command(kubectl, "--kubeconfig", hubCP.KubeconfigPath, "get", resource).CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), string(out))
+		t.Logf("kubectl get %s:\n%s", resource, out)
+		g.Expect(strings.Fields(string(out))[:2]).To(Equal(strings.Fields(header)[:2]))
+	}
+}

@@ -1,0 +1,350 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	spokeprovider "configbundle.dev/hub/spoke-provider"
+)
+
+// joined registers the members once and waits for them.
+func joined(t *testing.T, names ...string) {
+	t.Helper()
+	g := NewWithT(t)
+	for _, name := range names {
+		mc := &hubv1alpha1.MemberCluster{}
+		if hubc.Get(context.Background(), client.ObjectKey{Name: name}, mc) != nil {
+			register(t, name)
+		}
+	}
+	for _, name := range names {
+		g.Eventually(memberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	}
+}
+
+func ensureNamespace(g Gomega, member, ns string) {
+	err := memberc[member].Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+// createBundle creates a bundle in a member and waits until its ConfigMap is there.
+func createBundle(g Gomega, member, ns, name, message string) *v1alpha1.ConfigBundle {
+	ensureNamespace(g, member, ns)
+	b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.ConfigBundleSpec{Message: message}}
+	g.Expect(memberc[member].Create(context.Background(), b)).To(Succeed())
+	g.Eventually(func(g Gomega) string {
+		cm := &corev1.ConfigMap{}
+		g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
+		return cm.Data["message"]
+	}).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
+	return b
+}
+
+// tamper changes a managed ConfigMap's message.
+func tamper(g Gomega, member string, b *v1alpha1.ConfigBundle) {
+	cm := &corev1.ConfigMap{}
+	g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
+	cm.Data["message"] = "tampered"
+	g.Expect(memberc[member].Update(context.Background(), cm)).To(Succeed())
+}
+
+// message returns a function reading the message of a bundle's ConfigMap.
+func message(member string, b *v1alpha1.ConfigBundle) func(Gomega) string {
+	return func(g Gomega) string {
+		cm := &corev1.ConfigMap{}
+		g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
+		return cm.Data["message"]
+	}
+}
+
+func TestJoinReconcileAndReport(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	joined(t, "m1", "m2", "m3")
+
+	for _, name := range []string{"m1", "m2", "m3"} {
+		mc := memberCluster(name)(g)
+		g.Expect(mc.Spec.SecretRef).To(Equal(hubv1alpha1.SecretReference{Namespace: secretNS, Name: name}))
+		g.Expect(mc.Status.KubernetesVersion).To(HavePrefix("v1.36"))
+		g.Expect(mc.Status.ClusterID).NotTo(BeEmpty())
+		g.Expect(mc.Status.LastSeenTime).NotTo(BeNil())
+	}
+
+	// The hub installed the ConfigBundle CRD in members that lacked it; bundles reconcile in
+	// each member on their own.
+	a1 := createBundle(g, "m1", "join", "a", "one")
+	createBundle(g, "m1", "join", "b", "two")
+	createBundle(g, "m2", "join", "a", "three")
+	ensureNamespace(g, "m3", "join")
+	g.Expect(memberc["m3"].Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}})).To(Succeed())
+	g.Expect(memberc["m3"].Create(ctx, &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}, Spec: v1alpha1.ConfigBundleSpec{Message: "x"}})).To(Succeed())
+
+	counts := func(name string) func(Gomega) hubv1alpha1.BundleCounts {
+		return func(g Gomega) hubv1alpha1.BundleCounts { return memberCluster(name)(g).Status.Bundles }
+	}
+	g.Eventually(counts("m1")).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.BundleCounts{Total: 2, Ready: 2}))
+	g.Eventually(counts("m2")).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.BundleCounts{Total: 1, Ready: 1}))
+	g.Eventually(counts("m3")).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.BundleCounts{Total: 1, Failed: 1}))
+	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(And(
+		readyIs(metav1.ConditionFalse, hubv1alpha1.BundlesFailedReason),
+		WithTransform(func(f *hubv1alpha1.Fleet) hubv1alpha1.FleetStatus { f.Status.Conditions = nil; return f.Status },
+			Equal(hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 3, Ready: 3}, Bundles: hubv1alpha1.BundleCounts{Total: 4, Ready: 3, Failed: 1}})),
+	))
+
+	// The conflict resolves; a heal in m1 is counted on its MemberCluster and on the Fleet.
+	g.Expect(memberc["m3"].Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}})).To(Succeed())
+	tamper(g, "m1", a1)
+	g.Eventually(message("m1", a1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("one"))
+	g.Eventually(func(g Gomega) int64 { return memberCluster("m1")(g).Status.Heals }).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1))
+	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(And(
+		readyIs(metav1.ConditionTrue, hubv1alpha1.AllReadyReason),
+		WithTransform(func(f *hubv1alpha1.Fleet) int64 { return f.Status.Heals }, BeEquivalentTo(1)),
+		WithTransform(func(f *hubv1alpha1.Fleet) hubv1alpha1.BundleCounts { return f.Status.Bundles }, Equal(hubv1alpha1.BundleCounts{Total: 4, Ready: 4})),
+	))
+}
+
+func TestBadSecretsAreReportedWhileGoodMembersHeal(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m1")
+	b := createBundle(g, "m1", "bad-secrets", "web", "good")
+	marker := filepath.Join(t.TempDir(), "exec-ran")
+	server := members["m1"].Config.Host
+
+	kubeconfig := func(user string) []byte {
+		return []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "` + server + `", insecure-skip-tls-verify: true}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+users: [{name: u, user: ` + user + `}]
+`)
+	}
+	tests := []struct {
+		secret string
+		data   map[string][]byte
+		reason string
+	}{
+		{"bad-garbage", map[string][]byte{"kubeconfig": []byte("\x00\x01 not yaml {{{")}, hubv1alpha1.InvalidKubeconfigReason},
+		{"bad-missing-key", map[string][]byte{"config": kubeconfig(`{token: x}`)}, hubv1alpha1.InvalidKubeconfigReason},
+		{"bad-empty", map[string][]byte{"kubeconfig": {}}, hubv1alpha1.InvalidKubeconfigReason},
+		{"bad-exec", map[string][]byte{"kubeconfig": kubeconfig(`{exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: ["-c", "touch ` + marker + `"]}}`)}, hubv1alpha1.ExecPluginNotAllowedReason},
+		{"bad-auth-provider", map[string][]byte{"kubeconfig": kubeconfig(`{auth-provider: {name: oidc}}`)}, hubv1alpha1.AuthProviderNotAllowedReason},
+		{"bad-token-file", map[string][]byte{"kubeconfig": kubeconfig(`{tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token}`)}, hubv1alpha1.FileReferenceNotAllowedReason},
+		{"bad-cert-file", map[string][]byte{"kubeconfig": kubeconfig(`{client-certificate: /etc/hub/tls.crt, client-key: /etc/hub/tls.key}`)}, hubv1alpha1.FileReferenceNotAllowedReason},
+		{"bad-forbidden", map[string][]byte{"kubeconfig": kubeconfig(`{token: not-a-valid-token}`)}, hubv1alpha1.ForbiddenReason},
+	}
+	for _, tt := range tests {
+		putSecret(g, tt.secret, tt.data, true)
+	}
+	for _, tt := range tests {
+		g.Eventually(memberCluster(tt.secret)).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, tt.reason), tt.secret)
+		mc := memberCluster(tt.secret)(g)
+		g.Expect(mc.Status.Conditions[0].Message).NotTo(BeEmpty())
+		g.Expect(mc.Status.Conditions[0].Message).NotTo(ContainSubstring("not-a-valid-token"), "no secret in messages")
+	}
+
+	// Meanwhile the good member heals.
+	tamper(g, "m1", b)
+	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("good"))
+
+	// The exec plugin never ran.
+	g.Consistently(func() bool { _, err := os.Stat(marker); return os.IsNotExist(err) }).WithTimeout(quietPeriod).Should(BeTrue())
+
+	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+	for _, tt := range tests {
+		deleteSecret(g, tt.secret)
+	}
+	for _, tt := range tests {
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(hubc.Get(context.Background(), client.ObjectKey{Name: tt.secret}, &hubv1alpha1.MemberCluster{}))
+		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "a member whose Secret is gone has no MemberCluster")
+	}
+}
+
+func TestHangingMemberDelaysNobody(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m2")
+	// A black hole: accepts connections and never answers.
+	hole := blackHole(t)
+	putSecret(g, "hanging", map[string][]byte{"kubeconfig": []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://` + hole + `", insecure-skip-tls-verify: true}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+users: [{name: u, user: {token: t}}]
+`)}, true)
+	defer deleteSecret(g, "hanging")
+	g.Eventually(memberCluster("hanging")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
+
+	// While the hub waits on the hanging member, another member joins and heals at once.
+	joined(t, "m3")
+	b := createBundle(g, "m2", "hanging", "web", "fine")
+	tamper(g, "m2", b)
+	g.Eventually(message("m2", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("fine"))
+
+	g.Eventually(memberCluster("hanging")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
+}
+
+func TestPausedMemberIsUnreachableAndRecovers(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m1", "m2")
+	b1 := createBundle(g, "m1", "paused", "web", "m1 keeps working")
+	createBundle(g, "m2", "paused", "web", "m2 pauses")
+	settled := func(g Gomega) hubv1alpha1.BundleCounts {
+		counts := memberCluster("m2")(g).Status.Bundles
+		g.Expect(counts.Ready).To(Equal(counts.Total))
+		return counts
+	}
+	g.Eventually(settled).WithTimeout(timeout).WithPolling(interval).Should(WithTransform(func(c hubv1alpha1.BundleCounts) int64 { return c.Total }, BeNumerically(">=", 1)))
+	before := settled(g)
+
+	g.Expect(members["m2"].Pause()).To(Succeed())
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = members["m2"].Resume()
+		}
+	}()
+	g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
+	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+	mc := memberCluster("m2")(g)
+	g.Expect(mc.Status.Bundles).To(Equal(before), "an unreachable member keeps its last counts")
+	g.Expect(mc.Status.LastSeenTime).NotTo(BeNil())
+
+	// The others keep working.
+	tamper(g, "m1", b1)
+	g.Eventually(message("m1", b1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("m1 keeps working"))
+
+	g.Expect(members["m2"].Resume()).To(Succeed())
+	resumed = true
+	g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+}
+
+func TestLeaveAndRejoin(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	joined(t, "m3")
+	b := createBundle(g, "m3", "leave", "web", "stay")
+
+	// Removing the label: the member leaves, nothing in it changes, drift is no longer healed.
+	secret := &corev1.Secret{}
+	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
+	delete(secret.Labels, spokeprovider.DefaultLabel)
+	g.Expect(hubc.Update(ctx, secret)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	tamper(g, "m3", b)
+	g.Consistently(message("m3", b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
+	g.Expect(memberc["m3"].Get(ctx, client.ObjectKeyFromObject(b), &v1alpha1.ConfigBundle{})).To(Succeed())
+
+	// The label back: it rejoins and heals what drifted meanwhile.
+	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
+	secret.Labels[spokeprovider.DefaultLabel] = "true"
+	g.Expect(hubc.Update(ctx, secret)).To(Succeed())
+	g.Eventually(memberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	g.Eventually(message("m3", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("stay"))
+
+	// Deleting the Secret: it leaves again; registering again brings it back.
+	deleteSecret(g, "m3")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Expect(memberc["m3"].Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{})).To(Succeed(), "leaving deletes nothing in the member")
+	joined(t, "m3")
+}
+
+func TestCredentialRotation(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	joined(t, "m1")
+	b := createBundle(g, "m1", "rotation", "web", "rotate")
+	secret := &corev1.Secret{}
+	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m1"}, secret)).To(Succeed())
+	good := secret.Data["kubeconfig"]
+
+	// A new, working credential replaces the old one; the member stays Connected.
+	register(t, "m1")
+	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m1"}, secret)).To(Succeed())
+	g.Expect(secret.Data["kubeconfig"]).NotTo(Equal(good))
+	g.Consistently(memberCluster("m1")).WithTimeout(quietPeriod).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	tamper(g, "m1", b)
+	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
+
+	// A broken credential is reported and the previous one keeps working.
+	putSecret(g, "m1", map[string][]byte{"kubeconfig": kubeconfigWithToken(secret.Data["kubeconfig"], "revoked")}, true)
+	g.Eventually(memberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.RotationFailedReason))
+	g.Expect(memberCluster("m1")(g).Status.Conditions[0].Message).To(ContainSubstring(hubv1alpha1.ForbiddenReason))
+	tamper(g, "m1", b)
+	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
+
+	register(t, "m1")
+	g.Eventually(memberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+}
+
+func TestDuplicateClusterIsManagedOnce(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m2")
+	putSecret(g, "m2-again", map[string][]byte{"kubeconfig": kubeconfigFor(members["m2"].Config)}, true)
+	defer deleteSecret(g, "m2-again")
+	g.Eventually(memberCluster("m2-again")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.DuplicateClusterReason))
+	g.Expect(memberCluster("m2-again")(g).Status.Conditions[0].Message).To(ContainSubstring(`"m2"`))
+	g.Expect(memberCluster("m2")(g)).To(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+}
+
+func TestCRDMissing(t *testing.T) {
+	g := NewWithT(t)
+	// m4 lacks the CRD, and this credential may do everything but install it.
+	cfg, err := members["m4"].AddUser("no-crd-install", []string{"system:authenticated"})
+	g.Expect(err).NotTo(HaveOccurred())
+	allowWithoutCRDInstall(g, "no-crd-install")
+	putSecret(g, "m4", map[string][]byte{"kubeconfig": kubeconfigFor(cfg)}, true)
+	defer deleteSecret(g, "m4")
+	g.Eventually(memberCluster("m4")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.CRDMissingReason))
+	g.Expect(memberCluster("m4")(g).Status.Conditions[0].Message).To(ContainSubstring("configbundles.configbundle.dev"))
+}
+
+func TestHubRestartHealsDriftMadeWhileDown(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	joined(t, "m1", "m2")
+	b1 := createBundle(g, "m1", "restart", "web", "survive")
+	b2 := createBundle(g, "m2", "restart", "web", "come back")
+
+	hub.stop(syscall.SIGKILL)
+	tamper(g, "m1", b1)
+	g.Expect(memberc["m2"].Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "restart"}})).To(Succeed())
+	// A MemberCluster whose Secret went away while the hub was down.
+	g.Expect(hubc.Create(ctx, &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "ghost"},
+		Spec: hubv1alpha1.MemberClusterSpec{SecretRef: hubv1alpha1.SecretReference{Namespace: secretNS, Name: "ghost"}}})).To(Succeed())
+	g.Consistently(message("m1", b1)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"), "nothing heals while the hub is down")
+
+	g.Expect(hub.start()).To(Succeed())
+	g.Eventually(message("m1", b1)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("survive"))
+	g.Eventually(message("m2", b2)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("come back"))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "ghost"}, &hubv1alpha1.MemberCluster{}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the hub removes stale MemberClusters after a restart")
+}
+
+// kubeconfigWithToken returns a kubeconfig with its token replaced.
+func kubeconfigWithToken(kubeconfig []byte, token string) []byte {
+	lines := strings.Split(string(kubeconfig), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "token:") {
+			lines[i] = l[:strings.Index(l, "token:")] + "token: " + token
+		}
+	}
+	return []byte(strings.Join(lines, "\n"))
+}

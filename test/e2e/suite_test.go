@@ -1,0 +1,266 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/pkg/controlplane"
+	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	"configbundle.dev/hub/pkg/hubrun"
+	spokeprovider "configbundle.dev/hub/spoke-provider"
+)
+
+// Timeouts of the suite, generous for a loaded two-core machine.
+const (
+	startTimeout  = 3 * time.Minute
+	joinTimeout   = time.Minute // connect, install the CRD, warm the caches
+	timeout       = 20 * time.Second
+	interval      = 100 * time.Millisecond
+	quietPeriod   = 3 * time.Second
+	probeInterval = time.Second
+	secretNS      = spokeprovider.DefaultNamespace
+)
+
+// The fleet: a hub and four members. m1 to m3 are registered with the registration command;
+// m4 serves no ConfigBundle CRD and gets a credential that may not install it.
+var (
+	hubCP   *controlplane.ControlPlane
+	members = map[string]*controlplane.ControlPlane{}
+	hubc    client.Client
+	memberc = map[string]client.Client{}
+	hub     *hubProcess
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "configbundle-e2e-")
+	must(err)
+	defer func() {
+		if os.Getenv("E2E_KEEP") == "" {
+			os.RemoveAll(dir)
+		}
+	}()
+	bin := filepath.Join(dir, "hub")
+	if out, err := exec.Command("go", "build", "-o", bin, "configbundle.dev/hub/hub").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the hub: %v\n%s", err, out)
+		return 1
+	}
+
+	hubCRDs, err := config.HubCRDs()
+	must(err)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	var hubs, mems []*controlplane.ControlPlane
+	var hubErr, memErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { hubs, hubErr = controlplane.Start(ctx, []string{"hub"}, controlplane.Options{CRDs: hubCRDs}) })
+	wg.Go(func() {
+		mems, memErr = controlplane.Start(ctx, []string{"m1", "m2", "m3", "m4"}, controlplane.Options{})
+	})
+	wg.Wait()
+	defer func() { _ = controlplane.StopAll(append(hubs, mems...)) }()
+	if hubErr != nil || memErr != nil {
+		fmt.Fprintln(os.Stderr, "starting control planes:", hubErr, memErr)
+		return 1
+	}
+	scheme, err := hubrun.Scheme()
+	must(err)
+	hubCP = hubs[0]
+	hubc, err = client.New(hubCP.Config, client.Options{Scheme: scheme})
+	must(err)
+	must(hubc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNS}}))
+	for _, cp := range mems {
+		members[cp.Name] = cp
+		memberc[cp.Name], err = client.New(cp.Config, client.Options{Scheme: scheme})
+		must(err)
+	}
+
+	hub = &hubProcess{bin: bin, kubeconfig: hubCP.KubeconfigPath, logPath: filepath.Join(dir, "hub.log")}
+	must(hub.start())
+	defer hub.stop(syscall.SIGTERM)
+	code := m.Run()
+	if code != 0 {
+		hub.dumpLog(os.Stderr)
+	}
+	return code
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// hubProcess is the hub binary running as a child process.
+type hubProcess struct {
+	bin, kubeconfig, logPath string
+	cmd                      *exec.Cmd
+	metricsAddr              string
+}
+
+func (h *hubProcess) start() error {
+	metrics, health := freeAddr(), freeAddr()
+	logFile, err := os.OpenFile(h.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	h.metricsAddr = metrics
+	h.cmd = exec.Command(h.bin,
+		"--kubeconfig="+h.kubeconfig,
+		"--probe-interval="+probeInterval.String(),
+		"--metrics-bind-address="+metrics,
+		"--health-probe-bind-address="+health,
+	)
+	h.cmd.Stdout, h.cmd.Stderr = logFile, logFile
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := h.cmd.Start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + health + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(interval)
+	}
+	return fmt.Errorf("the hub did not become ready within %s", timeout)
+}
+
+// stop ends the hub with sig (SIGKILL: as a crash would).
+func (h *hubProcess) stop(sig syscall.Signal) {
+	if h.cmd == nil || h.cmd.Process == nil {
+		return
+	}
+	_ = h.cmd.Process.Signal(sig)
+	_ = h.cmd.Wait()
+	h.cmd = nil
+}
+
+func (h *hubProcess) dumpLog(w *os.File) {
+	data, _ := os.ReadFile(h.logPath)
+	if len(data) > 20000 {
+		data = data[len(data)-20000:]
+	}
+	fmt.Fprintf(w, "---- hub log (tail of %s) ----\n%s\n", h.logPath, data)
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// register registers (or re-registers) a member with the hub binary's register command, as a
+// user would.
+func register(t *testing.T, name string) {
+	t.Helper()
+	out, err := exec.Command(hub.bin, "register", name,
+		"--member-kubeconfig", members[name].KubeconfigPath,
+		"--hub-kubeconfig", hubCP.KubeconfigPath,
+		"--timeout", timeout.String()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hub register %s: %v\n%s", name, err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// kubeconfigFor renders a self-contained kubeconfig for a client config.
+func kubeconfigFor(cfg *rest.Config) []byte {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	data, err := clientcmd.Write(*kc)
+	must(err)
+	return data
+}
+
+// putSecret creates or replaces a member Secret on the hub.
+func putSecret(g Gomega, name string, data map[string][]byte, labelled bool) {
+	ctx := context.Background()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: secretNS}}
+	err := hubc.Get(ctx, client.ObjectKeyFromObject(s), s)
+	if err != nil && !apierrors.IsNotFound(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	s.Labels = map[string]string{}
+	if labelled {
+		s.Labels[spokeprovider.DefaultLabel] = "true"
+	}
+	s.Data = data
+	if apierrors.IsNotFound(err) {
+		g.Expect(hubc.Create(ctx, s)).To(Succeed())
+		return
+	}
+	g.Expect(hubc.Update(ctx, s)).To(Succeed())
+}
+
+func deleteSecret(g Gomega, name string) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: secretNS}}
+	g.Expect(client.IgnoreNotFound(hubc.Delete(context.Background(), s))).To(Succeed())
+}
+
+// memberCluster reads a MemberCluster.
+func memberCluster(name string) func(Gomega) *hubv1alpha1.MemberCluster {
+	return func(g Gomega) *hubv1alpha1.MemberCluster {
+		mc := &hubv1alpha1.MemberCluster{}
+		g.Expect(hubc.Get(context.Background(), client.ObjectKey{Name: name}, mc)).To(Succeed())
+		return mc
+	}
+}
+
+// readyIs matches an object whose Ready condition has the status and reason.
+func readyIs(status metav1.ConditionStatus, reason string) OmegaMatcher {
+	return WithTransform(func(obj any) string {
+		var conds []metav1.Condition
+		switch o := obj.(type) {
+		case *hubv1alpha1.MemberCluster:
+			conds = o.Status.Conditions
+		case *hubv1alpha1.Fleet:
+			conds = o.Status.Conditions
+		}
+		c := meta.FindStatusCondition(conds, hubv1alpha1.ReadyCondition)
+		if c == nil {
+			return "no Ready condition"
+		}
+		return string(c.Status) + "/" + c.Reason
+	}, Equal(string(status)+"/"+reason))
+}
+
+func fleet(g Gomega) *hubv1alpha1.Fleet {
+	f := &hubv1alpha1.Fleet{}
+	g.Expect(hubc.Get(context.Background(), client.ObjectKey{Name: hubv1alpha1.FleetName}, f)).To(Succeed())
+	return f
+}
