@@ -62,9 +62,15 @@ build_kube() {
     done
     say "resolving kubernetes $KUBE_VERSION modules"
 
+    # Stamp the version as the Kubernetes release build does, so that /version tells the truth.
+    local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+    local ldflags="-s"
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+    done
     for b in "${bins[@]}"; do
       say "building $b $KUBE_VERSION (about 6 minutes the first time)"
-      elapsed "$b" "6 minutes" env CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags=-s -o "$TESTBIN_DIR/$b.tmp" "k8s.io/kubernetes/cmd/$b"
+      elapsed "$b" "6 minutes" env CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags="$ldflags" -o "$TESTBIN_DIR/$b.tmp" "k8s.io/kubernetes/cmd/$b"
       mv "$TESTBIN_DIR/$b.tmp" "$TESTBIN_DIR/$b"
     done
   )
