@@ -76,13 +76,19 @@ func verify(ctx context.Context, kubeconfig []byte, member *rest.Config, memberU
 
 	var lastErr error
 	check := func(ctx context.Context) (bool, error) {
-		if _, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{}); err != nil {
-			lastErr = fmt.Errorf("get namespace %s: %w", metav1.NamespaceSystem, err)
-		} else if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			lastErr = fmt.Errorf("list configmaps: %w", err)
+		var err error
+		if _, err = cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{}); err != nil {
+			err = fmt.Errorf("get namespace %s: %w", metav1.NamespaceSystem, err)
+		} else if _, err = cs.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			err = fmt.Errorf("list configmaps: %w", err)
 		} else {
 			return true, nil
 		}
+		var status apierrors.APIStatus
+		if lastErr != nil && !errors.As(err, &status) {
+			return false, err // e.g. out of time: the member's last answer in lastErr says more
+		}
+		lastErr = err
 		if apierrors.IsUnauthorized(lastErr) || apierrors.IsForbidden(lastErr) {
 			return false, nil // perhaps not known to the API server yet
 		}
