@@ -126,14 +126,19 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 // newClient builds a member's client with a request timeout. The cache's watches use the
 // cluster's own HTTP client, which has none: a timeout there would cut every watch.
 func (p *Provider) newClient(cfg *rest.Config, opts client.Options) (client.Client, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = p.opts.RequestTimeout
+	cfg = withTimeout(cfg, p.opts.RequestTimeout)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
 	opts.HTTPClient = httpClient
 	return client.New(cfg, opts)
+}
+
+func withTimeout(cfg *rest.Config, timeout time.Duration) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = timeout
+	return cfg
 }
 
 // serverVersion asks the member for its version: the probe.

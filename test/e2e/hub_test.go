@@ -114,6 +114,16 @@ func TestJoinReconcileAndReport(t *testing.T) {
 		WithTransform(func(f *hubv1alpha1.Fleet) int64 { return f.Status.Heals }, BeEquivalentTo(1)),
 		WithTransform(func(f *hubv1alpha1.Fleet) hubv1alpha1.BundleCounts { return f.Status.Bundles }, Equal(hubv1alpha1.BundleCounts{Total: 4, Ready: 4})),
 	))
+
+	// What an operator alerts on is on the metrics endpoint, per member.
+	g.Eventually(scrape).WithTimeout(timeout).WithPolling(interval).Should(And(
+		ContainSubstring(`configbundle_hub_members{ready="true",reason="Connected"}`),
+		ContainSubstring(`configbundle_reconciles_total{cluster="m1",result="success"}`),
+		ContainSubstring(`configbundle_heals_total{cluster="m1"} 1`),
+		ContainSubstring(`configbundle_heal_latency_seconds_count{cluster="m1"} 1`),
+		// Workers are set on the controller itself: v0.24.1 ignores the manager's options.
+		ContainSubstring(`controller_runtime_max_concurrent_reconciles{controller="configbundle"} 8`),
+	))
 }
 
 func TestBadSecretsAreReportedWhileGoodMembersHeal(t *testing.T) {

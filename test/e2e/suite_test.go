@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -263,4 +264,14 @@ func fleet(g Gomega) *hubv1alpha1.Fleet {
 	f := &hubv1alpha1.Fleet{}
 	g.Expect(hubc.Get(context.Background(), client.ObjectKey{Name: hubv1alpha1.FleetName}, f)).To(Succeed())
 	return f
+}
+
+// scrape reads the hub's Prometheus metrics.
+func scrape(g Gomega) string {
+	resp, err := http.Get("http://" + hub.metricsAddr + "/metrics")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return string(body)
 }
