@@ -28,6 +28,7 @@ generate: ## Generate deepcopy code with controller-gen.
 manifests: ## Generate CRDs and RBAC with controller-gen.
 	$(CONTROLLER_GEN) crd paths=./pkg/configbundle/... paths=./pkg/fleet/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=configbundle-member paths=./pkg/configbundle/... paths=./spoke-provider/... output:rbac:artifacts:config=config/rbac/member
+	$(CONTROLLER_GEN) rbac:roleName=configbundle-hub paths=./pkg/fleet/... paths=./pkg/hubrun/... output:rbac:artifacts:config=config/rbac/hub
 
 .PHONY: fmt
 fmt: ## Run gofmt.
@@ -51,6 +52,14 @@ test: ## Build what the tests need, then run every test on real control planes.
 	@dir="$$(bash hack/testbin.sh)"; \
 	$(GO) vet ./...; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -count=1 -timeout 20m $(TESTFLAGS)
+
+##@ Run
+
+.PHONY: demo
+demo: ## Run the hub on an embedded local fleet (real control planes on loopback) and show it at work.
+	@dir="$$(bash hack/testbin.sh)"; \
+	$(GO) build -o bin/hub ./hub; \
+	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/demo --hub-binary bin/hub $(DEMO_ARGS)
 
 ##@ Build
 

@@ -227,7 +227,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (*s
 
 	s := &scope{cluster: req.ClusterName, member: cl, bundle: bundle, fieldOwner: r.opts.FieldOwner}
 	syncErr := s.sync(ctx)
-	if err := s.patchStatus(ctx); err != nil {
+	if err := s.writeStatus(ctx); err != nil {
 		return s, ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
 	if syncErr != nil {

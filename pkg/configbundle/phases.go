@@ -25,7 +25,7 @@ type scope struct {
 	bundle     *v1alpha1.ConfigBundle
 	fieldOwner string
 
-	// Set by sync, written to status by patchStatus.
+	// Set by sync, written to status by writeStatus.
 	ready  metav1.Condition  // the Ready condition; empty when nothing could be decided
 	cm     *corev1.ConfigMap // the managed ConfigMap, once it matches the bundle
 	healed []string          // what drifted, when this reconcile healed it

@@ -32,9 +32,9 @@ func (s *scope) status(base v1alpha1.ConfigBundleStatus, now metav1.Time) v1alph
 	return st
 }
 
-// patchStatus writes the status once, and only if it changed. A conflict means the cached bundle
+// writeStatus writes the status once, and only if it changed. A conflict means the cached bundle
 // was stale: the status is computed again on the bundle as stored, so that no heal is lost.
-func (s *scope) patchStatus(ctx context.Context) error {
+func (s *scope) writeStatus(ctx context.Context) error {
 	if s.ready.Type == "" {
 		return nil
 	}
@@ -45,10 +45,9 @@ func (s *scope) patchStatus(ctx context.Context) error {
 		if equality.Semantic.DeepEqual(want, bundle.Status) {
 			return nil
 		}
-		patched := bundle.DeepCopy()
-		patched.Status = want
-		err := s.member.GetClient().Status().Patch(ctx, patched,
-			client.MergeFromWithOptions(bundle, client.MergeFromWithOptimisticLock{}), client.FieldOwner(s.fieldOwner))
+		updated := bundle.DeepCopy()
+		updated.Status = want
+		err := s.member.GetClient().Status().Update(ctx, updated, client.FieldOwner(s.fieldOwner))
 		if apierrors.IsConflict(err) {
 			fresh := &v1alpha1.ConfigBundle{}
 			if getErr := s.member.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(bundle), fresh); getErr != nil {

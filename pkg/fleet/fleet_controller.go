@@ -70,9 +70,9 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if equality.Semantic.DeepEqual(want, fleet.Status) {
 		return ctrl.Result{}, nil
 	}
-	patched := fleet.DeepCopy()
-	patched.Status = want
-	if err := r.hub.Status().Patch(ctx, patched, client.MergeFromWithOptions(fleet, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+	updated := fleet.DeepCopy()
+	updated.Status = want
+	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing Fleet status: %w", err)
 	}
 	return ctrl.Result{}, nil

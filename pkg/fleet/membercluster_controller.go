@@ -153,9 +153,9 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	if wait := r.writeBudget(name); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	patched := mc.DeepCopy()
-	patched.Status = want
-	if err := r.hub.Status().Patch(ctx, patched, client.MergeFromWithOptions(mc, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+	updated := mc.DeepCopy()
+	updated.Status = want
+	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing MemberCluster status: %w", err)
 	}
 	return r.refreshLater(state), nil

@@ -107,7 +107,7 @@ type ConfigBundleStatus struct {
 	// deleted ConfigMap included.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Heals int64 `json:"heals,omitempty"`
+	Heals int64 `json:"heals"`
 
 	// lastHealTime is when drift was last corrected.
 	// +optional

@@ -1,0 +1,392 @@
+// Package demo runs ConfigBundle Hub on an embedded local fleet and narrates it: real control
+// planes for a hub and members on loopback (package controlplane), the hub binary running
+// against them, members registered with `hub register`, sample bundles applied, a ConfigMap
+// tampered with and healed, a member paused and reported Unreachable. `make demo` runs it; a
+// test runs it too, so that it cannot rot.
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/pkg/controlplane"
+	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	"configbundle.dev/hub/pkg/hubrun"
+)
+
+// Options configure Run. Each field documents its default.
+type Options struct {
+	// Out receives the narration. Defaults to os.Stdout.
+	Out io.Writer
+	// HubBinary is the hub binary to run. Required.
+	HubBinary string
+	// Members is the number of member clusters. Defaults to 3.
+	Members int
+	// Keep keeps the fleet running after the tour, until ctx ends. Defaults to false.
+	Keep bool
+	// ProbeInterval is the hub's --probe-interval. Defaults to 2 seconds, so that a paused
+	// member is noticed within seconds.
+	ProbeInterval time.Duration
+}
+
+// stepTimeout bounds every wait of the tour.
+const stepTimeout = 2 * time.Minute
+
+type demo struct {
+	opts    Options
+	out     io.Writer
+	dir     string
+	hubCP   *controlplane.ControlPlane
+	members []*controlplane.ControlPlane
+	hub     client.Client
+	clients map[string]client.WithWatch
+	hubCmd  *exec.Cmd
+}
+
+// Run starts the fleet, takes the tour, and cleans up everything it started when it ends or ctx
+// is cancelled (Ctrl-C).
+func Run(ctx context.Context, opts Options) (err error) {
+	if opts.HubBinary == "" {
+		return errors.New("no hub binary given")
+	}
+	if opts.Out == nil {
+		opts.Out = os.Stdout
+	}
+	if opts.Members <= 0 {
+		opts.Members = 3
+	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = 2 * time.Second
+	}
+	dir, err := os.MkdirTemp("", "configbundle-demo-")
+	if err != nil {
+		return err
+	}
+	d := &demo{opts: opts, out: opts.Out, dir: dir, clients: map[string]client.WithWatch{}}
+	defer func() {
+		d.say("==> Cleaning up: stopping the hub and the control planes")
+		err = errors.Join(err, d.cleanup())
+	}()
+	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.summary}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	if opts.Keep {
+		d.keep()
+		<-ctx.Done()
+		return nil
+	}
+	d.say("\nTo keep the fleet running and explore it with kubectl: make demo DEMO_ARGS=--keep")
+	return nil
+}
+
+func (d *demo) say(format string, args ...any) {
+	fmt.Fprintf(d.out, format+"\n", args...)
+}
+
+func (d *demo) startFleet(ctx context.Context) error {
+	names := []string{}
+	for i := 1; i <= d.opts.Members; i++ {
+		names = append(names, fmt.Sprintf("member-%d", i))
+	}
+	d.say("==> Starting a local fleet: a hub and %d members (%s), each a real etcd + kube-apiserver on loopback", len(names), strings.Join(names, ", "))
+	start := time.Now()
+	hubCRDs, err := config.HubCRDs()
+	if err != nil {
+		return err
+	}
+	hubs, err := controlplane.Start(ctx, []string{"hub"}, controlplane.Options{CRDs: hubCRDs})
+	if err != nil {
+		return fmt.Errorf("starting the hub cluster: %w", err)
+	}
+	d.hubCP = hubs[0]
+	// Members get a garbage collector, so that deleting a bundle really deletes its ConfigMap.
+	if d.members, err = controlplane.Start(ctx, names, controlplane.Options{GarbageCollector: true}); err != nil {
+		return fmt.Errorf("starting the member clusters: %w", err)
+	}
+	scheme, err := hubrun.Scheme()
+	if err != nil {
+		return err
+	}
+	if d.hub, err = client.New(d.hubCP.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	for _, m := range d.members {
+		if d.clients[m.Name], err = client.NewWithWatch(m.Config, client.Options{Scheme: scheme}); err != nil {
+			return err
+		}
+	}
+	d.say("    started in %s (the members have no ConfigBundle CRD yet: the hub installs it when they join)", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+func (d *demo) startHub(ctx context.Context) error {
+	logPath := filepath.Join(d.dir, "hub.log")
+	d.say("==> Starting the hub process against the hub cluster (log: %s)", logPath)
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	health := freeAddr()
+	d.hubCmd = exec.Command(d.opts.HubBinary, "--kubeconfig="+d.hubCP.KubeconfigPath,
+		"--probe-interval="+d.opts.ProbeInterval.String(), "--metrics-bind-address=0", "--health-probe-bind-address="+health)
+	d.hubCmd.Stdout, d.hubCmd.Stderr = logFile, logFile
+	d.hubCmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.hubCmd.Start(); err != nil {
+		return fmt.Errorf("starting the hub: %w", err)
+	}
+	return d.poll(ctx, "the hub to be ready", func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + health + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+func (d *demo) register(ctx context.Context) error {
+	d.say("==> Registering the members with `hub register` (ServiceAccount, least-privilege RBAC and a token in the member; a labelled kubeconfig Secret on the hub)")
+	start := time.Now()
+	for _, m := range d.members {
+		out, err := exec.CommandContext(ctx, d.opts.HubBinary, "register", m.Name,
+			"--member-kubeconfig", m.KubeconfigPath, "--hub-kubeconfig", d.hubCP.KubeconfigPath).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("hub register %s: %w\n%s", m.Name, err, out)
+		}
+		d.say("    $ hub register %s ...\n    %s", m.Name, strings.TrimSpace(string(out)))
+	}
+	d.say("==> Members joining: the hub connects in the background, installs the CRD, warms its caches")
+	if err := d.poll(ctx, "every member to be Ready", d.allMembers(hubv1alpha1.ConnectedReason)); err != nil {
+		return err
+	}
+	d.say("    all %d members Ready %s after registration", len(d.members), time.Since(start).Round(100*time.Millisecond))
+	return d.table(ctx, "memberclusters")
+}
+
+// samples are the bundles applied to every member.
+func samples() []*v1alpha1.ConfigBundle {
+	return []*v1alpha1.ConfigBundle{
+		{ObjectMeta: metav1.ObjectMeta{Name: "welcome", Namespace: "default", Labels: map[string]string{"app": "web"}},
+			Spec: v1alpha1.ConfigBundleSpec{Message: "Hello from ConfigBundle Hub"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "release-notes", Namespace: "default", Annotations: map[string]string{"team": "platform"}},
+			Spec: v1alpha1.ConfigBundleSpec{Message: "v1.0: first release", Immutable: true}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "feature-flags", Namespace: "default", Labels: map[string]string{"tier": "backend"}},
+			Spec: v1alpha1.ConfigBundleSpec{Message: "dark-mode=on"}},
+	}
+}
+
+func (d *demo) applySamples(ctx context.Context) error {
+	d.say("==> Applying %d sample ConfigBundles to every member", len(samples()))
+	for _, m := range d.members {
+		for _, b := range samples() {
+			if err := d.clients[m.Name].Create(ctx, b); err != nil {
+				return fmt.Errorf("creating ConfigBundle %s in %s: %w", b.Name, m.Name, err)
+			}
+		}
+	}
+	if err := d.poll(ctx, "every bundle to be Ready", d.fleetReady); err != nil {
+		return err
+	}
+	return d.table(ctx, "fleets")
+}
+
+func (d *demo) tamper(ctx context.Context) error {
+	m := d.members[0]
+	d.say("==> Tampering with a managed ConfigMap by hand: %s default/welcome, data.message := \"tampered\"", m.Name)
+	elapsed, err := d.tamperAndWatch(ctx, m.Name, "welcome")
+	if err != nil {
+		return err
+	}
+	d.say("    healed in %s (from the tampering write's acknowledgement to the healed ConfigMap seen through a watch)", elapsed.Round(time.Microsecond))
+	return nil
+}
+
+// tamperAndWatch changes a managed ConfigMap and times its heal.
+func (d *demo) tamperAndWatch(ctx context.Context, member, name string) (time.Duration, error) {
+	c := d.clients[member]
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, cm); err != nil {
+		return 0, err
+	}
+	want, original := cm.Data["message"], cm.ResourceVersion
+	w, err := c.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace("default"), client.MatchingFields{"metadata.name": name},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: original}})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	cm.Data["message"] = "tampered"
+	if err := c.Update(ctx, cm); err != nil {
+		return 0, err
+	}
+	acked, tampered := time.Now(), cm.ResourceVersion
+	timeout := time.After(stepTimeout)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return 0, errors.New("watch closed before the heal")
+			}
+			got, ok := ev.Object.(*corev1.ConfigMap)
+			if ok && got.ResourceVersion != original && got.ResourceVersion != tampered && got.Data["message"] == want {
+				return time.Since(acked), nil
+			}
+		case <-timeout:
+			return 0, fmt.Errorf("no heal within %s", stepTimeout)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+func (d *demo) pause(ctx context.Context) error {
+	if len(d.members) < 2 {
+		return nil
+	}
+	paused, other := d.members[1], d.members[0]
+	d.say("==> Pausing %s (SIGSTOP on its kube-apiserver): it hangs, as a member behind a broken network would", paused.Name)
+	if err := paused.Pause(); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := d.poll(ctx, paused.Name+" to be reported Unreachable", d.memberReason(paused.Name, hubv1alpha1.UnreachableReason)); err != nil {
+		_ = paused.Resume()
+		return err
+	}
+	d.say("    reported Unreachable after %s (probes every %s, two failures in a row)", time.Since(start).Round(100*time.Millisecond), d.opts.ProbeInterval)
+	if err := d.table(ctx, "memberclusters"); err != nil {
+		_ = paused.Resume()
+		return err
+	}
+	elapsed, err := d.tamperAndWatch(ctx, other.Name, "feature-flags")
+	if err != nil {
+		_ = paused.Resume()
+		return err
+	}
+	d.say("    meanwhile %s still heals: feature-flags tampered and healed in %s", other.Name, elapsed.Round(time.Microsecond))
+	d.say("==> Resuming %s (SIGCONT)", paused.Name)
+	if err := paused.Resume(); err != nil {
+		return err
+	}
+	start = time.Now()
+	if err := d.poll(ctx, "every member to be Ready again", d.allMembers(hubv1alpha1.ConnectedReason)); err != nil {
+		return err
+	}
+	d.say("    %s Ready again after %s", paused.Name, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+func (d *demo) summary(ctx context.Context) error {
+	d.say("==> The hub's summary")
+	if err := d.poll(ctx, "the fleet to be Ready", d.fleetReady); err != nil {
+		return err
+	}
+	d.say("$ kubectl get memberclusters")
+	if err := d.table(ctx, "memberclusters"); err != nil {
+		return err
+	}
+	d.say("$ kubectl get fleet")
+	return d.table(ctx, "fleets")
+}
+
+func (d *demo) keep() {
+	d.say("\n==> The fleet keeps running until you press Ctrl-C. Point kubectl at it:")
+	d.say("    export KUBECONFIG=%s", d.hubCP.KubeconfigPath)
+	d.say("    kubectl get memberclusters; kubectl get fleet; kubectl wait --for=condition=Ready fleet/default")
+	for _, m := range d.members {
+		d.say("    kubectl --kubeconfig %s get configbundles -A    # %s", m.KubeconfigPath, m.Name)
+	}
+	d.say("    hub log: %s", filepath.Join(d.dir, "hub.log"))
+}
+
+func (d *demo) cleanup() error {
+	if d.hubCmd != nil && d.hubCmd.Process != nil {
+		_ = d.hubCmd.Process.Signal(syscall.SIGTERM)
+		_ = d.hubCmd.Wait()
+	}
+	var cps []*controlplane.ControlPlane
+	if d.hubCP != nil {
+		cps = append(cps, d.hubCP)
+	}
+	err := controlplane.StopAll(append(cps, d.members...))
+	return errors.Join(err, os.RemoveAll(d.dir))
+}
+
+// poll waits for cond, saying what it waits for if it takes a while.
+func (d *demo) poll(ctx context.Context, what string, cond wait.ConditionWithContextFunc) error {
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, stepTimeout, true, cond); err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+func (d *demo) allMembers(reason string) wait.ConditionWithContextFunc {
+	return func(ctx context.Context) (bool, error) {
+		for _, m := range d.members {
+			if ok, _ := d.memberReason(m.Name, reason)(ctx); !ok {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+}
+
+func (d *demo) memberReason(name, reason string) wait.ConditionWithContextFunc {
+	return func(ctx context.Context) (bool, error) {
+		mc := &hubv1alpha1.MemberCluster{}
+		if err := d.hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+			return false, nil
+		}
+		c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
+		return c != nil && c.Reason == reason, nil
+	}
+}
+
+func (d *demo) fleetReady(ctx context.Context) (bool, error) {
+	f := &hubv1alpha1.Fleet{}
+	if err := d.hub.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, f); err != nil {
+		return false, nil
+	}
+	want := int64(len(d.members) * len(samples()))
+	return meta.IsStatusConditionTrue(f.Status.Conditions, hubv1alpha1.ReadyCondition) && f.Status.Bundles.Ready == want, nil
+}
+
+// table prints a resource of the hub as `kubectl get` does, from the API server's own table.
+func (d *demo) table(ctx context.Context, resource string) error {
+	cs, err := kubernetes.NewForConfig(d.hubCP.Config)
+	if err != nil {
+		return err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/apis/hub.configbundle.dev/v1alpha1/"+resource).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", resource, err)
+	}
+	t := &metav1.Table{}
+	if err := json.Unmarshal(raw, t); err != nil {
+		return err
+	}
+	return printTable(d.out, t)
+}
