@@ -66,3 +66,22 @@ demo: ## Run the hub on an embedded local fleet (real control planes on loopback
 .PHONY: build
 build: ## Build the hub binary into bin/.
 	$(GO) build -o bin/hub ./hub
+
+# Image of `make docker-build`; `make kind-up` loads it into the kind hub cluster.
+IMG ?= ghcr.io/configbundle/hub:dev
+# Extra flags of `docker build`, for example DOCKER_BUILD_FLAGS=--provenance=false.
+DOCKER_BUILD_FLAGS ?=
+
+.PHONY: docker-build
+docker-build: ## Build the hub container image IMG (default ghcr.io/configbundle/hub:dev; needs Docker with BuildKit).
+	docker build $(DOCKER_BUILD_FLAGS) -t $(IMG) .
+
+##@ kind
+
+.PHONY: kind-up
+kind-up: ## Create a kind hub cluster and member clusters, deploy the hub, register the members (HUB, MEMBERS, IMG).
+	IMG="$(IMG)" bash hack/kind/up.sh
+
+.PHONY: kind-down
+kind-down: ## Delete the kind clusters of kind-up (HUB, MEMBERS).
+	bash hack/kind/down.sh

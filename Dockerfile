@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+# The ConfigBundle Hub image: `make docker-build IMG=...`. Needs BuildKit (docker buildx) for the
+# cache mounts.
+
+# The Go version of go.mod's go line (go 1.26.x); the golang image sets GOTOOLCHAIN=local.
+FROM golang:1.26 AS builder
+WORKDIR /src
+
+# Modules first, so that a source change does not download them again.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod \
+    go mod download
+
+COPY . .
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /hub ./hub
+
+# A static binary on distroless: no shell, no package manager, a non-root user.
+FROM gcr.io/distroless/static:nonroot
+COPY --from=builder /hub /hub
+USER 65532:65532
+ENTRYPOINT ["/hub"]
