@@ -14,10 +14,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"configbundle.dev/hub/pkg/hubrun"
 )
@@ -52,8 +50,6 @@ func run() int {
 	}
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	// Memory, CPU and goroutines of the hub, next to its own metrics.
-	ctrlmetrics.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	log := ctrl.Log.WithName("hub")
 
 	cfg, err := ctrl.GetConfig()
