@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// smokeTimeout bounds the smoke run on a loaded two-core machine.
+const smokeTimeout = 10 * time.Minute
+
+// TestSmoke runs the benchmark's every phase at a small size, so that it cannot rot. It checks
+// correctness only, never a time: every drift is healed by the hub and by the floor, every
+// bundle converges, the black holes do not join, the figures are all there.
+func TestSmoke(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
+	}
+	cfg := smokeConfig()
+	cfg.HubBinary = filepath.Join(t.TempDir(), "hub")
+	if out, err := exec.Command("go", "build", "-o", cfg.HubBinary, "configbundle.dev/hub/hub").CombinedOutput(); err != nil {
+		t.Fatalf("building the hub: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), smokeTimeout)
+	defer cancel()
+	var progress strings.Builder
+	res, err := run(ctx, cfg, &progress)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, progress.String())
+	}
+	var table strings.Builder
+	res.print(&table, cfg)
+	t.Log(table.String())
+
+	if !res.HealedAllDrifts {
+		t.Errorf("not every drift was healed: hub %d of %d (errors %d), paused run %d, floor %d (errors %d)",
+			len(res.HubHeal), cfg.Drifts, res.HubHealErrors, len(res.IsolatedHeal), len(res.FloorHeal), res.FloorHealErrors)
+	}
+	if want := cfg.ThroughputMembers * cfg.BundlesPerMember; res.Bundles != want {
+		t.Errorf("converged %d bundles, want %d", res.Bundles, want)
+	}
+	if res.WritesPerBundle < 2 {
+		t.Errorf("%.2f hub writes per bundle: a bundle needs at least a ConfigMap and a status write", res.WritesPerBundle)
+	}
+	if len(res.JoinTimes) != cfg.Members || res.Unreachable != cfg.BlackHoles {
+		t.Errorf("joined %d of %d members, %d of %d black holes not Ready", len(res.JoinTimes), cfg.Members, res.Unreachable, cfg.BlackHoles)
+	}
+	if len(res.Cost) == 0 || res.CostUnmanaged.RSS == 0 || res.EmptyBaseline.Goroutines == 0 {
+		t.Errorf("cost figures missing: %+v", res.Cost)
+	}
+	for _, want := range []string{"1. Heal latency", "floor: minimal client-go informer", "2. Convergence", "3. Cost", "4. Join"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("the table lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/pkg/configbundle"
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+)
+
+// driftTimeout bounds the wait for one heal.
+const driftTimeout = 30 * time.Second
+
+// targetsPerMember is how many ConfigMaps of a member the drifts cycle through.
+const targetsPerMember = 50
+
+// desiredConfigMaps renders the ConfigMaps a member's bench bundles ask for.
+func desiredConfigMaps(ctx context.Context, m *member) (map[string]*corev1.ConfigMap, error) {
+	list := &v1alpha1.ConfigBundleList{}
+	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
+		return nil, err
+	}
+	desired := map[string]*corev1.ConfigMap{}
+	for i := range list.Items {
+		desired[list.Items[i].Name] = configbundle.DesiredConfigMap(&list.Items[i])
+	}
+	return desired, nil
+}
+
+type seen struct {
+	typ watch.EventType
+	cm  *corev1.ConfigMap
+	at  time.Time
+}
+
+// drifts tampers with managed ConfigMaps, n times over the members (one drift at a time per
+// member, the members at once), and returns the heal latencies and the number of drifts not
+// healed in time. It works the same whoever heals: the hub or the floor.
+func (f *fleet) drifts(ctx context.Context, members []*member, n int) (latencies, int, error) {
+	var mu sync.Mutex
+	var all latencies
+	failures := 0
+	var wg sync.WaitGroup
+	errs := make([]error, len(members))
+	for mi, m := range members {
+		share := n / len(members)
+		if mi < n%len(members) {
+			share++
+		}
+		wg.Go(func() {
+			l, failed, err := driftMember(ctx, m, share)
+			errs[mi] = err
+			mu.Lock()
+			all, failures = append(all, l...), failures+failed
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return all, failures, err
+		}
+	}
+	return all, failures, nil
+}
+
+func driftMember(ctx context.Context, m *member, n int) (latencies, int, error) {
+	desired, err := desiredConfigMaps(ctx, m)
+	if err != nil {
+		return nil, 0, err
+	}
+	targets := make([]string, 0, targetsPerMember)
+	for i := 0; len(targets) < targetsPerMember && len(targets) < len(desired); i++ {
+		if _, ok := desired[fmt.Sprintf("b-%05d", i)]; ok {
+			targets = append(targets, fmt.Sprintf("b-%05d", i))
+		}
+	}
+	if len(targets) == 0 {
+		return nil, 0, fmt.Errorf("no bench bundles in %s", m.Name)
+	}
+	list := &corev1.ConfigMapList{}
+	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
+		return nil, 0, err
+	}
+	w, err := m.client.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace("bench"),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer w.Stop()
+	events := map[string]chan seen{}
+	for _, t := range targets {
+		events[t] = make(chan seen, 256)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			at := time.Now()
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+				if ch, ok := events[cm.Name]; ok {
+					select {
+					case ch <- seen{typ: ev.Type, cm: cm, at: at}:
+					default:
+					}
+				}
+			}
+		}
+	}()
+
+	var lat latencies
+	failures := 0
+	for i := range n {
+		name := targets[i%len(targets)]
+		d, err := driftOnce(ctx, m, name, i%4, desired[name], events[name])
+		if err != nil {
+			if ctx.Err() != nil {
+				return lat, failures, ctx.Err()
+			}
+			failures++
+			continue
+		}
+		lat = append(lat, d)
+	}
+	return lat, failures, nil
+}
+
+// driftOnce makes one kind of drift and waits for the heal seen through the watch.
+func driftOnce(ctx context.Context, m *member, name string, kind int, desired *corev1.ConfigMap, events chan seen) (time.Duration, error) {
+	cm := &corev1.ConfigMap{}
+	if err := m.client.Get(ctx, client.ObjectKey{Namespace: "bench", Name: name}, cm); err != nil {
+		return 0, err
+	}
+	before := rv(cm)
+	var err error
+	switch kind {
+	case 0:
+		cm.Data = map[string]string{"message": "tampered"}
+		err = m.client.Update(ctx, cm)
+	case 1:
+		if cm.Labels == nil {
+			cm.Labels = map[string]string{}
+		}
+		cm.Labels["drift"] = "by-hand"
+		err = m.client.Update(ctx, cm)
+	case 2:
+		cm.OwnerReferences = nil
+		err = m.client.Update(ctx, cm)
+	case 3:
+		err = m.client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID})
+	}
+	if err != nil {
+		return 0, fmt.Errorf("tampering with %s/%s: %w", m.Name, name, err)
+	}
+	acked := time.Now()
+	after := rv(cm) // for a delete, the rv before it: the recreated object is newer
+	timeout := time.After(driftTimeout)
+	for {
+		select {
+		case ev := <-events:
+			if ev.typ == watch.Deleted || rv(ev.cm) <= max(before, after) {
+				continue
+			}
+			if len(configbundle.Drift(desired, ev.cm)) == 0 {
+				return max(0, ev.at.Sub(acked)), nil
+			}
+		case <-timeout:
+			return 0, fmt.Errorf("%s/%s not healed within %s", m.Name, name, driftTimeout)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// rv reads a resourceVersion as the etcd revision it is. (Clients must treat resourceVersions
+// as opaque; the benchmark compares them only to order the events of its own writes.)
+func rv(obj metav1.Object) int64 {
+	n, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	return n
+}
+
+// startFloor runs the physical floor against the members: one informer on the bench
+// ConfigMaps per member and, for every event that shows drift, one write that heals it.
+// Nothing else: no queue, no cache of bundles, no status.
+func startFloor(ctx context.Context, members []*member) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	for _, m := range members {
+		desired, err := desiredConfigMaps(ctx, m)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		cs, err := kubernetes.NewForConfig(m.cfg)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("bench"))
+		inf := factory.Core().V1().ConfigMaps().Informer()
+		heal := func(obj any) {
+			cm, ok := obj.(*corev1.ConfigMap)
+			if !ok {
+				return
+			}
+			want, ok := desired[cm.Name]
+			if !ok || len(configbundle.Drift(want, cm)) == 0 {
+				return
+			}
+			healed := want.DeepCopy()
+			healed.ResourceVersion = cm.ResourceVersion
+			_, _ = cs.CoreV1().ConfigMaps("bench").Update(ctx, healed, metav1.UpdateOptions{})
+		}
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj any) { heal(obj) },
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				if cm, ok := obj.(*corev1.ConfigMap); ok {
+					if want, ok := desired[cm.Name]; ok {
+						_, _ = cs.CoreV1().ConfigMaps("bench").Create(ctx, want.DeepCopy(), metav1.CreateOptions{})
+					}
+				}
+			},
+		})
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		factory.Start(ctx.Done())
+		factory.WaitForCacheSync(ctx.Done())
+	}
+	return cancel, nil
+}

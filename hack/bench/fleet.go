@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/pkg/controlplane"
+	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	"configbundle.dev/hub/pkg/hubrun"
+	spokeprovider "configbundle.dev/hub/spoke-provider"
+)
+
+// waitTimeout bounds every wait of the benchmark.
+const waitTimeout = 5 * time.Minute
+
+type member struct {
+	Name   string
+	cp     *controlplane.ControlPlane
+	client client.WithWatch
+	cfg    *rest.Config
+}
+
+type fleet struct {
+	cfg     benchConfig
+	dir     string
+	hubCP   *controlplane.ControlPlane
+	hub     client.Client
+	members []*member
+
+	hubCmd      *exec.Cmd
+	hubExited   chan struct{}
+	metricsAddr string
+}
+
+func newFleet(_ context.Context, cfg benchConfig, hubCP *controlplane.ControlPlane, cps []*controlplane.ControlPlane) (*fleet, error) {
+	scheme, err := hubrun.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "configbundle-bench-")
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{cfg: cfg, dir: dir, hubCP: hubCP}
+	fast := func(c *rest.Config) *rest.Config {
+		c = rest.CopyConfig(c)
+		c.QPS, c.Burst = 2000, 4000
+		return c
+	}
+	if f.hub, err = client.New(fast(hubCP.Config), client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	if err := ensureNamespace(context.Background(), f.hub, spokeprovider.DefaultNamespace); err != nil {
+		return nil, err
+	}
+	for _, cp := range cps {
+		m := &member{Name: cp.Name, cp: cp, cfg: fast(cp.Config)}
+		if m.client, err = client.NewWithWatch(m.cfg, client.Options{Scheme: scheme}); err != nil {
+			return nil, err
+		}
+		f.members = append(f.members, m)
+	}
+	return f, nil
+}
+
+func (f *fleet) close() {
+	f.stopHub()
+	_ = os.RemoveAll(f.dir)
+}
+
+// startHub runs the hub binary against the hub cluster, with default flags.
+func (f *fleet) startHub() error {
+	f.metricsAddr = freeAddr()
+	health := freeAddr()
+	log, err := os.Create(filepath.Join(f.dir, "hub.log"))
+	if err != nil {
+		return err
+	}
+	f.hubCmd = exec.Command(f.cfg.HubBinary, "--kubeconfig="+f.hubCP.KubeconfigPath,
+		"--metrics-bind-address="+f.metricsAddr, "--health-probe-bind-address="+health)
+	f.hubCmd.Stdout, f.hubCmd.Stderr = log, log
+	f.hubCmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := f.hubCmd.Start(); err != nil {
+		return fmt.Errorf("starting the hub: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = f.hubCmd.Wait()
+		close(exited)
+	}()
+	f.hubExited = exited
+	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(log.Name())
+			return false, fmt.Errorf("the hub exited at start:\n%s", out)
+		default:
+		}
+		resp, err := http.Get("http://" + health + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+func (f *fleet) stopHub() {
+	if f.hubCmd == nil || f.hubCmd.Process == nil {
+		return
+	}
+	_ = f.hubCmd.Process.Signal(syscall.SIGTERM)
+	<-f.hubExited
+	f.hubCmd = nil
+}
+
+// putSecret writes a member's kubeconfig Secret on the hub.
+func (f *fleet) putSecret(ctx context.Context, name string, kubeconfig []byte) error {
+	return f.hub.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: spokeprovider.DefaultNamespace, Labels: map[string]string{spokeprovider.DefaultLabel: "true"}},
+		Data:       map[string][]byte{spokeprovider.DefaultKey: kubeconfig},
+	})
+}
+
+// join registers a member and returns the time from its Secret's creation to its MemberCluster
+// being Ready.
+func (f *fleet) join(ctx context.Context, m *member) (time.Duration, error) {
+	start := time.Now()
+	if err := f.putSecret(ctx, m.Name, kubeconfigFor(m.cp.Config)); err != nil {
+		return 0, err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		mc := &hubv1alpha1.MemberCluster{}
+		if err := f.hub.Get(ctx, client.ObjectKey{Name: m.Name}, mc); err != nil {
+			return false, nil
+		}
+		return meta.IsStatusConditionTrue(mc.Status.Conditions, hubv1alpha1.ReadyCondition), nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("waiting for %s to join: %w", m.Name, err)
+	}
+	return time.Since(start), nil
+}
+
+type blackHoles struct {
+	names     []string
+	listeners []net.Listener
+	mu        sync.Mutex
+	conns     []net.Conn
+}
+
+// registerBlackHoles registers members whose API server accepts connections and never answers.
+func (f *fleet) registerBlackHoles(ctx context.Context, n int) (*blackHoles, error) {
+	h := &blackHoles{}
+	for i := range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return h, err
+		}
+		h.listeners = append(h.listeners, l)
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				h.mu.Lock()
+				h.conns = append(h.conns, c)
+				h.mu.Unlock()
+			}
+		}()
+		name := fmt.Sprintf("black-hole-%d", i+1)
+		h.names = append(h.names, name)
+		cfg := &rest.Config{Host: "https://" + l.Addr().String(), BearerToken: "t", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+		if err := f.putSecret(ctx, name, kubeconfigFor(cfg)); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+func (h *blackHoles) close() {
+	for _, l := range h.listeners {
+		l.Close()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		c.Close()
+	}
+}
+
+// notReady counts the named members that are not Ready.
+func (f *fleet) notReady(ctx context.Context, names []string) (int, error) {
+	n := 0
+	for _, name := range names {
+		mc := &hubv1alpha1.MemberCluster{}
+		if err := f.hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+			return 0, err
+		}
+		if !meta.IsStatusConditionTrue(mc.Status.Conditions, hubv1alpha1.ReadyCondition) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// converge creates bundles in members and times them until all are Ready, counting the hub's
+// writes to the members.
+func (f *fleet) converge(ctx context.Context, members []*member, perMember int, res *results) error {
+	before, err := f.hubWrites()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for _, m := range members {
+		if err := ensureNamespace(ctx, m.client, "bench"); err != nil {
+			return err
+		}
+	}
+	err = parallel(ctx, len(members)*perMember, 32, func(ctx context.Context, i int) error {
+		m := members[i%len(members)]
+		b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%05d", i/len(members)), Namespace: "bench",
+			Labels: map[string]string{"bench": "true"}}, Spec: v1alpha1.ConfigBundleSpec{Message: fmt.Sprintf("message %d", i)}}
+		return m.client.Create(ctx, b)
+	})
+	if err != nil {
+		return fmt.Errorf("creating bundles: %w", err)
+	}
+	want := int64(len(members) * perMember)
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		ready := int64(0)
+		for _, m := range members {
+			list := &v1alpha1.ConfigBundleList{}
+			if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
+				return false, nil
+			}
+			for _, b := range list.Items {
+				if meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ReadyCondition) {
+					ready++
+				}
+			}
+		}
+		return ready == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d bundles to be Ready: %w", want, err)
+	}
+	res.ConvergeTime = time.Since(start)
+	res.Bundles = int(want)
+	after, err := f.hubWrites()
+	if err != nil {
+		return err
+	}
+	var total float64
+	for verb, n := range after.memberWrites {
+		res.WritesByVerb[verb] = (n - before.memberWrites[verb]) / float64(want)
+		total += n - before.memberWrites[verb]
+	}
+	res.WritesPerBundle = total / float64(want)
+	return nil
+}
+
+// steady counts the hub's writes and CPU while nothing changes.
+func (f *fleet) steady(ctx context.Context, res *results) error {
+	// Let the last status writes and counts settle first.
+	if err := sleepCtx(ctx, 3*time.Second); err != nil {
+		return err
+	}
+	before, err := f.hubWrites()
+	if err != nil {
+		return err
+	}
+	cpuBefore, err := cpuSeconds(f.hubCmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := sleepCtx(ctx, f.cfg.Quiet); err != nil {
+		return err
+	}
+	cpuAfter, err := cpuSeconds(f.hubCmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	after, err := f.hubWrites()
+	if err != nil {
+		return err
+	}
+	for verb, n := range after.memberWrites {
+		res.SteadyMemberWrites += n - before.memberWrites[verb]
+	}
+	res.SteadyHubWrites = after.hubWrites - before.hubWrites
+	res.SteadyCPU = (cpuAfter - cpuBefore) / time.Since(start).Seconds()
+	return nil
+}
+
+// cost samples the hub's memory and goroutines once the fleet has settled.
+func (f *fleet) cost(ctx context.Context, members, bundles, unmanaged int) (costPoint, error) {
+	if err := sleepCtx(ctx, 3*time.Second); err != nil {
+		return costPoint{}, err
+	}
+	m, err := scrape(f.metricsAddr)
+	if err != nil {
+		return costPoint{}, err
+	}
+	rss, err := rssBytes(f.hubCmd.Process.Pid)
+	if err != nil {
+		return costPoint{}, err
+	}
+	return costPoint{Members: members, Bundles: bundles, Unmanaged: unmanaged, RSS: rss,
+		Heap: m.sum("go_memstats_heap_inuse_bytes", nil), Goroutines: m.sum("go_goroutines", nil)}, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// kubeconfigFor renders a self-contained kubeconfig for a client config.
+func kubeconfigFor(cfg *rest.Config) []byte {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	data, _ := clientcmd.Write(*kc)
+	return data
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

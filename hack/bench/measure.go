@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// metrics are the hub's Prometheus metrics at one moment.
+type metrics map[string]*dto.MetricFamily
+
+func scrape(addr string) (metrics, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("scraping the hub: %w", err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the hub's metrics: %w", err)
+	}
+	return families, nil
+}
+
+// sum adds up a counter or gauge over the series whose labels match (nil: all).
+func (m metrics) sum(name string, match func(labels map[string]string) bool) float64 {
+	f, ok := m[name]
+	if !ok {
+		return 0
+	}
+	var total float64
+	for _, s := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range s.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if match != nil && !match(labels) {
+			continue
+		}
+		switch {
+		case s.Counter != nil:
+			total += s.GetCounter().GetValue()
+		case s.Gauge != nil:
+			total += s.GetGauge().GetValue()
+		}
+	}
+	return total
+}
+
+type writeCounts struct {
+	memberWrites map[string]float64 // by HTTP verb, over all members
+	hubWrites    float64
+}
+
+var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE"}
+
+// hubWrites counts the hub's write requests from its client-go metrics, to the members and to
+// the hub cluster.
+func (f *fleet) hubWrites() (writeCounts, error) {
+	m, err := scrape(f.metricsAddr)
+	if err != nil {
+		return writeCounts{}, err
+	}
+	hubHost := strings.TrimPrefix(strings.TrimPrefix(f.hubCP.Config.Host, "https://"), "http://")
+	wc := writeCounts{memberWrites: map[string]float64{}}
+	for _, verb := range writeVerbs {
+		wc.memberWrites[verb] = m.sum("rest_client_requests_total", func(l map[string]string) bool {
+			return l["method"] == verb && l["host"] != hubHost
+		})
+		wc.hubWrites += m.sum("rest_client_requests_total", func(l map[string]string) bool {
+			return l["method"] == verb && l["host"] == hubHost
+		})
+	}
+	return wc, nil
+}
+
+// cpuSeconds is a process's user and system CPU time.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold spaces: fields start after the closing parenthesis.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// rssBytes is a process's resident set size.
+func rssBytes(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		fmt.Sscanf(strings.SplitN(string(data), "\n", 2)[0], "MemTotal: %f kB", &kb)
+		mem = fmt.Sprintf(", %.0f GiB", kb/1024/1024)
+	}
+	return fmt.Sprintf("%d cores (%s)%s, %s", runtime.NumCPU(), model, mem, runtime.Version())
+}
+
+// latencies are heal latencies.
+type latencies []time.Duration
+
+func (l latencies) pct(p float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	i := int(p/100*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/1024/1024) }
+
+// print writes the results as a table.
+func (r *results) print(w io.Writer, cfg benchConfig) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p("\nConfigBundle Hub benchmark — %s — %s", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.Machine)
+	p("\n1. Heal latency (tampering write acknowledged -> healed object seen through a watch), %d drifts over %d members", cfg.Drifts, cfg.HealMembers)
+	p("| healer | p50 | p90 | p99 | drifts | p50 / floor | p99 / floor |")
+	p("|---|---|---|---|---|---|---|")
+	floor := r.FloorHeal
+	ratio := func(a, b time.Duration) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", float64(a)/float64(b))
+	}
+	row := func(name string, l latencies) {
+		p("| %s | %s | %s | %s | %d | %s | %s |", name, ms(l.pct(50)), ms(l.pct(90)), ms(l.pct(99)), len(l), ratio(l.pct(50), floor.pct(50)), ratio(l.pct(99), floor.pct(99)))
+	}
+	row("floor: minimal client-go informer + one update per event", floor)
+	row("ConfigBundle Hub", r.HubHeal)
+	row(fmt.Sprintf("ConfigBundle Hub, %d of %d members paused", r.PausedMembers, r.MembersAtJoin), r.IsolatedHeal)
+	p("| seed operator's model: poll every %s (expected latency N/2, model not measured) | %s | %s | %s | - | - | - |",
+		cfg.PollInterval, ms(cfg.PollInterval/2), ms(cfg.PollInterval*9/10), ms(cfg.PollInterval*99/100))
+
+	p("\n2. Convergence: %d bundles over %d members", r.Bundles, cfg.ThroughputMembers)
+	p("| all Ready after | bundles/s | hub writes per bundle | of which POST / PUT / PATCH / DELETE | writes in %s of steady state (members / hub) | hub CPU in steady state |", cfg.Quiet)
+	p("|---|---|---|---|---|---|")
+	bps := 0.0
+	if r.ConvergeTime > 0 {
+		bps = float64(r.Bundles) / r.ConvergeTime.Seconds()
+	}
+	p("| %s | %.0f | %.2f | %.2f / %.2f / %.2f / %.2f | %.0f / %.0f | %.2f%% of a core |", r.ConvergeTime.Round(100*time.Millisecond), bps, r.WritesPerBundle,
+		r.WritesByVerb["POST"], r.WritesByVerb["PUT"], r.WritesByVerb["PATCH"], r.WritesByVerb["DELETE"], r.SteadyMemberWrites, r.SteadyHubWrites, 100*r.SteadyCPU)
+
+	p("\n3. Cost (hub process)")
+	p("| members | bundles | unmanaged ConfigMaps | RSS | Go heap in use | goroutines |")
+	p("|---|---|---|---|---|---|")
+	for _, c := range append(slices.Clone(r.Cost), r.CostWithBundles, r.CostUnmanaged) {
+		p("| %d | %d | %d | %s | %s | %.0f |", c.Members, c.Bundles, c.Unmanaged, mib(c.RSS), mib(c.Heap), c.Goroutines)
+	}
+	if n := len(r.Cost); n >= 2 {
+		a, b := r.Cost[0], r.Cost[n-1]
+		dm := float64(b.Members - a.Members)
+		p("per empty member: %s RSS, %s heap, %.1f goroutines", mib((b.RSS-a.RSS)/dm), mib((b.Heap-a.Heap)/dm), (b.Goroutines-a.Goroutines)/dm)
+	}
+	if r.CostWithBundles.Bundles > 0 {
+		db := float64(r.CostWithBundles.Bundles)
+		p("per managed bundle: %.1f KiB RSS, %.1f KiB heap", (r.CostWithBundles.RSS-r.EmptyBaseline.RSS)/db/1024, (r.CostWithBundles.Heap-r.EmptyBaseline.Heap)/db/1024)
+	}
+	if r.CostUnmanaged.Unmanaged > 0 {
+		du := float64(r.CostUnmanaged.Unmanaged)
+		p("per unmanaged ConfigMap (1 KiB of data each): %.2f KiB RSS, %.2f KiB heap", (r.CostUnmanaged.RSS-r.CostWithBundles.RSS)/du/1024, (r.CostUnmanaged.Heap-r.CostWithBundles.Heap)/du/1024)
+	}
+
+	p("\n4. Join with %d black-holed members registered", cfg.BlackHoles)
+	j := latencies(r.JoinTimes)
+	p("| members joined | Secret -> MemberCluster Ready p50 | p90 | max | black holes not Ready |")
+	p("|---|---|---|---|---|")
+	p("| %d | %s | %s | %s | %d of %d |", len(j), ms(j.pct(50)), ms(j.pct(90)), ms(j.pct(100)), r.Unreachable, cfg.BlackHoles)
+	p("\nall drifts healed: %v (hub errors %d, floor errors %d)", r.HealedAllDrifts, r.HubHealErrors, r.FloorHealErrors)
+}

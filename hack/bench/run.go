@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/pkg/controlplane"
+)
+
+// benchConfig sizes a run. Each field says what it sizes.
+type benchConfig struct {
+	HubBinary string
+	// Members is the largest member count of the cost curve (1, 2, 4, ... Members).
+	Members int
+	// ThroughputMembers get BundlesPerMember bundles each.
+	ThroughputMembers, BundlesPerMember int
+	// Unmanaged ConfigMaps (1 KiB of data each) are created in one member without bundles.
+	Unmanaged int
+	// HealMembers are tampered with, Drifts times in all, per heal-latency run.
+	HealMembers, Drifts int
+	// BlackHoles are Secrets whose server accepts connections and never answers, registered
+	// while a member joins.
+	BlackHoles int
+	// PausedShare of the members are SIGSTOPped during the isolation run.
+	PausedShare float64
+	// PollInterval is the seed operator's polling period, for its latency model.
+	PollInterval time.Duration
+	// Quiet is the steady-state window in which writes and CPU are counted.
+	Quiet time.Duration
+}
+
+func fullConfig() benchConfig {
+	return benchConfig{Members: 16, ThroughputMembers: 4, BundlesPerMember: 1000, Unmanaged: 10000,
+		HealMembers: 2, Drifts: 320, BlackHoles: 2, PausedShare: 0.2, PollInterval: 10 * time.Second, Quiet: 20 * time.Second}
+}
+
+func smokeConfig() benchConfig {
+	return benchConfig{Members: 4, ThroughputMembers: 2, BundlesPerMember: 20, Unmanaged: 200,
+		HealMembers: 2, Drifts: 24, BlackHoles: 1, PausedShare: 0.25, PollInterval: 10 * time.Second, Quiet: 3 * time.Second}
+}
+
+// results are the figures of a run.
+type results struct {
+	Machine string
+
+	HubHeal, FloorHeal, IsolatedHeal latencies
+	HubHealErrors, FloorHealErrors   int
+
+	Bundles            int
+	ConvergeTime       time.Duration
+	WritesPerBundle    float64
+	WritesByVerb       map[string]float64
+	SteadyMemberWrites float64
+	SteadyHubWrites    float64
+	SteadyCPU          float64 // share of one core
+
+	Cost            []costPoint // empty members
+	CostWithBundles costPoint   // ThroughputMembers with their bundles
+	CostUnmanaged   costPoint   // after the unmanaged ConfigMaps
+	EmptyBaseline   costPoint   // the member count the bundle and unmanaged figures compare with
+
+	JoinTimes       []time.Duration // reachable members, black holes registered
+	PausedMembers   int
+	Unreachable     int // black-hole Secrets reported Unreachable or Connecting, not Ready
+	MembersAtJoin   int
+	HealedAllDrifts bool
+}
+
+type costPoint struct {
+	Members, Bundles, Unmanaged int
+	RSS, Heap                   float64 // bytes
+	Goroutines                  float64
+}
+
+// run measures everything, in the order that lets each phase reuse the fleet of the previous
+// one. progress receives what it is doing.
+var cpOutput io.Writer
+
+func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, error) {
+	say := func(format string, args ...any) { fmt.Fprintf(progress, "bench: "+format+"\n", args...) }
+	res := &results{Machine: machine(), WritesByVerb: map[string]float64{}}
+
+	names := []string{"hub"}
+	for i := 1; i <= cfg.Members; i++ {
+		names = append(names, fmt.Sprintf("m%02d", i))
+	}
+	say("starting %d control planes", len(names))
+	crds, err := config.MemberCRDs()
+	if err != nil {
+		return nil, err
+	}
+	hubCRDs, err := config.HubCRDs()
+	if err != nil {
+		return nil, err
+	}
+	var hubCPs, memberCPs []*controlplane.ControlPlane
+	var hubErr, memberErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		hubCPs, hubErr = controlplane.Start(ctx, names[:1], controlplane.Options{CRDs: hubCRDs, StartTimeout: 5 * time.Minute, Output: cpOutput})
+	})
+	wg.Go(func() {
+		memberCPs, memberErr = controlplane.Start(ctx, names[1:], controlplane.Options{CRDs: crds, StartTimeout: 5 * time.Minute, Output: cpOutput})
+	})
+	wg.Wait()
+	defer func() { _ = controlplane.StopAll(append(hubCPs, memberCPs...)) }()
+	if err := errors.Join(hubErr, memberErr); err != nil {
+		return nil, fmt.Errorf("starting control planes: %w", err)
+	}
+	f, err := newFleet(ctx, cfg, hubCPs[0], memberCPs)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	if err := f.startHub(); err != nil {
+		return nil, err
+	}
+
+	// Join and cost per empty member: members join one by one, black holes registered first.
+	say("registering %d black holes and %d members", cfg.BlackHoles, cfg.Members)
+	holes, err := f.registerBlackHoles(ctx, cfg.BlackHoles)
+	if err != nil {
+		return res, err
+	}
+	defer holes.close()
+	for i, m := range f.members {
+		took, err := f.join(ctx, m)
+		if err != nil {
+			return res, err
+		}
+		res.JoinTimes = append(res.JoinTimes, took)
+		if n := i + 1; n&(n-1) == 0 || n == len(f.members) { // 1, 2, 4, 8, ...
+			p, err := f.cost(ctx, n, 0, 0)
+			if err != nil {
+				return res, err
+			}
+			res.Cost = append(res.Cost, p)
+		}
+	}
+	res.MembersAtJoin = len(f.members)
+	if res.Unreachable, err = f.notReady(ctx, holes.names); err != nil {
+		return res, err
+	}
+	res.EmptyBaseline = res.Cost[len(res.Cost)-1]
+
+	// Convergence throughput, writes per bundle, steady state.
+	tm := f.members[:cfg.ThroughputMembers]
+	say("creating %d bundles in each of %d members", cfg.BundlesPerMember, len(tm))
+	if err := f.converge(ctx, tm, cfg.BundlesPerMember, res); err != nil {
+		return res, err
+	}
+	say("steady state: counting writes and CPU for %s", cfg.Quiet)
+	if err := f.steady(ctx, res); err != nil {
+		return res, err
+	}
+	if res.CostWithBundles, err = f.cost(ctx, len(f.members), cfg.ThroughputMembers*cfg.BundlesPerMember, 0); err != nil {
+		return res, err
+	}
+
+	// Unmanaged ConfigMaps in a member without bundles.
+	um := f.members[len(f.members)-1]
+	say("creating %d unmanaged ConfigMaps in %s", cfg.Unmanaged, um.Name)
+	if err := f.createUnmanaged(ctx, um, cfg.Unmanaged); err != nil {
+		return res, err
+	}
+	if res.CostUnmanaged, err = f.cost(ctx, len(f.members), cfg.ThroughputMembers*cfg.BundlesPerMember, cfg.Unmanaged); err != nil {
+		return res, err
+	}
+
+	// Heal latency of the hub.
+	hm := f.members[:cfg.HealMembers]
+	say("hub: %d drifts over %d members", cfg.Drifts, len(hm))
+	if res.HubHeal, res.HubHealErrors, err = f.drifts(ctx, hm, cfg.Drifts); err != nil {
+		return res, err
+	}
+
+	// Heal latency while a share of the members hang.
+	paused := f.members[len(f.members)-max(1, int(float64(len(f.members))*cfg.PausedShare+0.999)):]
+	paused = slices.DeleteFunc(slices.Clone(paused), func(m *member) bool { return slices.Contains(hm, m) })
+	res.PausedMembers = len(paused)
+	say("hub with %d of %d members paused: %d drifts", len(paused), len(f.members), cfg.Drifts)
+	for _, m := range paused {
+		if err := m.cp.Pause(); err != nil {
+			return res, err
+		}
+	}
+	res.IsolatedHeal, _, err = f.drifts(ctx, hm, cfg.Drifts)
+	for _, m := range paused {
+		err = errors.Join(err, m.cp.Resume())
+	}
+	if err != nil {
+		return res, err
+	}
+
+	// The physical floor, on the same objects with the hub stopped.
+	f.stopHub()
+	say("floor: %d drifts over %d members, hub stopped", cfg.Drifts, len(hm))
+	stopFloor, err := startFloor(ctx, hm)
+	if err != nil {
+		return res, err
+	}
+	res.FloorHeal, res.FloorHealErrors, err = f.drifts(ctx, hm, cfg.Drifts)
+	stopFloor()
+	if err != nil {
+		return res, err
+	}
+	res.HealedAllDrifts = res.HubHealErrors == 0 && res.FloorHealErrors == 0 &&
+		len(res.HubHeal) == cfg.Drifts && len(res.FloorHeal) == cfg.Drifts && len(res.IsolatedHeal) == cfg.Drifts
+	return res, nil
+}
+
+// createUnmanaged creates n ConfigMaps of 1 KiB that no bundle owns.
+func (f *fleet) createUnmanaged(ctx context.Context, m *member, n int) error {
+	if err := ensureNamespace(ctx, m.client, "unmanaged"); err != nil {
+		return err
+	}
+	payload := string(make([]byte, 1024))
+	return parallel(ctx, n, 16, func(ctx context.Context, i int) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unmanaged-%05d", i), Namespace: "unmanaged"},
+			Data: map[string]string{"payload": payload}}
+		return m.client.Create(ctx, cm)
+	})
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	return client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+}
+
+// parallel runs fn for 0..n-1 with the given concurrency and returns the first error.
+func parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx)
+}
