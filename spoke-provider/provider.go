@@ -389,7 +389,9 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 	log := p.log.WithValues("cluster", name)
 	ctx, cancel := context.WithTimeout(p.ctx, p.opts.ConnectTimeout)
 	defer cancel()
+	start := time.Now()
 	conn, err := p.dial(ctx, name, hash, cfg)
+	dialed := time.Now()
 
 	p.mu.Lock()
 	m, ok := p.members[name]
@@ -433,11 +435,12 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 		p.failed(name, hash, err, true)
 		return
 	}
+	took := []any{"dial", dialed.Sub(start).String(), "engage", time.Since(dialed).String()}
 	if old != nil {
 		old.cancel()
-		log.Info("Member credentials rotated")
+		log.Info("Member credentials rotated", took...)
 	} else {
-		log.Info("Member joined", "kubernetesVersion", conn.version)
+		log.Info("Member joined", append(took, "kubernetesVersion", conn.version)...)
 	}
 	go p.probe(name, conn)
 	p.changed(name)

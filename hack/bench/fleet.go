@@ -83,7 +83,9 @@ func newFleet(_ context.Context, cfg benchConfig, hubCP *controlplane.ControlPla
 
 func (f *fleet) close() {
 	f.stopHub()
-	_ = os.RemoveAll(f.dir)
+	if os.Getenv("BENCH_DEBUG") == "" {
+		_ = os.RemoveAll(f.dir)
+	}
 }
 
 // startHub runs the hub binary against the hub cluster, with default flags.
@@ -95,7 +97,7 @@ func (f *fleet) startHub() error {
 		return err
 	}
 	f.hubCmd = exec.Command(f.cfg.HubBinary, "--kubeconfig="+f.hubCP.KubeconfigPath,
-		"--metrics-bind-address="+f.metricsAddr, "--health-probe-bind-address="+health)
+		"--metrics-bind-address="+f.metricsAddr, "--health-probe-bind-address="+health, "--zap-time-encoding=rfc3339nano", "--zap-log-level=debug")
 	f.hubCmd.Stdout, f.hubCmd.Stderr = log, log
 	f.hubCmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := f.hubCmd.Start(); err != nil {
@@ -119,7 +121,8 @@ func (f *fleet) startHub() error {
 			return false, nil
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		// Ready, and its controllers running: the Fleet exists.
+		return resp.StatusCode == http.StatusOK && f.hub.Get(context.Background(), client.ObjectKey{Name: hubv1alpha1.FleetName}, &hubv1alpha1.Fleet{}) == nil, nil
 	})
 }
 

@@ -12,7 +12,7 @@ import (
 
 // ConfigureCache sets the cache options a member cluster needs for this reconciler. Managed
 // fields are dropped from every cached object, and a ConfigMap that no ConfigBundle controls is
-// cached as a skeleton (name, namespace, uid, resourceVersion, ownerReferences): enough to notice
+// cached as a skeleton (name, namespace, uid, resourceVersion, ownerReferences, finalizers): enough to notice
 // a same-named ConfigMap in a bundle's way, and nothing of its data. Options already set for
 // ConfigMaps are kept.
 func ConfigureCache(opts *cache.Options) {
@@ -50,6 +50,7 @@ var StripUnmanagedConfigMap toolscache.TransformFunc = func(obj any) (any, error
 			ResourceVersion:   cm.ResourceVersion,
 			DeletionTimestamp: cm.DeletionTimestamp,
 			OwnerReferences:   cm.OwnerReferences,
+			Finalizers:        cm.Finalizers,
 		},
 	}, nil
 }

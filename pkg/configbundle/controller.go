@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,7 +111,19 @@ type Reconciler struct {
 	manager   mcmanager.Manager
 	opts      Options
 	sightings sightings
+	ownWrites sync.Map // mcreconcile.Request -> resourceVersion of the reconciler's last ConfigMap write
+	statuses  sync.Map // mcreconcile.Request -> writtenStatus, the reconciler's last status write
 }
+
+// writtenStatus is a status the reconciler wrote, and when.
+type writtenStatus struct {
+	uid    types.UID
+	status v1alpha1.ConfigBundleStatus
+	at     time.Time
+}
+
+// recentStatusWindow is how long a written status is trusted over a cache that has not caught up.
+const recentStatusWindow = 5 * time.Second
 
 // SetupWithManager builds the ConfigBundle controller on mgr: it watches ConfigBundles and
 // ConfigMaps in every member cluster the manager's provider engages.
@@ -157,6 +172,9 @@ func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster
 			}
 		}
 		req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}, ClusterName: name}
+		if rv, ok := r.ownWrites.Load(req); ok && rv == cm.GetResourceVersion() {
+			return nil // the reconciler's own write: nothing to do
+		}
 		r.sightings.seen(req)
 		return []mcreconcile.Request{req}
 	})
@@ -218,6 +236,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (*s
 
 	bundle := &v1alpha1.ConfigBundle{}
 	if err := cl.GetClient().Get(ctx, req.NamespacedName, bundle); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.ownWrites.Delete(req)
+			r.statuses.Delete(req)
+		}
 		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// A bundle being deleted leaves its ConfigMap to the garbage collector.
@@ -225,7 +247,17 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (*s
 		return nil, ctrl.Result{}, nil
 	}
 
-	s := &scope{cluster: req.ClusterName, member: cl, bundle: bundle, fieldOwner: r.opts.FieldOwner}
+	s := &scope{cluster: req.ClusterName, member: cl, bundle: bundle, fieldOwner: r.opts.FieldOwner,
+		wrote: func(cm *corev1.ConfigMap) { r.ownWrites.Store(req, cm.ResourceVersion) },
+		statusWritten: func(st v1alpha1.ConfigBundleStatus) {
+			r.statuses.Store(req, writtenStatus{uid: bundle.UID, status: st, at: time.Now()})
+		},
+	}
+	if v, ok := r.statuses.Load(req); ok {
+		if w := v.(writtenStatus); w.uid == bundle.UID && time.Since(w.at) < recentStatusWindow {
+			s.recent = &w.status
+		}
+	}
 	syncErr := s.sync(ctx)
 	if err := s.writeStatus(ctx); err != nil {
 		return s, ctrl.Result{}, fmt.Errorf("writing status: %w", err)

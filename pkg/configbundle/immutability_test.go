@@ -48,7 +48,7 @@ func TestAdmission(t *testing.T) {
 			if tt.update != nil {
 				g.Expect(err).NotTo(HaveOccurred())
 				tt.update(&b.Spec)
-				err = c.Update(ctx, b)
+				err = update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { tt.update(&b.Spec) })
 			}
 			if tt.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -87,9 +87,7 @@ func TestImmutableSpecIsRestored(t *testing.T) {
 		{Message: "changed", Immutable: true},
 		{Message: "changed and unfrozen", Immutable: false},
 	} {
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
-		b.Spec = change
-		g.Expect(c.Update(ctx, b)).To(Succeed(), "member-b's CRD has no rule to refuse this")
+		g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec = change })).To(Succeed(), "member-b's CRD has no rule to refuse this")
 		g.Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c, b)(g).Spec).To(Equal(v1alpha1.ConfigBundleSpec{Message: "original", Immutable: true}))
 			g.Expect(b).To(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
@@ -104,9 +102,10 @@ func TestImmutableSpecIsRestored(t *testing.T) {
 	g.Expect(events(ctx, c, b, v1alpha1.SpecRestoredEvent)).To(HaveLen(2))
 
 	// Labels and annotations still reach an immutable ConfigMap.
-	b.Labels = map[string]string{"tier": "gold"}
-	b.Annotations = map[string]string{"note": "still mutable metadata"}
-	g.Expect(c.Update(ctx, b)).To(Succeed())
+	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) {
+		b.Labels = map[string]string{"tier": "gold"}
+		b.Annotations = map[string]string{"note": "still mutable metadata"}
+	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), got)).To(Succeed())
 		g.Expect(got.Labels).To(Equal(b.Labels))
@@ -130,7 +129,6 @@ func TestInvalidConfigMapIsTerminal(t *testing.T) {
 	g.Consistently(func() float64 { return reconcileCount(t) }).WithTimeout(quietPeriod).WithPolling(interval).
 		Should(Equal(reconciles), "a terminal error is not retried")
 
-	b.Spec.Message = "fits"
-	g.Expect(c.Update(ctx, b)).To(Succeed())
+	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec.Message = "fits" })).To(Succeed())
 	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
 }

@@ -24,6 +24,13 @@ type scope struct {
 	member     cluster.Cluster
 	bundle     *v1alpha1.ConfigBundle
 	fieldOwner string
+	// wrote is told of every ConfigMap the reconcile writes, so that the watch event of that
+	// very write does not wake the bundle again.
+	wrote func(*corev1.ConfigMap)
+	// recent is the status the reconciler wrote for this bundle in the last few seconds, if any;
+	// statusWritten is told of every status written.
+	recent        *v1alpha1.ConfigBundleStatus
+	statusWritten func(v1alpha1.ConfigBundleStatus)
 
 	// Set by sync, written to status by writeStatus.
 	ready  metav1.Condition  // the Ready condition; empty when nothing could be decided
@@ -34,22 +41,42 @@ type scope struct {
 // sync converges the bundle's ConfigMap and records the outcome in the scope. It returns an
 // error to retry with back-off, a terminal error, or nil.
 func (s *scope) sync(ctx context.Context) error {
-	desired := DesiredConfigMap(s.bundle)
-
-	// Steady state costs no API call: the cached ConfigMap is the bundle's and matches it.
+	key := client.ObjectKey{Namespace: s.bundle.Namespace, Name: s.bundle.Name}
 	cached := &corev1.ConfigMap{}
-	switch err := s.member.GetClient().Get(ctx, client.ObjectKeyFromObject(desired), cached); {
-	case err == nil && ownedBy(s.bundle, cached) && len(Drift(desired, cached)) == 0:
-		return s.synced(cached)
-	case err != nil && !apierrors.IsNotFound(err):
+	var current *corev1.ConfigMap
+	switch err := s.member.GetClient().Get(ctx, key, cached); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
 		return fmt.Errorf("reading ConfigMap from the cache: %w", err)
+	case ownedBy(s.bundle, cached) && len(Drift(DesiredConfigMap(s.bundle), cached)) == 0:
+		return s.synced(cached) // steady state costs no API call
+	case isControlledByBundle(cached):
+		current = cached // the cache holds it whole
+	default:
+		// The cache holds only the skeleton of a ConfigMap no bundle controls: read it whole.
+		live, err := s.liveConfigMap(ctx, key)
+		if err != nil {
+			return err
+		}
+		return s.converge(ctx, live)
 	}
-
-	// Act on the ConfigMap as the API server holds it now: the cache may lag our own writes.
-	current, err := s.liveConfigMap(ctx, client.ObjectKeyFromObject(desired))
+	// Act on the cached ConfigMap. If the cache lagged (our own last write, say), the API server
+	// refuses the write; then read the ConfigMap afresh and act once more.
+	err := s.converge(ctx, current)
+	if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
+		return err
+	}
+	live, err := s.liveConfigMap(ctx, key)
 	if err != nil {
 		return err
 	}
+	s.ready = metav1.Condition{}
+	return s.converge(ctx, live)
+}
+
+// converge makes current, the bundle's ConfigMap as last read (nil: none), match the bundle.
+func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
+	desired := DesiredConfigMap(s.bundle)
 	restored := false
 	for {
 		if current == nil {
@@ -107,6 +134,7 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
 		return s.failed(v1alpha1.CreateFailedReason, "creating ConfigMap "+objectName(desired), err)
 	}
+	s.wrote(cm)
 	if s.bundle.Status.ConfigMapRef != nil {
 		s.healedDrift(ctx, cm, []string{DriftDeleted})
 	}
@@ -121,6 +149,7 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 	if err := s.member.GetClient().Update(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
 		return s.failed(v1alpha1.UpdateFailedReason, "updating ConfigMap "+objectName(desired), err)
 	}
+	s.wrote(cm)
 	if heal {
 		s.healedDrift(ctx, cm, drift)
 	}
@@ -137,6 +166,7 @@ func (s *scope) replace(ctx context.Context, desired, current *corev1.ConfigMap,
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
 		return s.failed(v1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(desired), err)
 	}
+	s.wrote(cm)
 	s.healedDrift(ctx, cm, drift)
 	return s.synced(cm)
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,8 +93,7 @@ func TestSpecUpdate(t *testing.T) {
 	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
 	uid := b.Status.ConfigMapRef.UID
 
-	b.Spec.Message = "v2"
-	g.Expect(c.Update(ctx, b)).To(Succeed())
+	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec.Message = "v2" })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cm := configMapOf(b)
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
@@ -103,8 +103,7 @@ func TestSpecUpdate(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	// mutable -> immutable together with a new message, in one update.
-	b.Spec = v1alpha1.ConfigBundleSpec{Message: "v3", Immutable: true}
-	g.Expect(c.Update(ctx, b)).To(Succeed())
+	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec = v1alpha1.ConfigBundleSpec{Message: "v3", Immutable: true} })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cm := configMapOf(b)
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
@@ -125,9 +124,10 @@ func TestMetadataUpdate(t *testing.T) {
 	g.Expect(c.Create(ctx, b)).To(Succeed())
 	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
 
-	b.Labels = map[string]string{"keep": "1", "change": "new", "add": "y"}
-	b.Annotations = map[string]string{"a-keep": "1", "a-add": "z"}
-	g.Expect(c.Update(ctx, b)).To(Succeed())
+	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) {
+		b.Labels = map[string]string{"keep": "1", "change": "new", "add": "y"}
+		b.Annotations = map[string]string{"a-keep": "1", "a-add": "z"}
+	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cm := configMapOf(b)
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
@@ -136,9 +136,7 @@ func TestMetadataUpdate(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	// All labels and annotations removed: they really disappear.
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
-	b.Labels, b.Annotations = nil, nil
-	g.Expect(c.Update(ctx, b)).To(Succeed())
+	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Labels, b.Annotations = nil, nil })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cm := configMapOf(b)
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
@@ -374,4 +372,16 @@ func TestMembersAreIndependent(t *testing.T) {
 	g.Eventually(get(ctx, members[memberB], bundles[memberB])).WithTimeout(timeout).WithPolling(interval).
 		Should(WithTransform(func(b *v1alpha1.ConfigBundle) int64 { return b.Status.Heals }, BeEquivalentTo(1)))
 	g.Expect(get(ctx, members[memberA], bundles[memberA])(g).Status.Heals).To(BeZero())
+}
+
+// update changes an object the way a careful client does: read, mutate, write, and again on a
+// conflict (the reconciler writes status meanwhile).
+func update[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return c.Update(ctx, obj)
+	})
 }

@@ -39,6 +39,11 @@ func (s *scope) writeStatus(ctx context.Context) error {
 		return nil
 	}
 	now := metav1.Now()
+	// Facts already written moments ago: the cached bundle has not caught up with that write
+	// yet (the ConfigMap's watch event can overtake it). Writing again would only conflict.
+	if s.recent != nil && equality.Semantic.DeepEqual(s.status(*s.recent, now), *s.recent) {
+		return nil
+	}
 	bundle := s.bundle
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		want := s.status(bundle.Status, now)
@@ -48,6 +53,9 @@ func (s *scope) writeStatus(ctx context.Context) error {
 		updated := bundle.DeepCopy()
 		updated.Status = want
 		err := s.member.GetClient().Status().Update(ctx, updated, client.FieldOwner(s.fieldOwner))
+		if err == nil {
+			s.statusWritten(updated.Status)
+		}
 		if apierrors.IsConflict(err) {
 			fresh := &v1alpha1.ConfigBundle{}
 			if getErr := s.member.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(bundle), fresh); getErr != nil {

@@ -93,4 +93,3 @@ func TestFleetStatus(t *testing.T) {
 		}
 	})
 }
-

@@ -45,7 +45,8 @@ type Members interface {
 
 // Options configure the reports. Each field documents its default.
 type Options struct {
-	// MinWriteInterval is the least time between two status writes of one MemberCluster.
+	// MinWriteInterval is the least time between two status writes of one MemberCluster that
+	// change only its counts or lastSeenTime; a change of readiness is written at once.
 	// Defaults to 1 second.
 	MinWriteInterval time.Duration
 
@@ -150,7 +151,9 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	if equality.Semantic.DeepEqual(want, mc.Status) {
 		return r.refreshLater(state), nil
 	}
-	if wait := r.writeBudget(name); wait > 0 {
+	// A change of readiness is written at once; counts and lastSeenTime wait for the budget.
+	transition := !equality.Semantic.DeepEqual(readyOf(want), readyOf(mc.Status))
+	if wait := r.writeBudget(name, transition); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	updated := mc.DeepCopy()
@@ -245,15 +248,24 @@ func (r *MemberClusterReconciler) count(ctx context.Context, name string) (hubv1
 }
 
 // writeBudget rate-limits status writes per member: it returns how long to wait before the
-// next write may happen, and books the write if it may happen now.
-func (r *MemberClusterReconciler) writeBudget(name string) time.Duration {
+// next write may happen, and books the write if it may happen now (always, when now is set).
+func (r *MemberClusterReconciler) writeBudget(name string, now bool) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if wait := r.opts.MinWriteInterval - time.Since(r.lastWrites[name]); wait > 0 {
+	if wait := r.opts.MinWriteInterval - time.Since(r.lastWrites[name]); wait > 0 && !now {
 		return wait
 	}
 	r.lastWrites[name] = time.Now()
 	return 0
+}
+
+// readyOf returns the status and reason of the Ready condition.
+func readyOf(st hubv1alpha1.MemberClusterStatus) [2]string {
+	c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition)
+	if c == nil {
+		return [2]string{}
+	}
+	return [2]string{string(c.Status), c.Reason}
 }
 
 // refreshLater comes back to refresh lastSeenTime of a Ready member.

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientfeatures "k8s.io/client-go/features"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -79,6 +80,16 @@ func Scheme() (*runtime.Scheme, error) {
 
 // New assembles a hub that runs against the hub cluster of cfg.
 func New(cfg *rest.Config, opts Options) (*Hub, error) {
+	// client-go's streaming lists (WatchListClient, on by default since 1.35) wait for the API
+	// server's watch cache to be provably fresh: measured, every cache of a joining member then
+	// took 1.1 s to sync instead of milliseconds. A member's lists are small; joining fast matters.
+	if gates, ok := clientfeatures.FeatureGates().(interface {
+		Set(clientfeatures.Feature, bool) error
+	}); ok {
+		if err := gates.Set(clientfeatures.WatchListClient, false); err != nil {
+			return nil, fmt.Errorf("turning off client-go's WatchListClient: %w", err)
+		}
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
