@@ -47,7 +47,6 @@ func TestAdmission(t *testing.T) {
 			err := c.Create(ctx, b)
 			if tt.update != nil {
 				g.Expect(err).NotTo(HaveOccurred())
-				tt.update(&b.Spec)
 				err = update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { tt.update(&b.Spec) })
 			}
 			if tt.wantErr == "" {
