@@ -261,16 +261,18 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 	return errors.Join(errs...)
 }
 
-// Connected returns nil if the member is connected and answering, and an error wrapping
-// ErrNotConnected otherwise. Reconcilers call it before touching a member, so that they back
-// off from an unreachable member instead of blocking on it.
+// Connected returns nil if the member is connected and answering; an error wrapping
+// ErrNotConnected if it is engaged but does not answer (try again later); and an error wrapping
+// multicluster.ErrClusterNotFound if it is not engaged at all (drop the request: when it is
+// engaged, its objects are enqueued anew). Reconcilers call it before touching a member, so that
+// they back off from an unreachable member instead of blocking on it.
 func (p *Provider) Connected(name multicluster.ClusterName) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m, ok := p.members[string(name)]
 	switch {
 	case !ok || m.active == nil:
-		return fmt.Errorf("member %q: %w", name, ErrNotConnected)
+		return fmt.Errorf("member %q: %w", name, multicluster.ErrClusterNotFound)
 	case !m.state.Ready:
 		return fmt.Errorf("member %q is %s: %w", name, m.state.Reason, ErrNotConnected)
 	}

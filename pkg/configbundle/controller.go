@@ -2,6 +2,7 @@ package configbundle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -69,8 +70,9 @@ type Options struct {
 
 	// Connected, if set, is asked before each reconcile whether the member can be reached. While
 	// it returns an error the member is left alone and the bundle is retried after
-	// NotConnectedRetry, so that no worker waits on an unreachable member. Defaults to nil: every
-	// member is assumed reachable.
+	// NotConnectedRetry, so that no worker waits on an unreachable member; an error wrapping
+	// multicluster.ErrClusterNotFound drops the request instead. Defaults to nil: every member is
+	// assumed reachable.
 	Connected func(multicluster.ClusterName) error
 
 	// NotConnectedRetry is the delay before a bundle of an unreachable member is tried again.
@@ -217,7 +219,10 @@ func (r *Reconciler) enqueueAll(ctx context.Context, name multicluster.ClusterNa
 // Reconcile converges one ConfigBundle in one member cluster and records the outcome.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	if r.opts.Connected != nil {
-		if err := r.opts.Connected(req.ClusterName); err != nil {
+		switch err := r.opts.Connected(req.ClusterName); {
+		case errors.Is(err, multicluster.ErrClusterNotFound):
+			return ctrl.Result{}, nil // gone: its bundles are enqueued again if it comes back
+		case err != nil:
 			reconcilesTotal.WithLabelValues(string(req.ClusterName), "notConnected").Inc()
 			return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
 		}
