@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"configbundle.dev/hub/pkg/hubrun"
+	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
 func main() {
@@ -38,6 +39,9 @@ func run() int {
 	fs.StringVar(&opts.SecretKey, "secret-key", hubrun.DefaultSecretKey, "Key of the Secret's data holding the kubeconfig.")
 	fs.DurationVar(&opts.ResyncPeriod, "resync-period", hubrun.DefaultResyncPeriod, "How often every ConfigBundle is reconciled without an event, a safety net under the watches.")
 	fs.DurationVar(&opts.ProbeInterval, "probe-interval", hubrun.DefaultProbeInterval, "How often each member's API server is probed; two failed probes in a row make it Unreachable.")
+	var qps float64
+	fs.Float64Var(&qps, "member-qps", spokeprovider.DefaultQPS, "Requests per second the hub may send to each member (client-side limit; a bundle costs two writes).")
+	fs.IntVar(&opts.MemberBurst, "member-burst", spokeprovider.DefaultBurst, "Burst of requests the hub may send to each member.")
 	fs.BoolVar(&opts.InstallCRDs, "install-crds", true, "Apply the ConfigBundle CRD to each member when it joins (server-side apply).")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", `Address of the Prometheus metrics endpoint; "0" disables it.`)
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `Address of the /healthz and /readyz endpoints; "0" disables them.`)
@@ -49,6 +53,7 @@ func run() int {
 		fs.PrintDefaults()
 	}
 	flag.Parse()
+	opts.MemberQPS = float32(qps)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("hub")
 

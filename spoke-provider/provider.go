@@ -40,8 +40,8 @@ const (
 	DefaultProbeTimeout     = 3 * time.Second
 	DefaultFailureThreshold = 2
 	DefaultConnectTimeout   = 30 * time.Second
-	DefaultQPS              = 20
-	DefaultBurst            = 30
+	DefaultQPS              = 50
+	DefaultBurst            = 100
 	DefaultRequestTimeout   = 10 * time.Second
 	DefaultFieldOwner       = "configbundle-hub"
 )
@@ -80,7 +80,7 @@ type Options struct {
 	// seconds and doubles). Defaults to 1 minute.
 	RetryMaxDelay time.Duration
 
-	// QPS and Burst limit each member client. Default to 20 and 30.
+	// QPS and Burst limit each member client (a bundle costs two writes). Default to 50 and 100.
 	QPS   float32
 	Burst int
 

@@ -25,6 +25,11 @@ const driftTimeout = 30 * time.Second
 // targetsPerMember is how many ConfigMaps of a member the drifts cycle through.
 const targetsPerMember = 50
 
+// driftPace is the least time between the starts of two drifts in one member: 20 drifts a
+// second per member, an offered load below the hub's client rate limit per member (50 requests
+// a second; a heal costs two writes), so that the latency measured is the heal's, not a queue's.
+const driftPace = 50 * time.Millisecond
+
 // desiredConfigMaps renders the ConfigMaps a member's bench bundles ask for.
 func desiredConfigMaps(ctx context.Context, m *member) (map[string]*corev1.ConfigMap, error) {
 	list := &v1alpha1.ConfigBundleList{}
@@ -119,7 +124,14 @@ func driftMember(ctx context.Context, m *member, n int) (latencies, int, error) 
 
 	var lat latencies
 	failures := 0
+	pace := time.NewTicker(driftPace)
+	defer pace.Stop()
 	for i := range n {
+		select {
+		case <-pace.C:
+		case <-ctx.Done():
+			return lat, failures, ctx.Err()
+		}
 		name := targets[i%len(targets)]
 		d, err := driftOnce(ctx, m, name, i%4, desired[name], events[name])
 		if err != nil {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -17,13 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
 	"configbundle.dev/hub/pkg/controlplane"
 	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	"configbundle.dev/hub/pkg/hubproc"
 	"configbundle.dev/hub/pkg/hubrun"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -45,8 +42,7 @@ type fleet struct {
 	hub     client.Client
 	members []*member
 
-	hubCmd      *exec.Cmd
-	hubExited   chan struct{}
+	hubProc     *hubproc.Process
 	metricsAddr string
 }
 
@@ -88,51 +84,24 @@ func (f *fleet) close() {
 	}
 }
 
-// startHub runs the hub binary against the hub cluster, with default flags.
+// startHub runs the hub binary against the hub cluster, with default flags, and waits until its
+// controllers run (the Fleet exists).
 func (f *fleet) startHub() error {
-	f.metricsAddr = freeAddr()
-	health := freeAddr()
-	log, err := os.Create(filepath.Join(f.dir, "hub.log"))
+	var err error
+	f.hubProc, err = hubproc.Start(context.Background(), hubproc.Options{Binary: f.cfg.HubBinary, Kubeconfig: f.hubCP.KubeconfigPath,
+		LogPath: filepath.Join(f.dir, "hub.log"), Args: []string{"--zap-time-encoding=rfc3339nano"}, ReadyTimeout: waitTimeout})
 	if err != nil {
 		return err
 	}
-	f.hubCmd = exec.Command(f.cfg.HubBinary, "--kubeconfig="+f.hubCP.KubeconfigPath,
-		"--metrics-bind-address="+f.metricsAddr, "--health-probe-bind-address="+health, "--zap-time-encoding=rfc3339nano", "--zap-log-level=debug")
-	f.hubCmd.Stdout, f.hubCmd.Stderr = log, log
-	f.hubCmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := f.hubCmd.Start(); err != nil {
-		return fmt.Errorf("starting the hub: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = f.hubCmd.Wait()
-		close(exited)
-	}()
-	f.hubExited = exited
-	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
-		select {
-		case <-exited:
-			out, _ := os.ReadFile(log.Name())
-			return false, fmt.Errorf("the hub exited at start:\n%s", out)
-		default:
-		}
-		resp, err := http.Get("http://" + health + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		// Ready, and its controllers running: the Fleet exists.
-		return resp.StatusCode == http.StatusOK && f.hub.Get(context.Background(), client.ObjectKey{Name: hubv1alpha1.FleetName}, &hubv1alpha1.Fleet{}) == nil, nil
+	f.metricsAddr = f.hubProc.MetricsAddr
+	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		return f.hub.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, &hubv1alpha1.Fleet{}) == nil, nil
 	})
 }
 
 func (f *fleet) stopHub() {
-	if f.hubCmd == nil || f.hubCmd.Process == nil {
-		return
-	}
-	_ = f.hubCmd.Process.Signal(syscall.SIGTERM)
-	<-f.hubExited
-	f.hubCmd = nil
+	f.hubProc.Stop(syscall.SIGTERM)
+	f.hubProc = nil
 }
 
 // putSecret writes a member's kubeconfig Secret on the hub.
@@ -292,7 +261,7 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := cpuSeconds(f.hubCmd.Process.Pid)
+	cpuBefore, err := cpuSeconds(f.hubProc.Pid())
 	if err != nil {
 		return err
 	}
@@ -300,7 +269,7 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 	if err := sleepCtx(ctx, f.cfg.Quiet); err != nil {
 		return err
 	}
-	cpuAfter, err := cpuSeconds(f.hubCmd.Process.Pid)
+	cpuAfter, err := cpuSeconds(f.hubProc.Pid())
 	if err != nil {
 		return err
 	}
@@ -325,7 +294,7 @@ func (f *fleet) cost(ctx context.Context, members, bundles, unmanaged int) (cost
 	if err != nil {
 		return costPoint{}, err
 	}
-	rss, err := rssBytes(f.hubCmd.Process.Pid)
+	rss, err := rssBytes(f.hubProc.Pid())
 	if err != nil {
 		return costPoint{}, err
 	}
@@ -346,20 +315,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // kubeconfigFor renders a self-contained kubeconfig for a client config.
 func kubeconfigFor(cfg *rest.Config) []byte {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	data, _ := clientcmd.Write(*kc)
+	data, _ := controlplane.KubeconfigFor("c", cfg)
 	return data
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

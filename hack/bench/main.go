@@ -18,19 +18,38 @@ import (
 )
 
 func main() {
-	cfg := fullConfig()
-	flag.StringVar(&cfg.HubBinary, "hub-binary", "bin/hub", "The hub binary to measure.")
-	flag.IntVar(&cfg.Members, "members", cfg.Members, "Member clusters for the cost-per-member curve (measured at 1, 2, 4, ... up to this).")
-	flag.IntVar(&cfg.BundlesPerMember, "bundles", cfg.BundlesPerMember, "ConfigBundles per member in the throughput run.")
-	flag.IntVar(&cfg.Drifts, "drifts", cfg.Drifts, "Drifts per heal-latency run, spread over the heal members.")
-	flag.IntVar(&cfg.Unmanaged, "unmanaged", cfg.Unmanaged, "Unmanaged ConfigMaps created in one member.")
-	smoke := flag.Bool("smoke", false, "Run the small smoke configuration.")
-	flag.Parse()
-	if *smoke {
-		bin := cfg.HubBinary
-		cfg = smokeConfig()
-		cfg.HubBinary = bin
+	var (
+		cfg   benchConfig
+		smoke = flag.Bool("smoke", false, "Start from the small smoke configuration (flags given explicitly still apply).")
+		bin   = flag.String("hub-binary", "bin/hub", "The hub binary to measure.")
+		sizes = map[string]*int{}
+	)
+	for name, usage := range map[string]string{
+		"members":   "Member clusters for the cost-per-member curve (measured at 1, 2, 4, ... up to this).",
+		"bundles":   "ConfigBundles per member in the throughput run.",
+		"drifts":    "Drifts per heal-latency run, spread over the heal members.",
+		"unmanaged": "Unmanaged ConfigMaps created in one member.",
+	} {
+		sizes[name] = flag.Int(name, 0, usage+" (default: the configuration's)")
 	}
+	flag.Parse()
+	cfg = fullConfig()
+	if *smoke {
+		cfg = smokeConfig()
+	}
+	cfg.HubBinary = *bin
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "members":
+			cfg.Members = *sizes["members"]
+		case "bundles":
+			cfg.BundlesPerMember = *sizes["bundles"]
+		case "drifts":
+			cfg.Drifts = *sizes["drifts"]
+		case "unmanaged":
+			cfg.Unmanaged = *sizes["unmanaged"]
+		}
+	})
 	ctrl.SetLogger(logr.Discard())
 	if os.Getenv("BENCH_DEBUG") != "" {
 		cpOutput = os.Stderr

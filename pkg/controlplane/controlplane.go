@@ -235,7 +235,7 @@ func start(ctx context.Context, name string, opts Options, out *output) (_ *Cont
 		return nil, err
 	}
 
-	if cp.kubeconfig, err = kubeconfigFor(name, cfg); err != nil {
+	if cp.kubeconfig, err = KubeconfigFor(name, cfg); err != nil {
 		return nil, err
 	}
 	cp.KubeconfigPath = filepath.Join(dir, "kubeconfig")
@@ -262,17 +262,20 @@ func (c *ControlPlane) streams(out *output, binary string) (stdout, stderr io.Wr
 	return o, e
 }
 
-// kubeconfigFor renders cfg as a self-contained kubeconfig whose cluster, user and
-// context are all called name, so that several can be merged.
-func kubeconfigFor(name string, cfg *rest.Config) ([]byte, error) {
+// KubeconfigFor renders a self-contained kubeconfig for a client config: its server, CA data
+// (or insecure-skip-tls-verify), and client certificate data or bearer token, in a cluster,
+// user and context all named name, so that several can be merged.
+func KubeconfigFor(name string, cfg *rest.Config) ([]byte, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host,
 		CertificateAuthorityData: cfg.CAData,
+		InsecureSkipTLSVerify:    cfg.Insecure,
 	}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: cfg.CertData,
 		ClientKeyData:         cfg.KeyData,
+		Token:                 cfg.BearerToken,
 	}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name

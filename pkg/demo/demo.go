@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
 	"configbundle.dev/hub/pkg/controlplane"
 	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	"configbundle.dev/hub/pkg/hubproc"
 	"configbundle.dev/hub/pkg/hubrun"
 )
 
@@ -59,7 +59,7 @@ type demo struct {
 	members []*controlplane.ControlPlane
 	hub     client.Client
 	clients map[string]client.WithWatch
-	hubCmd  *exec.Cmd
+	hubProc *hubproc.Process
 }
 
 // Run starts the fleet, takes the tour, and cleans up everything it started when it ends or ctx
@@ -144,26 +144,10 @@ func (d *demo) startFleet(ctx context.Context) error {
 func (d *demo) startHub(ctx context.Context) error {
 	logPath := filepath.Join(d.dir, "hub.log")
 	d.say("==> Starting the hub process against the hub cluster (log: %s)", logPath)
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	health := freeAddr()
-	d.hubCmd = exec.Command(d.opts.HubBinary, "--kubeconfig="+d.hubCP.KubeconfigPath,
-		"--probe-interval="+d.opts.ProbeInterval.String(), "--metrics-bind-address=0", "--health-probe-bind-address="+health)
-	d.hubCmd.Stdout, d.hubCmd.Stderr = logFile, logFile
-	d.hubCmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := d.hubCmd.Start(); err != nil {
-		return fmt.Errorf("starting the hub: %w", err)
-	}
-	return d.poll(ctx, "the hub to be ready", func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + health + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	var err error
+	d.hubProc, err = hubproc.Start(ctx, hubproc.Options{Binary: d.opts.HubBinary, Kubeconfig: d.hubCP.KubeconfigPath, LogPath: logPath,
+		Args: []string{"--probe-interval=" + d.opts.ProbeInterval.String()}, ReadyTimeout: stepTimeout})
+	return err
 }
 
 func (d *demo) register(ctx context.Context) error {
@@ -322,10 +306,7 @@ func (d *demo) keep() {
 }
 
 func (d *demo) cleanup() error {
-	if d.hubCmd != nil && d.hubCmd.Process != nil {
-		_ = d.hubCmd.Process.Signal(syscall.SIGTERM)
-		_ = d.hubCmd.Wait()
-	}
+	d.hubProc.Stop(syscall.SIGTERM)
 	var cps []*controlplane.ControlPlane
 	if d.hubCP != nil {
 		cps = append(cps, d.hubCP)

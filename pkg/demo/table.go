@@ -3,7 +3,6 @@ package demo
 import (
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"text/tabwriter"
 
@@ -35,13 +34,4 @@ func printTable(out io.Writer, t *metav1.Table) error {
 		fmt.Fprintln(w, strings.Join(cells, "\t"))
 	}
 	return w.Flush()
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -50,6 +50,9 @@ type Options struct {
 	ProbeInterval time.Duration
 	// ProbeTimeout bounds one probe. Defaults to 3 seconds, or ProbeInterval if that is shorter.
 	ProbeTimeout time.Duration
+	// MemberQPS and MemberBurst limit the hub's client of each member. Default to 50 and 100.
+	MemberQPS   float32
+	MemberBurst int
 	// InstallCRDs applies the ConfigBundle CRD to each member when it joins.
 	InstallCRDs bool
 	// MetricsBindAddress and HealthProbeBindAddress serve metrics and health endpoints.
@@ -107,6 +110,8 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 		Key:           opts.SecretKey,
 		ProbeInterval: opts.ProbeInterval,
 		ProbeTimeout:  opts.ProbeTimeout,
+		QPS:           opts.MemberQPS,
+		Burst:         opts.MemberBurst,
 		CRDs:          memberCRDs,
 		InstallCRDs:   opts.InstallCRDs,
 		WarmTypes:     []client.Object{&v1alpha1.ConfigBundle{}, &corev1.ConfigMap{}},

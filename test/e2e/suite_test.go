@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,13 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/controlplane"
 	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	"configbundle.dev/hub/pkg/hubproc"
 	"configbundle.dev/hub/pkg/hubrun"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -119,67 +117,29 @@ func must(err error) {
 	}
 }
 
-// hubProcess is the hub binary running as a child process.
+// hubProcess is the hub binary under test, started and stopped by the tests.
 type hubProcess struct {
 	bin, kubeconfig, logPath string
-	cmd                      *exec.Cmd
-	metricsAddr              string
+	proc                     *hubproc.Process
 }
 
 func (h *hubProcess) start() error {
-	metrics, health := freeAddr(), freeAddr()
-	logFile, err := os.OpenFile(h.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	h.metricsAddr = metrics
-	h.cmd = exec.Command(h.bin,
-		"--kubeconfig="+h.kubeconfig,
-		"--probe-interval="+probeInterval.String(),
-		"--metrics-bind-address="+metrics,
-		"--health-probe-bind-address="+health,
-	)
-	h.cmd.Stdout, h.cmd.Stderr = logFile, logFile
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := h.cmd.Start(); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + health + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(interval)
-	}
-	return fmt.Errorf("the hub did not become ready within %s", timeout)
+	var err error
+	h.proc, err = hubproc.Start(context.Background(), hubproc.Options{Binary: h.bin, Kubeconfig: h.kubeconfig, LogPath: h.logPath,
+		Args: []string{"--probe-interval=" + probeInterval.String()}, ReadyTimeout: timeout})
+	return err
 }
 
 // stop ends the hub with sig (SIGKILL: as a crash would).
 func (h *hubProcess) stop(sig syscall.Signal) {
-	if h.cmd == nil || h.cmd.Process == nil {
-		return
-	}
-	_ = h.cmd.Process.Signal(sig)
-	_ = h.cmd.Wait()
-	h.cmd = nil
+	h.proc.Stop(sig)
+	h.proc = nil
 }
 
 func (h *hubProcess) dumpLog(w *os.File) {
-	data, _ := os.ReadFile(h.logPath)
-	if len(data) > 20000 {
-		data = data[len(data)-20000:]
+	if h.proc != nil {
+		fmt.Fprintf(w, "---- hub log (tail of %s) ----\n%s\n", h.logPath, h.proc.LogTail(20000))
 	}
-	fmt.Fprintf(w, "---- hub log (tail of %s) ----\n%s\n", h.logPath, data)
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(err)
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // register registers (or re-registers) a member with the hub binary's register command, as a
@@ -198,12 +158,7 @@ func register(t *testing.T, name string) {
 
 // kubeconfigFor renders a self-contained kubeconfig for a client config.
 func kubeconfigFor(cfg *rest.Config) []byte {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	data, err := clientcmd.Write(*kc)
+	data, err := controlplane.KubeconfigFor("c", cfg)
 	must(err)
 	return data
 }
@@ -268,7 +223,7 @@ func fleet(g Gomega) *hubv1alpha1.Fleet {
 
 // scrape reads the hub's Prometheus metrics.
 func scrape(g Gomega) string {
-	resp, err := http.Get("http://" + hub.metricsAddr + "/metrics")
+	resp, err := http.Get("http://" + hub.proc.MetricsAddr + "/metrics")
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

@@ -1,0 +1,118 @@
+// Package hubproc runs the hub binary as a child process, the way the embedded demo, the
+// end-to-end tests and the benchmark run it: against a hub cluster's kubeconfig, with its
+// metrics and health endpoints on free loopback ports, its log in a file.
+package hubproc
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Options configure Start.
+type Options struct {
+	// Binary is the hub binary. Required.
+	Binary string
+	// Kubeconfig is the hub cluster's kubeconfig file. Required.
+	Kubeconfig string
+	// LogPath receives the hub's output (appended). Required.
+	LogPath string
+	// Args are further flags, for example --probe-interval=1s.
+	Args []string
+	// ReadyTimeout bounds the wait for /readyz. Defaults to 1 minute.
+	ReadyTimeout time.Duration
+}
+
+// Process is a running hub.
+type Process struct {
+	// MetricsAddr and HealthAddr are the loopback addresses of its endpoints.
+	MetricsAddr, HealthAddr string
+	// LogPath is its log file.
+	LogPath string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Start starts the hub and waits until it reports ready. If the hub exits first, the error
+// carries the end of its log.
+func Start(ctx context.Context, opts Options) (*Process, error) {
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = time.Minute
+	}
+	log, err := os.OpenFile(opts.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	p := &Process{MetricsAddr: FreeAddr(), HealthAddr: FreeAddr(), LogPath: opts.LogPath, exited: make(chan struct{})}
+	args := append([]string{"--kubeconfig=" + opts.Kubeconfig,
+		"--metrics-bind-address=" + p.MetricsAddr, "--health-probe-bind-address=" + p.HealthAddr}, opts.Args...)
+	p.cmd = exec.Command(opts.Binary, args...)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	// The hub dies with whoever started it, even if that one crashes.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the hub: %w", err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, opts.ReadyTimeout, true, func(context.Context) (bool, error) {
+		select {
+		case <-p.exited:
+			return false, fmt.Errorf("the hub exited at start; its log ends with:\n%s", p.LogTail(4096))
+		default:
+		}
+		resp, err := http.Get("http://" + p.HealthAddr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		p.Stop(syscall.SIGKILL)
+		return nil, err
+	}
+	return p, nil
+}
+
+// Stop sends sig (SIGTERM to stop, SIGKILL to crash) and waits until the hub has exited.
+func (p *Process) Stop(sig syscall.Signal) {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	<-p.exited
+}
+
+// Pid is the hub's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// LogTail returns the last n bytes of the hub's log.
+func (p *Process) LogTail(n int) string {
+	data, _ := os.ReadFile(p.LogPath)
+	if len(data) > n {
+		data = data[len(data)-n:]
+	}
+	return string(data)
+}
+
+// FreeAddr returns a free loopback address.
+func FreeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
