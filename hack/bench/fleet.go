@@ -253,8 +253,8 @@ func (f *fleet) converge(ctx context.Context, members []*member, perMember int, 
 
 // steady counts the hub's writes and CPU while nothing changes.
 func (f *fleet) steady(ctx context.Context, res *results) error {
-	// Let the last status writes and counts settle first.
-	if err := sleepCtx(ctx, 3*time.Second); err != nil {
+	// Let the last status writes, retries and counts settle first.
+	if err := sleepCtx(ctx, 10*time.Second); err != nil {
 		return err
 	}
 	before, err := f.hubWrites()
@@ -279,27 +279,44 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 	}
 	for verb, n := range after.memberWrites {
 		res.SteadyMemberWrites += n - before.memberWrites[verb]
+		if d := n - before.memberWrites[verb]; d > 0 {
+			res.SteadyByVerb = append(res.SteadyByVerb, fmt.Sprintf("%s %.0f", verb, d))
+		}
 	}
 	res.SteadyHubWrites = after.hubWrites - before.hubWrites
 	res.SteadyCPU = (cpuAfter - cpuBefore) / time.Since(start).Seconds()
 	return nil
 }
 
-// cost samples the hub's memory and goroutines once the fleet has settled.
+// cost samples the hub's memory and goroutines once the fleet has settled: the least heap and
+// RSS of ten samples over five seconds, which leaves out most garbage not yet collected.
 func (f *fleet) cost(ctx context.Context, members, bundles, unmanaged int) (costPoint, error) {
-	if err := sleepCtx(ctx, 3*time.Second); err != nil {
+	if err := sleepCtx(ctx, 2*time.Second); err != nil {
 		return costPoint{}, err
 	}
-	m, err := scrape(f.metricsAddr)
-	if err != nil {
-		return costPoint{}, err
+	p := costPoint{Members: members, Bundles: bundles, Unmanaged: unmanaged}
+	for i := range 10 {
+		m, err := scrape(f.metricsAddr)
+		if err != nil {
+			return costPoint{}, err
+		}
+		rss, err := rssBytes(f.hubProc.Pid())
+		if err != nil {
+			return costPoint{}, err
+		}
+		heap := m.sum("go_memstats_heap_inuse_bytes", nil)
+		if i == 0 || heap < p.Heap {
+			p.Heap = heap
+		}
+		if i == 0 || rss < p.RSS {
+			p.RSS = rss
+		}
+		p.Goroutines = m.sum("go_goroutines", nil)
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return costPoint{}, err
+		}
 	}
-	rss, err := rssBytes(f.hubProc.Pid())
-	if err != nil {
-		return costPoint{}, err
-	}
-	return costPoint{Members: members, Bundles: bundles, Unmanaged: unmanaged, RSS: rss,
-		Heap: m.sum("go_memstats_heap_inuse_bytes", nil), Goroutines: m.sum("go_goroutines", nil)}, nil
+	return p, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

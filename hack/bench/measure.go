@@ -185,6 +185,10 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 	p("| %s | %.0f | %.2f | %.2f / %.2f / %.2f / %.2f | %.0f / %.0f | %.2f%% of a core |", r.ConvergeTime.Round(100*time.Millisecond), bps, r.WritesPerBundle,
 		r.WritesByVerb["POST"], r.WritesByVerb["PUT"], r.WritesByVerb["PATCH"], r.WritesByVerb["DELETE"], r.SteadyMemberWrites, r.SteadyHubWrites, 100*r.SteadyCPU)
 
+	if len(r.SteadyByVerb) > 0 {
+		slices.Sort(r.SteadyByVerb)
+		p("steady-state member writes by verb: %s", strings.Join(r.SteadyByVerb, ", "))
+	}
 	p("\n3. Cost (hub process)")
 	p("| members | bundles | unmanaged ConfigMaps | RSS | Go heap in use | goroutines |")
 	p("|---|---|---|---|---|---|")

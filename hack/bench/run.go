@@ -61,6 +61,7 @@ type results struct {
 	WritesPerBundle    float64
 	WritesByVerb       map[string]float64
 	SteadyMemberWrites float64
+	SteadyByVerb       []string
 	SteadyHubWrites    float64
 	SteadyCPU          float64 // share of one core
 

@@ -261,6 +261,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (*s
 	if v, ok := r.statuses.Load(req); ok {
 		if w := v.(writtenStatus); w.uid == bundle.UID && time.Since(w.at) < recentStatusWindow {
 			s.recent = &w.status
+		} else {
+			r.statuses.Delete(req) // memory is for moments, not for every bundle
 		}
 	}
 	syncErr := s.sync(ctx)
