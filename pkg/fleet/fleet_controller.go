@@ -72,7 +72,9 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	updated := fleet.DeepCopy()
 	updated.Status = want
-	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(FieldOwner)); apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil // a newer Fleet is on its way: compute again
+	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing Fleet status: %w", err)
 	}
 	return ctrl.Result{}, nil

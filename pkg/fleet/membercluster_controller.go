@@ -36,6 +36,10 @@ import (
 // FieldOwner is the field manager of the hub's writes on the hub cluster.
 const FieldOwner = "configbundle-hub"
 
+// conflictRetry is how soon a status is computed again after a write lost to a newer version:
+// the cache is about to catch up, this is no error.
+const conflictRetry = 100 * time.Millisecond
+
 // Members is what the reports need from the provider (*spokeprovider.Provider).
 type Members interface {
 	State(name string) (spokeprovider.State, bool)
@@ -158,7 +162,9 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	}
 	updated := mc.DeepCopy()
 	updated.Status = want
-	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(FieldOwner)); apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil // a newer MemberCluster is on its way: compute again
+	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing MemberCluster status: %w", err)
 	}
 	return r.refreshLater(state), nil
