@@ -261,6 +261,10 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 	if err != nil {
 		return err
 	}
+	reconcilesBefore, err := f.reconciles()
+	if err != nil {
+		return err
+	}
 	cpuBefore, err := cpuSeconds(f.hubProc.Pid())
 	if err != nil {
 		return err
@@ -284,6 +288,15 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 		}
 	}
 	res.SteadyHubWrites = after.hubWrites - before.hubWrites
+	reconcilesAfter, err := f.reconciles()
+	if err != nil {
+		return err
+	}
+	for result, n := range reconcilesAfter {
+		if d := n - reconcilesBefore[result]; d > 0 {
+			res.SteadyReconciles = append(res.SteadyReconciles, fmt.Sprintf("%s %.0f", result, d))
+		}
+	}
 	res.SteadyCPU = (cpuAfter - cpuBefore) / time.Since(start).Seconds()
 	return nil
 }
@@ -334,4 +347,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func kubeconfigFor(cfg *rest.Config) []byte {
 	data, _ := controlplane.KubeconfigFor("c", cfg)
 	return data
+}
+
+// reconciles counts the ConfigBundle reconciles by result.
+func (f *fleet) reconciles() (map[string]float64, error) {
+	m, err := scrape(f.metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, result := range []string{"success", "error", "terminal", "notConnected"} {
+		out[result] = m.sum("configbundle_reconciles_total", func(l map[string]string) bool { return l["result"] == result })
+	}
+	return out, nil
 }

@@ -189,6 +189,10 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		slices.Sort(r.SteadyByVerb)
 		p("steady-state member writes by verb: %s", strings.Join(r.SteadyByVerb, ", "))
 	}
+	if len(r.SteadyReconciles) > 0 {
+		slices.Sort(r.SteadyReconciles)
+		p("steady-state reconciles by result: %s", strings.Join(r.SteadyReconciles, ", "))
+	}
 	p("\n3. Cost (hub process)")
 	p("| members | bundles | unmanaged ConfigMaps | RSS | Go heap in use | goroutines |")
 	p("|---|---|---|---|---|---|")

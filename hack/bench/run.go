@@ -62,6 +62,7 @@ type results struct {
 	WritesByVerb       map[string]float64
 	SteadyMemberWrites float64
 	SteadyByVerb       []string
+	SteadyReconciles   []string
 	SteadyHubWrites    float64
 	SteadyCPU          float64 // share of one core
 
