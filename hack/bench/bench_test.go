@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"configbundle.dev/hub/pkg/hubproc"
 )
 
 // smokeTimeout bounds the smoke run on a loaded two-core machine.
@@ -21,9 +21,9 @@ func TestSmoke(t *testing.T) {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
 	}
 	cfg := smokeConfig()
-	cfg.HubBinary = filepath.Join(t.TempDir(), "hub")
-	if out, err := exec.Command("go", "build", "-o", cfg.HubBinary, "configbundle.dev/hub/hub").CombinedOutput(); err != nil {
-		t.Fatalf("building the hub: %v\n%s", err, out)
+	var err error
+	if cfg.HubBinary, err = hubproc.Build(t.TempDir()); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), smokeTimeout)
 	defer cancel()

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"configbundle.dev/hub/pkg/demo"
+	"configbundle.dev/hub/pkg/hubproc"
 )
 
 // demoTimeout bounds the whole tour on a loaded two-core machine.
@@ -21,9 +20,9 @@ func TestDemo(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
 	}
-	bin := filepath.Join(t.TempDir(), "hub")
-	if out, err := exec.Command("go", "build", "-o", bin, "configbundle.dev/hub/hub").CombinedOutput(); err != nil {
-		t.Fatalf("building the hub: %v\n%s", err, out)
+	bin, err := hubproc.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()

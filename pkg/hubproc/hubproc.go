@@ -10,11 +10,22 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 )
+
+// Build compiles the hub binary (the module's ./hub) into dir and returns its path: what tests
+// run, so that they test the binary a user runs.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "hub")
+	if out, err := exec.Command("go", "build", "-o", bin, "configbundle.dev/hub/hub").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the hub: %w\n%s", err, out)
+	}
+	return bin, nil
+}
 
 // Options configure Start.
 type Options struct {

@@ -66,9 +66,9 @@ func runSuite(m *testing.M) int {
 			os.RemoveAll(dir)
 		}
 	}()
-	bin := filepath.Join(dir, "hub")
-	if out, err := exec.Command("go", "build", "-o", bin, "configbundle.dev/hub/hub").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the hub: %v\n%s", err, out)
+	bin, err := hubproc.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 
