@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -288,13 +287,6 @@ func (p *Provider) State(name string) (State, bool) {
 		return State{}, false
 	}
 	return m.state, true
-}
-
-// Names returns the names of all members, sorted.
-func (p *Provider) Names() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Sorted(maps.Keys(p.members))
 }
 
 // OnChange registers fn to be called with a member's name whenever its State changes or it
