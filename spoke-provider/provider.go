@@ -352,6 +352,8 @@ func (p *Provider) admit(secret *corev1.Secret) ctrl.Result {
 
 	cfg, err := p.restConfig(secret, data)
 	if err != nil {
+		reason, message := classify(err)
+		p.log.Info("Kubeconfig refused", "cluster", name, "reason", reason, "message", message)
 		p.failed(name, hash, err, false)
 		return ctrl.Result{}
 	}
