@@ -64,7 +64,7 @@ type Options struct {
 	// ProbeInterval is how often each member is probed. Defaults to 10 seconds.
 	ProbeInterval time.Duration
 
-	// ProbeTimeout bounds one probe. Defaults to 3 seconds.
+	// ProbeTimeout bounds one probe. Defaults to 3 seconds, or ProbeInterval if that is shorter.
 	ProbeTimeout time.Duration
 
 	// FailureThreshold is the number of consecutive failed probes after which a member is
@@ -111,7 +111,7 @@ func (o *Options) defaults() {
 	o.Label = cmpOr(o.Label, DefaultLabel)
 	o.Key = cmpOr(o.Key, DefaultKey)
 	o.ProbeInterval = cmpOr(o.ProbeInterval, DefaultProbeInterval)
-	o.ProbeTimeout = cmpOr(o.ProbeTimeout, DefaultProbeTimeout)
+	o.ProbeTimeout = cmpOr(o.ProbeTimeout, min(DefaultProbeTimeout, o.ProbeInterval))
 	o.FailureThreshold = cmpOr(o.FailureThreshold, DefaultFailureThreshold)
 	o.ConnectTimeout = cmpOr(o.ConnectTimeout, DefaultConnectTimeout)
 	o.RetryMaxDelay = cmpOr(o.RetryMaxDelay, time.Minute)

@@ -76,10 +76,10 @@ func (o *Options) defaults() {
 
 // MemberClusterReconciler keeps one MemberCluster per member.
 type MemberClusterReconciler struct {
-	hub     client.Client
-	members Members
-	opts    Options
-	secrets client.ObjectKey // namespace of the Secrets (Name unused)
+	hub             client.Client
+	members         Members
+	opts            Options
+	secretNamespace string
 
 	mu         sync.Mutex
 	lastWrites map[string]time.Time
@@ -91,7 +91,7 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 	opts.defaults()
 	r := &MemberClusterReconciler{
 		hub: mgr.GetLocalManager().GetClient(), members: members, opts: opts,
-		secrets: client.ObjectKey{Namespace: secretNamespace}, lastWrites: map[string]time.Time{},
+		secretNamespace: secretNamespace, lastWrites: map[string]time.Time{},
 	}
 	byMemberName := func(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 		return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []mcreconcile.Request {
@@ -173,7 +173,7 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 // secretGone reports whether the member's labelled Secret is gone (the hub's cache holds only
 // labelled Secrets of the namespace).
 func (r *MemberClusterReconciler) secretGone(ctx context.Context, name string) (bool, error) {
-	err := r.hub.Get(ctx, client.ObjectKey{Namespace: r.secrets.Namespace, Name: name}, &corev1.Secret{})
+	err := r.hub.Get(ctx, client.ObjectKey{Namespace: r.secretNamespace, Name: name}, &corev1.Secret{})
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}

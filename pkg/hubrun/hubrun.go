@@ -48,7 +48,7 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// ProbeInterval is how often each member is probed. Defaults to 10 seconds.
 	ProbeInterval time.Duration
-	// ProbeTimeout bounds one probe. Defaults to 3 seconds, or ProbeInterval if that is shorter.
+	// ProbeTimeout bounds one probe. Defaults to spokeprovider's default.
 	ProbeTimeout time.Duration
 	// MemberQPS and MemberBurst limit the hub's client of each member. Default to 50 and 100.
 	MemberQPS   float32
@@ -96,9 +96,6 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
-	}
-	if opts.ProbeTimeout == 0 && opts.ProbeInterval > 0 {
-		opts.ProbeTimeout = min(spokeprovider.DefaultProbeTimeout, opts.ProbeInterval)
 	}
 	memberCRDs, err := config.MemberCRDs()
 	if err != nil {
