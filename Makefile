@@ -22,13 +22,13 @@ help: ## Show this help.
 
 .PHONY: generate
 generate: ## Generate deepcopy code with controller-gen.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC with controller-gen.
-	$(CONTROLLER_GEN) crd paths=./pkg/configbundle/... paths=./pkg/fleet/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=configbundle-member paths=./pkg/configbundle/... paths=./spoke-provider/... output:rbac:artifacts:config=config/rbac/member
-	$(CONTROLLER_GEN) rbac:roleName=configbundle-hub paths=./pkg/fleet/... paths=./pkg/hubrun/... output:rbac:artifacts:config=config/rbac/hub
+	$(CONTROLLER_GEN) rbac:roleName=configbundle-hub paths=./pkg/fleet/... paths=./pkg/hubmanager/... output:rbac:artifacts:config=config/rbac/hub
 
 .PHONY: fmt
 fmt: ## Run gofmt.
@@ -41,7 +41,7 @@ vet: ## Run go vet.
 .PHONY: verify
 verify: manifests generate ## Regenerate and fail if the committed output differs.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
-	git diff --exit-code -- config pkg
+	git diff --exit-code -- config api pkg
 
 .PHONY: testbin
 testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes the first time).

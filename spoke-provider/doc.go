@@ -2,7 +2,7 @@
 // from labelled kubeconfig Secrets in one hub namespace and connects to them safely.
 //
 // Every Secret in the namespace that carries the label (value "true") is a member named after
-// the Secret. Its kubeconfig is sanitised before anything connects (RESTConfigFromKubeconfig):
+// the Secret. Its kubeconfig is sanitised before anything connects (kubeconfig.RESTConfig):
 // no exec plugin, no auth-provider, no local file. Connecting happens in the background with a
 // deadline, so an unreachable, hanging or forbidden member never delays another. A member is
 // engaged with the manager only once it answered, its identity (kube-system uid) is known to be

@@ -12,168 +12,53 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
-)
-
-// Defaults of Options.
-const (
-	DefaultNamespace        = "configbundle-system"
-	DefaultLabel            = "sigs.k8s.io/multicluster-runtime-kubeconfig"
-	DefaultKey              = "kubeconfig"
-	DefaultProbeInterval    = 10 * time.Second
-	DefaultProbeTimeout     = 3 * time.Second
-	DefaultFailureThreshold = 2
-	DefaultConnectTimeout   = 30 * time.Second
-	DefaultQPS              = 50
-	DefaultBurst            = 100
-	DefaultRequestTimeout   = 10 * time.Second
-	DefaultFieldOwner       = "configbundle-hub"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/kubeconfig"
 )
 
 // ErrNotConnected is returned (wrapped) by Connected for a member that is not Ready.
 var ErrNotConnected = errors.New("member cluster not connected")
 
-// Options configure the Provider. Each field documents its default.
-type Options struct {
-	// Namespace is the hub namespace holding the kubeconfig Secrets. Defaults to
-	// DefaultNamespace.
-	Namespace string
-
-	// Label is the label that makes a Secret a member, with the value "true". Defaults to
-	// DefaultLabel, the convention of multicluster-runtime's kubeconfig provider.
-	Label string
-
-	// Key is the Secret data key holding the kubeconfig. Defaults to DefaultKey.
-	Key string
-
-	// ProbeInterval is how often each member is probed. Defaults to 10 seconds.
-	ProbeInterval time.Duration
-
-	// ProbeTimeout bounds one probe. Defaults to 3 seconds, or ProbeInterval if that is shorter.
-	ProbeTimeout time.Duration
-
-	// FailureThreshold is the number of consecutive failed probes after which a member is
-	// Unreachable. Defaults to 2.
-	FailureThreshold int
-
-	// ConnectTimeout bounds a connection attempt: reaching the member, checking its identity,
-	// installing CRDs and warming the caches. Defaults to 30 seconds.
-	ConnectTimeout time.Duration
-
-	// RetryMaxDelay caps the delay before a failed connection is tried again (it starts at 2
-	// seconds and doubles). Defaults to 1 minute.
-	RetryMaxDelay time.Duration
-
-	// QPS and Burst limit each member client (a bundle costs two writes). Default to 50 and 100.
-	QPS   float32
-	Burst int
-
-	// RequestTimeout bounds each request of a member client other than watches. Defaults to
-	// 10 seconds.
-	RequestTimeout time.Duration
-
-	// CRDs are the CRDs a member must serve.
-	CRDs []*apiextensionsv1.CustomResourceDefinition
-
-	// InstallCRDs applies CRDs to each member on join (server-side apply). Where that is
-	// forbidden and a CRD is absent, the member is not Ready (CRDMissing). Defaults to false.
-	InstallCRDs bool
-
-	// WarmTypes are the kinds whose informers are started and synced before a member is
-	// engaged, so that no reconcile waits for a cold cache.
-	WarmTypes []client.Object
-
-	// ClusterOptions configure each member's cluster.Cluster (scheme, cache options).
-	ClusterOptions []cluster.Option
-
-	// FieldOwner is the field manager of the CRDs the provider applies. Defaults to
-	// DefaultFieldOwner.
-	FieldOwner string
-}
-
-func (o *Options) defaults() {
-	o.Namespace = cmpOr(o.Namespace, DefaultNamespace)
-	o.Label = cmpOr(o.Label, DefaultLabel)
-	o.Key = cmpOr(o.Key, DefaultKey)
-	o.ProbeInterval = cmpOr(o.ProbeInterval, DefaultProbeInterval)
-	o.ProbeTimeout = cmpOr(o.ProbeTimeout, min(DefaultProbeTimeout, o.ProbeInterval))
-	o.FailureThreshold = cmpOr(o.FailureThreshold, DefaultFailureThreshold)
-	o.ConnectTimeout = cmpOr(o.ConnectTimeout, DefaultConnectTimeout)
-	o.RetryMaxDelay = cmpOr(o.RetryMaxDelay, time.Minute)
-	o.QPS = cmpOr(o.QPS, DefaultQPS)
-	o.Burst = cmpOr(o.Burst, DefaultBurst)
-	o.RequestTimeout = cmpOr(o.RequestTimeout, DefaultRequestTimeout)
-	o.FieldOwner = cmpOr(o.FieldOwner, DefaultFieldOwner)
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
-// State is what the provider knows of one member.
-type State struct {
-	// Ready is true while the member is connected and answers its probes.
-	Ready bool
-	// Reason and Message explain Ready, with the reasons of the hub API
-	// (hubv1alpha1.ConnectedReason, UnreachableReason, ...).
-	Reason, Message string
-	// KubernetesVersion is the member's gitVersion.
-	KubernetesVersion string
-	// ClusterID is the uid of the member's kube-system namespace.
-	ClusterID string
-	// LastSeen is when the member last answered.
-	LastSeen time.Time
-	// SecretNamespace and SecretName name the member's kubeconfig Secret.
-	SecretNamespace, SecretName string
-}
-
 // Provider discovers members from kubeconfig Secrets and connects to them.
+//
+// Concurrency: the Secret controller's workqueue never hands one Secret to two workers at
+// once, so one member's kubeconfig is admitted by one Reconcile at a time. Connecting, probing
+// and engaging run in goroutines of their own; each works for one connection attempt (a
+// kubeconfig hash) or one connection, and applies its result only if that attempt or
+// connection is still the member's current one. mu guards members, indexers and the
+// callbacks, and is never held across a network call or a callback.
 type Provider struct {
 	opts Options
 	log  logr.Logger
 	hub  client.Client
 
-	started chan struct{} // closed by Start
+	started chan struct{} // closed by Start, which sets ctx and aware
 	ctx     context.Context
 	aware   multicluster.Aware
 
-	retries chan event.GenericEvent // Secrets to reconcile again after a failed attempt
+	// queue is the Secret controller's workqueue, through which a failed connection is
+	// retried (AddAfter); set when the controller starts, before any Reconcile.
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 	mu        sync.Mutex
-	members   map[string]*member
+	members   map[string]*member // by member name (the Secret's name)
 	indexers  []index
 	onChange  []func(name string)
 	onReady   []func(name string)
-	metricsMu sync.Mutex
-}
-
-type member struct {
-	state    State
-	active   *connection
-	pending  string    // hash of the kubeconfig being connected
-	failed   string    // hash of the kubeconfig that last failed
-	retryAt  time.Time // when failed may be tried again; zero: never (refused input)
-	backoff  time.Duration
-	failures int // consecutive failed probes
+	metricsMu sync.Mutex // serialises metric updates
 }
 
 type index struct {
@@ -194,7 +79,6 @@ func New(opts Options) *Provider {
 		opts:    opts,
 		log:     ctrl.Log.WithName("spoke-provider"),
 		started: make(chan struct{}),
-		retries: make(chan event.GenericEvent, 64),
 		members: map[string]*member{},
 	}
 }
@@ -208,10 +92,14 @@ func (p *Provider) Options() Options { return p.opts }
 func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 	p.hub = mgr.GetLocalManager().GetClient()
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == p.opts.Namespace })
+	keepQueue := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		p.queue = q
+		return nil
+	})
 	return ctrl.NewControllerManagedBy(mgr.GetLocalManager()).
 		Named("kubeconfig-secrets").
 		For(&corev1.Secret{}, builder.WithPredicates(inNamespace)).
-		WatchesRawSource(source.Channel(p.retries, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(keepQueue).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(p)
 }
@@ -319,12 +207,13 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		p.remove(req.Name)
 		return ctrl.Result{}, nil
 	}
-	return p.admit(secret), nil
+	return ctrl.Result{RequeueAfter: p.admit(secret)}, nil
 }
 
 // admit starts connecting with the Secret's kubeconfig, unless that very kubeconfig is
-// connected, being connected, refused, or waiting to be tried again.
-func (p *Provider) admit(secret *corev1.Secret) ctrl.Result {
+// connected, being connected, refused, or waiting to be tried again (then it returns how long
+// until it may be).
+func (p *Provider) admit(secret *corev1.Secret) time.Duration {
 	name, data := secret.Name, secret.Data[p.opts.Key]
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])
@@ -332,50 +221,41 @@ func (p *Provider) admit(secret *corev1.Secret) ctrl.Result {
 	p.mu.Lock()
 	m, ok := p.members[name]
 	if !ok {
-		m = &member{state: State{Reason: hubv1alpha1.ConnectingReason, Message: "Connecting to the member"}}
+		m = newMember(secret.Namespace, secret.Name)
 		p.members[name] = m
 	}
-	m.state.SecretNamespace, m.state.SecretName = secret.Namespace, secret.Name
-	switch {
-	case m.active != nil && m.active.hash == hash, m.pending == hash:
+	connect, retryIn := m.next(hash, time.Now())
+	if !connect {
 		p.mu.Unlock()
-		return ctrl.Result{}
-	case m.failed == hash && m.retryAt.IsZero():
-		p.mu.Unlock()
-		return ctrl.Result{}
-	case m.failed == hash && time.Now().Before(m.retryAt):
-		wait := time.Until(m.retryAt)
-		p.mu.Unlock()
-		return ctrl.Result{RequeueAfter: wait}
+		return retryIn
 	}
-	p.mu.Unlock()
-
 	cfg, err := p.restConfig(secret, data)
 	if err != nil {
 		reason, message := classify(err)
+		m.refused(hash, reason, message)
+		p.mu.Unlock()
 		p.log.Info("Kubeconfig refused", "cluster", name, "reason", reason, "message", message)
-		p.failed(name, hash, err, false)
-		return ctrl.Result{}
+		p.changed(name)
+		return 0
 	}
-	p.mu.Lock()
-	m.pending = hash
+	m.connecting(hash)
 	p.mu.Unlock()
 	p.changed(name)
 	go p.connect(name, hash, cfg)
-	return ctrl.Result{}
+	return 0
 }
 
 func (p *Provider) restConfig(secret *corev1.Secret, data []byte) (*rest.Config, error) {
 	if len(data) == 0 {
-		return nil, &KubeconfigError{Reason: ReasonInvalidKubeconfig,
+		return nil, &kubeconfig.Error{Reason: hubv1alpha1.InvalidKubeconfigReason,
 			Message: fmt.Sprintf("Secret %s/%s has no kubeconfig under the key %q", secret.Namespace, secret.Name, p.opts.Key)}
 	}
-	cfg, err := RESTConfigFromKubeconfig(data)
+	cfg, err := kubeconfig.RESTConfig(data)
 	if err != nil {
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = p.opts.QPS, p.opts.Burst
-	cfg.UserAgent = "configbundle-hub"
+	cfg.UserAgent = hubv1alpha1.UserAgent
 	return cfg, nil
 }
 
@@ -391,14 +271,13 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 
 	p.mu.Lock()
 	m, ok := p.members[name]
-	if !ok || m.pending != hash { // superseded by a newer kubeconfig, or the member left
+	if !ok || !m.attempting(hash) { // the member left, or its Secret moved on
 		p.mu.Unlock()
 		if conn != nil {
 			conn.cancel()
 		}
 		return
 	}
-	m.pending = ""
 	if err == nil {
 		err = p.duplicateLocked(name, conn.clusterID)
 	}
@@ -408,27 +287,19 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 			conn.cancel()
 		}
 		log.Info("Connecting to member failed", "error", err.Error())
-		p.failed(name, hash, err, true)
+		p.connectFailed(name, hash, err)
 		return
 	}
-	old := m.active
-	m.active, m.failed, m.backoff, m.failures = conn, "", 0, 0
-	m.state = State{
-		Ready: true, Reason: hubv1alpha1.ConnectedReason, Message: "Connected; reconciling its ConfigBundles",
-		KubernetesVersion: conn.version, ClusterID: conn.clusterID, LastSeen: time.Now(),
-		SecretNamespace: m.state.SecretNamespace, SecretName: m.state.SecretName,
-	}
+	old := m.connected(conn, time.Now())
 	p.mu.Unlock()
 
 	if err := p.aware.Engage(conn.ctx, multicluster.ClusterName(name), conn.cluster); err != nil {
 		log.Error(err, "Engaging member failed")
 		p.mu.Lock()
-		if m.active == conn {
-			m.active = old
-		}
+		m.engageFailed(conn, old)
 		p.mu.Unlock()
 		conn.cancel()
-		p.failed(name, hash, err, true)
+		p.connectFailed(name, hash, err)
 		return
 	}
 	took := []any{"dial", dialed.Sub(start).String(), "engage", time.Since(dialed).String()}
@@ -443,38 +314,22 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 	p.ready(name)
 }
 
-// failed records a failed kubeconfig. Refused input waits for the Secret to change; a failed
-// connection is tried again with back-off. A member with a working connection keeps it.
-func (p *Provider) failed(name, hash string, err error, retry bool) {
+// connectFailed records a failed attempt and has the Secret reconciled again after the
+// back-off. A member with a working connection keeps it.
+func (p *Provider) connectFailed(name, hash string, err error) {
 	reason, message := classify(err)
 	p.mu.Lock()
 	m, ok := p.members[name]
+	var retryIn time.Duration
+	if ok {
+		retryIn = m.connectFailed(hash, reason, message, time.Now(), p.opts.RetryMaxDelay)
+	}
+	p.mu.Unlock()
 	if !ok {
-		p.mu.Unlock()
 		return
 	}
-	m.failed, m.retryAt = hash, time.Time{}
-	if retry {
-		m.backoff = min(max(2*m.backoff, 2*time.Second), p.opts.RetryMaxDelay)
-		m.retryAt = time.Now().Add(m.backoff)
-	}
-	if m.active != nil {
-		m.state.Reason = hubv1alpha1.RotationFailedReason
-		m.state.Message = "The Secret's new kubeconfig failed (" + reason + ": " + message + "); still connected with the previous one"
-	} else {
-		m.state.Ready, m.state.Reason, m.state.Message = false, reason, message
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.state.SecretNamespace, Name: m.state.SecretName}}
-	p.mu.Unlock()
 	p.changed(name)
-	if retry {
-		go func() {
-			select {
-			case p.retries <- event.GenericEvent{Object: secret}:
-			case <-p.ctx.Done():
-			}
-		}()
-	}
+	p.queue.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: p.opts.Namespace, Name: name}}, retryIn)
 }
 
 // remove disengages a member whose Secret is gone or unlabelled. Nothing in the member changes.
@@ -482,12 +337,16 @@ func (p *Provider) remove(name string) {
 	p.mu.Lock()
 	m, ok := p.members[name]
 	delete(p.members, name)
+	var active *connection
+	if ok {
+		active = m.active
+	}
 	p.mu.Unlock()
 	if !ok {
 		return
 	}
-	if m.active != nil {
-		m.active.cancel()
+	if active != nil {
+		active.cancel()
 	}
 	p.log.Info("Member left", "cluster", name)
 	p.changed(name)
@@ -502,64 +361,6 @@ func (p *Provider) duplicateLocked(name, clusterID string) error {
 		}
 	}
 	return nil
-}
-
-// probe checks a member every ProbeInterval until its connection ends.
-func (p *Provider) probe(name string, conn *connection) {
-	ticker := time.NewTicker(p.opts.ProbeInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-conn.ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		ctx, cancel := context.WithTimeout(conn.ctx, p.opts.ProbeTimeout)
-		version, err := conn.serverVersion(ctx)
-		cancel()
-		if conn.ctx.Err() != nil {
-			return
-		}
-		p.observe(name, conn, version, err)
-	}
-}
-
-// observe records a probe's result.
-func (p *Provider) observe(name string, conn *connection, version string, err error) {
-	p.mu.Lock()
-	m, ok := p.members[name]
-	if !ok || m.active != conn {
-		p.mu.Unlock()
-		return
-	}
-	changed, recovered := false, false
-	if err != nil {
-		m.failures++
-		if m.failures >= p.opts.FailureThreshold && m.state.Ready {
-			m.state.Ready, m.state.Reason = false, hubv1alpha1.UnreachableReason
-			m.state.Message = fmt.Sprintf("%d consecutive health probes failed; last: %v", m.failures, err)
-			changed = true
-			p.log.Info("Member unreachable", "cluster", name, "error", err.Error())
-		}
-	} else {
-		m.failures = 0
-		m.state.LastSeen = time.Now()
-		if version != m.state.KubernetesVersion {
-			m.state.KubernetesVersion, changed = version, true
-		}
-		if !m.state.Ready {
-			m.state.Ready, m.state.Reason, m.state.Message = true, hubv1alpha1.ConnectedReason, "Connected; reconciling its ConfigBundles"
-			changed, recovered = true, true
-			p.log.Info("Member reachable again", "cluster", name)
-		}
-	}
-	p.mu.Unlock()
-	if changed {
-		p.changed(name)
-	}
-	if recovered {
-		p.ready(name)
-	}
 }
 
 func (p *Provider) changed(name string) {

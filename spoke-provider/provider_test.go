@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 const tokenKubeconfig = `apiVersion: v1
@@ -21,7 +23,7 @@ users: [{name: u, user: {token: secret-token}}]
 // their requests (not the cache's watches) have a timeout.
 func TestMemberClientLimits(t *testing.T) {
 	p := New(Options{})
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: "m"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "m"}}
 	cfg, err := p.restConfig(secret, []byte(tokenKubeconfig))
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +48,7 @@ func TestMemberClientLimits(t *testing.T) {
 
 	if _, err := p.restConfig(secret, nil); err == nil {
 		t.Errorf("a Secret without the key must be refused")
-	} else if reason, _ := classify(err); reason != ReasonInvalidKubeconfig {
-		t.Errorf("missing key: reason %q, want %q", reason, ReasonInvalidKubeconfig)
+	} else if reason, _ := classify(err); reason != hubv1alpha1.InvalidKubeconfigReason {
+		t.Errorf("missing key: reason %q, want %q", reason, hubv1alpha1.InvalidKubeconfigReason)
 	}
 }

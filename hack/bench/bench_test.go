@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"configbundle.dev/hub/pkg/hubproc"
+	"configbundle.dev/hub/internal/testing/hubprocess"
 )
 
 // smokeTimeout bounds the smoke run on a loaded two-core machine.
@@ -22,7 +22,7 @@ func TestSmoke(t *testing.T) {
 	}
 	cfg := smokeConfig()
 	var err error
-	if cfg.HubBinary, err = hubproc.Build(t.TempDir()); err != nil {
+	if cfg.HubBinary, err = hubprocess.Build(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), smokeTimeout)

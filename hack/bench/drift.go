@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/pkg/configbundle"
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // driftTimeout bounds the wait for one heal.

@@ -17,12 +17,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
-	"configbundle.dev/hub/pkg/controlplane"
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
-	"configbundle.dev/hub/pkg/hubproc"
-	"configbundle.dev/hub/pkg/hubrun"
-	spokeprovider "configbundle.dev/hub/spoke-provider"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/internal/testing/controlplane"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/hubprocess"
+	"configbundle.dev/hub/pkg/hubmanager"
 )
 
 // waitTimeout bounds every wait of the benchmark.
@@ -42,12 +41,12 @@ type fleet struct {
 	hub     client.Client
 	members []*member
 
-	hubProc     *hubproc.Process
+	hubProc     *hubprocess.Process
 	metricsAddr string
 }
 
 func newFleet(_ context.Context, cfg benchConfig, hubCP *controlplane.ControlPlane, cps []*controlplane.ControlPlane) (*fleet, error) {
-	scheme, err := hubrun.Scheme()
+	scheme, err := hubmanager.Scheme()
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +63,7 @@ func newFleet(_ context.Context, cfg benchConfig, hubCP *controlplane.ControlPla
 	if f.hub, err = client.New(fast(hubCP.Config), client.Options{Scheme: scheme}); err != nil {
 		return nil, err
 	}
-	if err := ensureNamespace(context.Background(), f.hub, spokeprovider.DefaultNamespace); err != nil {
+	if err := ensureNamespace(context.Background(), f.hub, hubv1alpha1.DefaultSecretNamespace); err != nil {
 		return nil, err
 	}
 	for _, cp := range cps {
@@ -88,7 +87,7 @@ func (f *fleet) close() {
 // controllers run (the Fleet exists).
 func (f *fleet) startHub() error {
 	var err error
-	f.hubProc, err = hubproc.Start(context.Background(), hubproc.Options{Binary: f.cfg.HubBinary, Kubeconfig: f.hubCP.KubeconfigPath,
+	f.hubProc, err = hubprocess.Start(context.Background(), hubprocess.Options{Binary: f.cfg.HubBinary, Kubeconfig: f.hubCP.KubeconfigPath,
 		LogPath: filepath.Join(f.dir, "hub.log"), Args: []string{"--zap-time-encoding=rfc3339nano"}, ReadyTimeout: waitTimeout})
 	if err != nil {
 		return err
@@ -107,8 +106,8 @@ func (f *fleet) stopHub() {
 // putSecret writes a member's kubeconfig Secret on the hub.
 func (f *fleet) putSecret(ctx context.Context, name string, kubeconfig []byte) error {
 	return f.hub.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: spokeprovider.DefaultNamespace, Labels: map[string]string{spokeprovider.DefaultLabel: "true"}},
-		Data:       map[string][]byte{spokeprovider.DefaultKey: kubeconfig},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubv1alpha1.DefaultSecretNamespace, Labels: map[string]string{hubv1alpha1.DefaultSecretLabel: "true"}},
+		Data:       map[string][]byte{hubv1alpha1.DefaultSecretKey: kubeconfig},
 	})
 }
 

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/config"
-	"configbundle.dev/hub/pkg/controlplane"
+	"configbundle.dev/hub/internal/testing/controlplane"
 )
 
 // benchConfig sizes a run. Each field says what it sizes.

@@ -13,7 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"configbundle.dev/hub/pkg/demo"
+	"configbundle.dev/hub/internal/demo"
 )
 
 func main() {

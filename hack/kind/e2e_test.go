@@ -52,9 +52,9 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
-	"configbundle.dev/hub/pkg/hubrun"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/registration"
 )
 
@@ -126,7 +126,7 @@ func TestKindFleet(t *testing.T) {
 
 	// config/default with the image replaced, server-side applied to the hub cluster.
 	hubCfg := restConfig(t, provider, hubName, false)
-	scheme, err := hubrun.Scheme()
+	scheme, err := hubmanager.Scheme()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	hubc, err := client.New(hubCfg, client.Options{Scheme: scheme})

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // What the reconciler needs in each member cluster.
@@ -79,9 +79,11 @@ type Options struct {
 	// Defaults to 10 seconds.
 	NotConnectedRetry time.Duration
 
-	// Resync, if set, delivers names of member clusters whose bundles must all be reconciled
-	// now: a member that comes back after an outage is healed at once. Defaults to nil.
-	Resync <-chan multicluster.ClusterName
+	// ResyncOn, if set, is called once, when the controller starts, with a function that
+	// enqueues every bundle of a member cluster; the caller calls it whenever a member's bundles
+	// must all be reconciled now, so that a member that comes back after an outage is healed at
+	// once (the hub passes its provider's OnReady). The function does not block. Defaults to nil.
+	ResyncOn func(resync func(name string))
 }
 
 func (o *Options) defaults() {
@@ -152,7 +154,7 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 				return log
 			},
 		})
-	if opts.Resync != nil {
+	if opts.ResyncOn != nil {
 		b = b.WatchesRawSource(r.resyncSource())
 	}
 	if err := b.Complete(r); err != nil {
@@ -182,19 +184,10 @@ func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster
 	})
 }
 
-// resyncSource enqueues every bundle of the members named on Options.Resync.
+// resyncSource hands Options.ResyncOn a function that enqueues every bundle of a member.
 func (r *Reconciler) resyncSource() source.TypedSource[mcreconcile.Request] {
 	return source.TypedFunc[mcreconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case name := <-r.opts.Resync:
-					r.enqueueAll(ctx, name, q)
-				}
-			}
-		}()
+		r.opts.ResyncOn(func(name string) { r.enqueueAll(ctx, multicluster.ClusterName(name), q) })
 		return nil
 	})
 }

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 func testBundle(mutate ...func(*v1alpha1.ConfigBundle)) *v1alpha1.ConfigBundle {

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // scope is what one reconcile of one bundle reads and decides.

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/pkg/configbundle"
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // readyReason returns a matcher for a bundle whose Ready condition has the given status and

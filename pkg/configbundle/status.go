@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // status computes the bundle's status from base (the status as stored) and what this reconcile

@@ -31,8 +31,8 @@ import (
 
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/configbundle"
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
-	"configbundle.dev/hub/pkg/controlplane"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/internal/testing/controlplane"
 )
 
 // Timeouts of the suite, generous for a loaded two-core machine.

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // fleetReconciler keeps the Fleet "default" equal to the sum of the MemberClusters.

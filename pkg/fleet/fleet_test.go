@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 func member(name string, ready bool, reason string, counts hubv1alpha1.BundleCounts, heals int64) hubv1alpha1.MemberCluster {

@@ -14,9 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
-	spokeprovider "configbundle.dev/hub/spoke-provider"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // joined registers the members once and waits for them.
@@ -251,7 +250,7 @@ func TestLeaveAndRejoin(t *testing.T) {
 	// Removing the label: the member leaves, nothing in it changes, drift is no longer healed.
 	secret := &corev1.Secret{}
 	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
-	delete(secret.Labels, spokeprovider.DefaultLabel)
+	delete(secret.Labels, hubv1alpha1.DefaultSecretLabel)
 	g.Expect(hubc.Update(ctx, secret)).To(Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
@@ -262,7 +261,7 @@ func TestLeaveAndRejoin(t *testing.T) {
 
 	// The label back: it rejoins and heals what drifted meanwhile.
 	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
-	secret.Labels[spokeprovider.DefaultLabel] = "true"
+	secret.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
 	g.Expect(hubc.Update(ctx, secret)).To(Succeed())
 	g.Eventually(memberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	g.Eventually(message("m3", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("stay"))

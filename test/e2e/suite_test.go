@@ -22,11 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/config"
-	"configbundle.dev/hub/pkg/controlplane"
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
-	"configbundle.dev/hub/pkg/hubproc"
-	"configbundle.dev/hub/pkg/hubrun"
-	spokeprovider "configbundle.dev/hub/spoke-provider"
+	"configbundle.dev/hub/internal/testing/controlplane"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/hubprocess"
+	"configbundle.dev/hub/pkg/hubmanager"
 )
 
 // Timeouts of the suite, generous for a loaded two-core machine.
@@ -37,7 +36,7 @@ const (
 	interval      = 100 * time.Millisecond
 	quietPeriod   = 3 * time.Second
 	probeInterval = time.Second
-	secretNS      = spokeprovider.DefaultNamespace
+	secretNS      = hubv1alpha1.DefaultSecretNamespace
 )
 
 // The fleet: a hub and four members. m1 to m3 are registered with the registration command;
@@ -66,7 +65,7 @@ func runSuite(m *testing.M) int {
 			os.RemoveAll(dir)
 		}
 	}()
-	bin, err := hubproc.Build(dir)
+	bin, err := hubprocess.Build(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -89,7 +88,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting control planes:", hubErr, memErr)
 		return 1
 	}
-	scheme, err := hubrun.Scheme()
+	scheme, err := hubmanager.Scheme()
 	must(err)
 	hubCP = hubs[0]
 	hubc, err = client.New(hubCP.Config, client.Options{Scheme: scheme})
@@ -120,12 +119,12 @@ func must(err error) {
 // hubProcess is the hub binary under test, started and stopped by the tests.
 type hubProcess struct {
 	bin, kubeconfig, logPath string
-	proc                     *hubproc.Process
+	proc                     *hubprocess.Process
 }
 
 func (h *hubProcess) start() error {
 	var err error
-	h.proc, err = hubproc.Start(context.Background(), hubproc.Options{Binary: h.bin, Kubeconfig: h.kubeconfig, LogPath: h.logPath,
+	h.proc, err = hubprocess.Start(context.Background(), hubprocess.Options{Binary: h.bin, Kubeconfig: h.kubeconfig, LogPath: h.logPath,
 		Args: []string{"--probe-interval=" + probeInterval.String()}, ReadyTimeout: timeout})
 	return err
 }
@@ -173,7 +172,7 @@ func putSecret(g Gomega, name string, data map[string][]byte, labelled bool) {
 	}
 	s.Labels = map[string]string{}
 	if labelled {
-		s.Labels[spokeprovider.DefaultLabel] = "true"
+		s.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
 	}
 	s.Data = data
 	if apierrors.IsNotFound(err) {

@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
-	"configbundle.dev/hub/pkg/hubrun"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/registration"
 )
 
@@ -119,7 +119,7 @@ func TestHubRunsWithItsServiceAccount(t *testing.T) {
 		}
 	})
 
-	hub, err := hubrun.New(saCfg, hubrun.Options{LeaderElect: true, ProbeInterval: time.Second, InstallCRDs: true})
+	hub, err := hubmanager.New(saCfg, hubmanager.Options{LeaderElect: true, ProbeInterval: time.Second, MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
 	g.Expect(err).NotTo(HaveOccurred())
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	done := make(chan error, 1)

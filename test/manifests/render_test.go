@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"configbundle.dev/hub/config"
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // kustomizations lists the directories under config/ that hold a kustomization, relative to it.

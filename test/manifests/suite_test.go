@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"configbundle.dev/hub/pkg/controlplane"
-	"configbundle.dev/hub/pkg/hubrun"
+	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/pkg/hubmanager"
 )
 
 // Timeouts, generous for a loaded two-core machine.
@@ -101,7 +101,7 @@ func controlPlane(t *testing.T, name string) *controlplane.ControlPlane {
 // newClient is a client of cfg with the hub's scheme and the CRD types.
 func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
-	scheme, err := hubrun.Scheme()
+	scheme, err := hubmanager.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}

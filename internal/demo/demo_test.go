@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"configbundle.dev/hub/pkg/demo"
-	"configbundle.dev/hub/pkg/hubproc"
+	"configbundle.dev/hub/internal/demo"
+	"configbundle.dev/hub/internal/testing/hubprocess"
 )
 
 // demoTimeout bounds the whole tour on a loaded two-core machine.
@@ -20,7 +20,7 @@ func TestDemo(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
 	}
-	bin, err := hubproc.Build(t.TempDir())
+	bin, err := hubprocess.Build(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package hubrun
+package hubmanager
 
 // What the hub needs in its own namespace of the hub cluster, besides the cluster-scoped rules
 // of its health reports (pkg/fleet): reading, never writing, the members' kubeconfig Secrets; and

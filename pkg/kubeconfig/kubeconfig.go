@@ -1,4 +1,4 @@
-package spokeprovider
+package kubeconfig
 
 import (
 	"bytes"
@@ -15,59 +15,37 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-// Reasons a kubeconfig is refused. Each is a CamelCase constant meant to be shown as the
-// reason of the Ready condition of the member's MemberCluster.
-const (
-	// ReasonInvalidKubeconfig means the kubeconfig cannot be used: it is empty, is not a
-	// kubeconfig at all, misses the Secret key, has no usable context, cluster or user, names a
-	// context, cluster or user it does not define, has a server or proxy URL the hub cannot
-	// connect to, or carries certificate data that does not parse.
-	ReasonInvalidKubeconfig = "InvalidKubeconfig"
-
-	// ReasonExecPluginNotAllowed means a user of the kubeconfig asks for an exec credential
-	// plugin (users[].user.exec). The hub never runs a program named by a Secret.
-	ReasonExecPluginNotAllowed = "ExecPluginNotAllowed"
-
-	// ReasonAuthProviderNotAllowed means a user of the kubeconfig asks for an auth provider
-	// plugin (users[].user.auth-provider). Auth providers run programs (gcp's cmd-path) and
-	// write tokens back to kubeconfig files, neither of which the hub does for a Secret.
-	ReasonAuthProviderNotAllowed = "AuthProviderNotAllowed"
-
-	// ReasonFileReferenceNotAllowed means the kubeconfig names a local file (tokenFile,
-	// client-certificate, client-key or certificate-authority). The hub never reads its own
-	// files on behalf of a Secret; the data must be embedded (token, client-certificate-data,
-	// client-key-data, certificate-authority-data).
-	ReasonFileReferenceNotAllowed = "FileReferenceNotAllowed"
-)
-
-// KubeconfigError is why a kubeconfig was refused. Reason is one of the Reason* constants and
-// is shown on the member's MemberCluster as the Ready condition's reason; Message is for a
-// person, names the offending entry, and never contains secrets (no token, password, key or
-// certificate data).
+// Error is why a kubeconfig was refused. Reason is one of the MemberCluster reasons of the hub
+// API (InvalidKubeconfigReason, ExecPluginNotAllowedReason, AuthProviderNotAllowedReason,
+// FileReferenceNotAllowedReason) and is shown as the reason of the member's Ready condition;
+// Message is for a person, names the offending entry, and never contains secrets (no token,
+// password, key or certificate data).
 //
-// KubeconfigError deliberately wraps no other error: the errors of the YAML/JSON decoder, of
-// clientcmd and of net/url can quoteInMessage the input they failed on (clientcmd prints every user,
+// Error deliberately wraps no other error: the errors of the YAML/JSON decoder, of
+// clientcmd and of net/url can quote the input they failed on (clientcmd prints every user,
 // tokens included, when two users share a name; url.Parse echoes a URL with its password),
 // so only what this package writes itself ends up in Message.
-type KubeconfigError struct {
-	// Reason is a CamelCase constant, one of the Reason* constants of this package.
+type Error struct {
+	// Reason is one of the hub API's *Reason constants listed above.
 	Reason string
 	// Message explains the refusal to a person. It never contains secret values.
 	Message string
 }
 
 // Error implements error.
-func (e *KubeconfigError) Error() string {
+func (e *Error) Error() string {
 	return "kubeconfig refused (" + e.Reason + "): " + e.Message
 }
 
-func refuseKubeconfig(reason, format string, args ...any) *KubeconfigError {
-	return &KubeconfigError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+func refuse(reason, format string, args ...any) *Error {
+	return &Error{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// RESTConfigFromKubeconfig parses a kubeconfig from a Secret and returns a rest.Config for its
+// RESTConfig parses a kubeconfig from a Secret and returns a rest.Config for its
 // current context (or its only context), refusing, before anything connects, anything that
 // would execute a program or read a local file.
 //
@@ -75,7 +53,7 @@ func refuseKubeconfig(reason, format string, args ...any) *KubeconfigError {
 // context uses: a refused field anywhere refuses the whole kubeconfig. Refused are exec
 // credential plugins, auth providers, and the fields that name local files (tokenFile,
 // client-certificate, client-key, certificate-authority). Also refused, as
-// ReasonInvalidKubeconfig, are empty or undecodable data, a kubeconfig without clusters or
+// hubv1alpha1.InvalidKubeconfigReason, are empty or undecodable data, a kubeconfig without clusters or
 // contexts, several contexts and no current-context, a current-context or a context reference
 // to a cluster or user that is not defined, a server that is not an absolute https:// or
 // http:// URL with a host, a proxy-url that is not http, https or socks5, certificate data
@@ -86,11 +64,11 @@ func refuseKubeconfig(reason, format string, args ...any) *KubeconfigError {
 // into the config when the server is https://; with an http:// server the config is
 // anonymous.
 //
-// Errors are always *KubeconfigError. Neither the kubeconfig nor the returned config should
+// Errors are always *Error. Neither the kubeconfig nor the returned config should
 // ever be logged or formatted: both hold credentials.
-func RESTConfigFromKubeconfig(data []byte) (*rest.Config, error) {
+func RESTConfig(data []byte) (*rest.Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, refuseKubeconfig(ReasonInvalidKubeconfig, "the kubeconfig is empty")
+		return nil, refuse(hubv1alpha1.InvalidKubeconfigReason, "the kubeconfig is empty")
 	}
 	// clientcmd.Load only decodes: YAML to JSON, JSON into the v1 types, defaulting and
 	// conversion to the internal types. It reads no file and runs nothing; LocationOfOrigin
@@ -98,7 +76,7 @@ func RESTConfigFromKubeconfig(data []byte) (*rest.Config, error) {
 	// loading rules (ClientConfigLoadingRules.Load, ResolveLocalPaths), which are not used here.
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, refuseKubeconfig(ReasonInvalidKubeconfig, "%s", describeLoadError(err))
+		return nil, refuse(hubv1alpha1.InvalidKubeconfigReason, "%s", describeLoadError(err))
 	}
 
 	// Programs and files first, across the whole kubeconfig, so that the reason says what is
@@ -120,7 +98,7 @@ func RESTConfigFromKubeconfig(data []byte) (*rest.Config, error) {
 	if err != nil {
 		// Unreachable after validateKubeconfig as far as we know; the error text of
 		// clientcmd is not passed on because some of it quotes the kubeconfig.
-		return nil, refuseKubeconfig(ReasonInvalidKubeconfig, "context %s cannot be turned into a client configuration", quoteInMessage(contextName))
+		return nil, refuse(hubv1alpha1.InvalidKubeconfigReason, "context %s cannot be turned into a client configuration", quoteInMessage(contextName))
 	}
 	if kerr := checkSanitisedRESTConfig(restConfig, contextName); kerr != nil {
 		return nil, kerr
@@ -129,26 +107,26 @@ func RESTConfigFromKubeconfig(data []byte) (*rest.Config, error) {
 	// (checkSanitisedRESTConfig made sure there are none) and connects nowhere, and it catches
 	// anything about the certificate data that the checks above missed.
 	if _, err := rest.TLSConfigFor(restConfig); err != nil {
-		return nil, refuseKubeconfig(ReasonInvalidKubeconfig, "the TLS settings of context %s are not usable", quoteInMessage(contextName))
+		return nil, refuse(hubv1alpha1.InvalidKubeconfigReason, "the TLS settings of context %s are not usable", quoteInMessage(contextName))
 	}
 	return restConfig, nil
 }
 
 // checkNoProgramsOrFiles refuses every user and cluster of cfg that asks for a program to be
 // run or a local file to be read.
-func checkNoProgramsOrFiles(cfg *clientcmdapi.Config) *KubeconfigError {
+func checkNoProgramsOrFiles(cfg *clientcmdapi.Config) *Error {
 	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
 		user := cfg.AuthInfos[name]
 		if user == nil {
 			continue
 		}
 		if user.Exec != nil {
-			return refuseKubeconfig(ReasonExecPluginNotAllowed,
+			return refuse(hubv1alpha1.ExecPluginNotAllowedReason,
 				"user %s asks for exec credential plugin %s; the hub never runs programs from a Secret, use a token or a client certificate instead",
 				quoteInMessage(name), quoteInMessage(user.Exec.Command))
 		}
 		if user.AuthProvider != nil {
-			return refuseKubeconfig(ReasonAuthProviderNotAllowed,
+			return refuse(hubv1alpha1.AuthProviderNotAllowedReason,
 				"user %s asks for auth provider %s; the hub never runs auth-provider plugins from a Secret, use a token or a client certificate instead",
 				quoteInMessage(name), quoteInMessage(user.AuthProvider.Name))
 		}
@@ -158,7 +136,7 @@ func checkNoProgramsOrFiles(cfg *clientcmdapi.Config) *KubeconfigError {
 			{"client-key", user.ClientKey, "client-key-data"},
 		} {
 			if ref.path != "" {
-				return refuseKubeconfig(ReasonFileReferenceNotAllowed,
+				return refuse(hubv1alpha1.FileReferenceNotAllowedReason,
 					"user %s names the local file %s in %s; the hub never reads its own files on behalf of a Secret, embed the content in %s instead",
 					quoteInMessage(name), quoteInMessage(ref.path), ref.field, ref.instead)
 			}
@@ -170,7 +148,7 @@ func checkNoProgramsOrFiles(cfg *clientcmdapi.Config) *KubeconfigError {
 			continue
 		}
 		if cluster.CertificateAuthority != "" {
-			return refuseKubeconfig(ReasonFileReferenceNotAllowed,
+			return refuse(hubv1alpha1.FileReferenceNotAllowedReason,
 				"cluster %s names the local file %s in certificate-authority; the hub never reads its own files on behalf of a Secret, embed the content in certificate-authority-data instead",
 				quoteInMessage(name), quoteInMessage(cluster.CertificateAuthority))
 		}
@@ -180,15 +158,15 @@ func checkNoProgramsOrFiles(cfg *clientcmdapi.Config) *KubeconfigError {
 
 // validateKubeconfig checks that every user, cluster and context of cfg is well-formed and
 // returns the name of the context to use.
-func validateKubeconfig(cfg *clientcmdapi.Config) (string, *KubeconfigError) {
+func validateKubeconfig(cfg *clientcmdapi.Config) (string, *Error) {
 	if len(cfg.Clusters) == 0 && len(cfg.AuthInfos) == 0 && len(cfg.Contexts) == 0 {
-		return "", refuseKubeconfig(ReasonInvalidKubeconfig, "the kubeconfig defines no clusters, users or contexts")
+		return "", refuse(hubv1alpha1.InvalidKubeconfigReason, "the kubeconfig defines no clusters, users or contexts")
 	}
 	if len(cfg.Clusters) == 0 {
-		return "", refuseKubeconfig(ReasonInvalidKubeconfig, "the kubeconfig defines no clusters")
+		return "", refuse(hubv1alpha1.InvalidKubeconfigReason, "the kubeconfig defines no clusters")
 	}
 	if len(cfg.Contexts) == 0 {
-		return "", refuseKubeconfig(ReasonInvalidKubeconfig, "the kubeconfig defines no contexts")
+		return "", refuse(hubv1alpha1.InvalidKubeconfigReason, "the kubeconfig defines no contexts")
 	}
 
 	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
@@ -210,7 +188,7 @@ func validateKubeconfig(cfg *clientcmdapi.Config) (string, *KubeconfigError) {
 	switch {
 	case cfg.CurrentContext != "":
 		if _, ok := cfg.Contexts[cfg.CurrentContext]; !ok {
-			return "", refuseKubeconfig(ReasonInvalidKubeconfig, "current-context %s is not a context of the kubeconfig", quoteInMessage(cfg.CurrentContext))
+			return "", refuse(hubv1alpha1.InvalidKubeconfigReason, "current-context %s is not a context of the kubeconfig", quoteInMessage(cfg.CurrentContext))
 		}
 		return cfg.CurrentContext, nil
 	case len(cfg.Contexts) == 1:
@@ -218,123 +196,123 @@ func validateKubeconfig(cfg *clientcmdapi.Config) (string, *KubeconfigError) {
 			return name, nil
 		}
 	}
-	return "", refuseKubeconfig(ReasonInvalidKubeconfig,
+	return "", refuse(hubv1alpha1.InvalidKubeconfigReason,
 		"the kubeconfig has %d contexts and no current-context; set current-context to the one the hub should use", len(cfg.Contexts))
 }
 
-func validateKubeconfigUser(name string, user *clientcmdapi.AuthInfo) *KubeconfigError {
+func validateKubeconfigUser(name string, user *clientcmdapi.AuthInfo) *Error {
 	if name == "" {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "the kubeconfig has a user with an empty name")
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "the kubeconfig has a user with an empty name")
 	}
 	if user == nil {
 		return nil
 	}
 	if user.Token != "" && (user.Username != "" || user.Password != "") {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "user %s has both a token and a username/password; keep only one", quoteInMessage(name))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "user %s has both a token and a username/password; keep only one", quoteInMessage(name))
 	}
 	hasCert, hasKey := len(user.ClientCertificateData) > 0, len(user.ClientKeyData) > 0
 	switch {
 	case hasCert && !hasKey:
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "user %s has client-certificate-data but no client-key-data", quoteInMessage(name))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "user %s has client-certificate-data but no client-key-data", quoteInMessage(name))
 	case hasKey && !hasCert:
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "user %s has client-key-data but no client-certificate-data", quoteInMessage(name))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "user %s has client-key-data but no client-certificate-data", quoteInMessage(name))
 	case hasCert && hasKey:
 		if _, err := tls.X509KeyPair(user.ClientCertificateData, user.ClientKeyData); err != nil {
-			return refuseKubeconfig(ReasonInvalidKubeconfig,
+			return refuse(hubv1alpha1.InvalidKubeconfigReason,
 				"user %s has client-certificate-data and client-key-data that are not a PEM certificate and its matching private key", quoteInMessage(name))
 		}
 	}
 	if user.Impersonate == "" && (user.ImpersonateUID != "" || len(user.ImpersonateGroups) > 0 || len(user.ImpersonateUserExtra) > 0) {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "user %s asks for as-uid, as-groups or as-user-extra without as (the user to impersonate)", quoteInMessage(name))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "user %s asks for as-uid, as-groups or as-user-extra without as (the user to impersonate)", quoteInMessage(name))
 	}
 	return nil
 }
 
-func validateKubeconfigCluster(name string, cluster *clientcmdapi.Cluster) *KubeconfigError {
+func validateKubeconfigCluster(name string, cluster *clientcmdapi.Cluster) *Error {
 	if name == "" {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "the kubeconfig has a cluster with an empty name")
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "the kubeconfig has a cluster with an empty name")
 	}
 	if cluster == nil || cluster.Server == "" {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "cluster %s has no server", quoteInMessage(name))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "cluster %s has no server", quoteInMessage(name))
 	}
 	// The URLs are never quoted back: they may carry a password or a token in their user info
 	// or query.
 	if !strings.Contains(cluster.Server, "://") {
-		return refuseKubeconfig(ReasonInvalidKubeconfig,
+		return refuse(hubv1alpha1.InvalidKubeconfigReason,
 			"cluster %s has a server that is not an absolute URL; the hub only connects to https:// or http:// API servers", quoteInMessage(name))
 	}
 	server, err := url.Parse(cluster.Server)
 	if err != nil {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "cluster %s has a server that is not a valid URL", quoteInMessage(name))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "cluster %s has a server that is not a valid URL", quoteInMessage(name))
 	}
 	if server.Scheme != "https" && server.Scheme != "http" {
-		return refuseKubeconfig(ReasonInvalidKubeconfig,
+		return refuse(hubv1alpha1.InvalidKubeconfigReason,
 			"cluster %s has a server with scheme %s; the hub only connects to https:// or http:// API servers", quoteInMessage(name), quoteInMessage(server.Scheme))
 	}
 	if server.Opaque != "" || server.Hostname() == "" {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "cluster %s has a server URL without a host", quoteInMessage(name))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "cluster %s has a server URL without a host", quoteInMessage(name))
 	}
 	if cluster.ProxyURL != "" {
 		proxy, err := url.Parse(cluster.ProxyURL)
 		if err != nil {
-			return refuseKubeconfig(ReasonInvalidKubeconfig, "cluster %s has a proxy-url that is not a valid URL", quoteInMessage(name))
+			return refuse(hubv1alpha1.InvalidKubeconfigReason, "cluster %s has a proxy-url that is not a valid URL", quoteInMessage(name))
 		}
 		switch proxy.Scheme {
 		case "http", "https", "socks5":
 		default:
-			return refuseKubeconfig(ReasonInvalidKubeconfig,
+			return refuse(hubv1alpha1.InvalidKubeconfigReason,
 				"cluster %s has a proxy-url with scheme %s; only http, https and socks5 proxies are supported", quoteInMessage(name), quoteInMessage(proxy.Scheme))
 		}
 		if proxy.Opaque != "" || proxy.Hostname() == "" {
-			return refuseKubeconfig(ReasonInvalidKubeconfig, "cluster %s has a proxy-url without a host", quoteInMessage(name))
+			return refuse(hubv1alpha1.InvalidKubeconfigReason, "cluster %s has a proxy-url without a host", quoteInMessage(name))
 		}
 	}
 	if len(cluster.CertificateAuthorityData) > 0 {
 		if cluster.InsecureSkipTLSVerify {
-			return refuseKubeconfig(ReasonInvalidKubeconfig,
+			return refuse(hubv1alpha1.InvalidKubeconfigReason,
 				"cluster %s sets both insecure-skip-tls-verify and certificate-authority-data; keep only one", quoteInMessage(name))
 		}
 		if !x509.NewCertPool().AppendCertsFromPEM(cluster.CertificateAuthorityData) {
-			return refuseKubeconfig(ReasonInvalidKubeconfig, "cluster %s has certificate-authority-data that holds no PEM certificate", quoteInMessage(name))
+			return refuse(hubv1alpha1.InvalidKubeconfigReason, "cluster %s has certificate-authority-data that holds no PEM certificate", quoteInMessage(name))
 		}
 	}
 	return nil
 }
 
-func validateKubeconfigContext(cfg *clientcmdapi.Config, name string, context *clientcmdapi.Context) *KubeconfigError {
+func validateKubeconfigContext(cfg *clientcmdapi.Config, name string, context *clientcmdapi.Context) *Error {
 	if name == "" {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "the kubeconfig has a context with an empty name")
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "the kubeconfig has a context with an empty name")
 	}
 	if context == nil || context.Cluster == "" {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "context %s names no cluster", quoteInMessage(name))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "context %s names no cluster", quoteInMessage(name))
 	}
 	if _, ok := cfg.Clusters[context.Cluster]; !ok {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "context %s names cluster %s, which the kubeconfig does not define", quoteInMessage(name), quoteInMessage(context.Cluster))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "context %s names cluster %s, which the kubeconfig does not define", quoteInMessage(name), quoteInMessage(context.Cluster))
 	}
 	if context.AuthInfo == "" {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "context %s names no user", quoteInMessage(name))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "context %s names no user", quoteInMessage(name))
 	}
 	if _, ok := cfg.AuthInfos[context.AuthInfo]; !ok {
-		return refuseKubeconfig(ReasonInvalidKubeconfig, "context %s names user %s, which the kubeconfig does not define", quoteInMessage(name), quoteInMessage(context.AuthInfo))
+		return refuse(hubv1alpha1.InvalidKubeconfigReason, "context %s names user %s, which the kubeconfig does not define", quoteInMessage(name), quoteInMessage(context.AuthInfo))
 	}
 	return nil
 }
 
 // checkSanitisedRESTConfig makes sure that what clientcmd built neither runs a program nor reads a file,
 // whatever a future client-go might copy into it.
-func checkSanitisedRESTConfig(restConfig *rest.Config, contextName string) *KubeconfigError {
+func checkSanitisedRESTConfig(restConfig *rest.Config, contextName string) *Error {
 	if restConfig.ExecProvider != nil {
 		// Should anyone still hold on to it, make it inert.
 		restConfig.ExecProvider.PluginPolicy = clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyDenyAll}
-		return refuseKubeconfig(ReasonExecPluginNotAllowed,
+		return refuse(hubv1alpha1.ExecPluginNotAllowedReason,
 			"context %s resolves to an exec credential plugin; the hub never runs programs from a Secret", quoteInMessage(contextName))
 	}
 	if restConfig.AuthProvider != nil {
-		return refuseKubeconfig(ReasonAuthProviderNotAllowed,
+		return refuse(hubv1alpha1.AuthProviderNotAllowedReason,
 			"context %s resolves to an auth provider; the hub never runs auth-provider plugins from a Secret", quoteInMessage(contextName))
 	}
 	if restConfig.BearerTokenFile != "" || restConfig.CertFile != "" || restConfig.KeyFile != "" || restConfig.CAFile != "" {
-		return refuseKubeconfig(ReasonFileReferenceNotAllowed,
+		return refuse(hubv1alpha1.FileReferenceNotAllowedReason,
 			"context %s resolves to a local file; the hub never reads its own files on behalf of a Secret", quoteInMessage(contextName))
 	}
 	return nil
@@ -351,7 +329,7 @@ var (
 	}
 )
 
-// describeLoadError says why clientcmd.Load failed without repeating its error, which may quoteInMessage
+// describeLoadError says why clientcmd.Load failed without repeating its error, which may quote
 // the kubeconfig: only fixed words, line numbers and field paths are taken from it.
 func describeLoadError(err error) string {
 	msg := err.Error()

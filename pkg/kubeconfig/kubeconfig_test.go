@@ -1,4 +1,4 @@
-package spokeprovider
+package kubeconfig
 
 import (
 	"crypto/ecdsa"
@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // Secret values used by the test kubeconfigs; no message may ever contain them.
@@ -262,21 +264,21 @@ func kubeconfigCases(t testing.TB) ([]kubeconfigCase, []string) {
 		{
 			name:          "exec plugin",
 			data:          kcFile("member", goodCluster, execUser("admin", "aws"), oneContext),
-			wantReason:    ReasonExecPluginNotAllowed,
+			wantReason:    hubv1alpha1.ExecPluginNotAllowedReason,
 			wantInMessage: []string{`user "admin"`, `"aws"`},
 		},
 		{
 			name: "exec plugin in a user no context uses",
 			data: kcFile("member", goodCluster,
 				tokenUser+execUser("spare", "/usr/local/bin/gke-gcloud-auth-plugin"), oneContext),
-			wantReason:    ReasonExecPluginNotAllowed,
+			wantReason:    hubv1alpha1.ExecPluginNotAllowedReason,
 			wantInMessage: []string{`user "spare"`, "gke-gcloud-auth-plugin"},
 		},
 		{
 			name: "exec plugin in a non-current context's user",
 			data: kcFile("member", goodCluster+kcCluster("other", "server: https://other.example.com\n"),
 				tokenUser+execUser("other-admin", "aws"), oneContext+kcContext("other", "other", "other-admin")),
-			wantReason:    ReasonExecPluginNotAllowed,
+			wantReason:    hubv1alpha1.ExecPluginNotAllowedReason,
 			wantInMessage: []string{`user "other-admin"`},
 		},
 		{
@@ -284,7 +286,7 @@ func kubeconfigCases(t testing.TB) ([]kubeconfigCase, []string) {
 			data: kcFile("member", goodCluster,
 				kcUser("admin", "auth-provider:\n  name: gcp\n  config:\n    cmd-path: /bin/sh\n    access-token: "+kcTestToken+"\n"),
 				oneContext),
-			wantReason:    ReasonAuthProviderNotAllowed,
+			wantReason:    hubv1alpha1.AuthProviderNotAllowedReason,
 			wantInMessage: []string{`user "admin"`, `"gcp"`},
 		},
 
@@ -292,41 +294,41 @@ func kubeconfigCases(t testing.TB) ([]kubeconfigCase, []string) {
 		{
 			name:          "tokenFile",
 			data:          kcFile("member", goodCluster, kcUser("admin", "tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token\n"), oneContext),
-			wantReason:    ReasonFileReferenceNotAllowed,
+			wantReason:    hubv1alpha1.FileReferenceNotAllowedReason,
 			wantInMessage: []string{`user "admin"`, "tokenFile", "/var/run/secrets/kubernetes.io/serviceaccount/token"},
 		},
 		{
 			name: "tokenFile next to a token",
 			data: kcFile("member", goodCluster,
 				kcUser("admin", "token: "+kcTestToken+"\ntokenFile: /etc/passwd\n"), oneContext),
-			wantReason:    ReasonFileReferenceNotAllowed,
+			wantReason:    hubv1alpha1.FileReferenceNotAllowedReason,
 			wantInMessage: []string{`user "admin"`, "tokenFile"},
 		},
 		{
 			name: "client-certificate",
 			data: kcFile("member", goodCluster,
 				kcUser("admin", "client-certificate: /home/me/.minikube/client.crt\nclient-key-data: "+kcB64(pki.keyPEM)+"\n"), oneContext),
-			wantReason:    ReasonFileReferenceNotAllowed,
+			wantReason:    hubv1alpha1.FileReferenceNotAllowedReason,
 			wantInMessage: []string{`user "admin"`, "client-certificate", "client.crt"},
 		},
 		{
 			name: "client-key",
 			data: kcFile("member", goodCluster,
 				kcUser("admin", "client-certificate-data: "+kcB64(pki.certPEM)+"\nclient-key: relative/client.key\n"), oneContext),
-			wantReason:    ReasonFileReferenceNotAllowed,
+			wantReason:    hubv1alpha1.FileReferenceNotAllowedReason,
 			wantInMessage: []string{`user "admin"`, "client-key", "relative/client.key"},
 		},
 		{
 			name:          "certificate-authority",
 			data:          kcFile("member", kcCluster("member", httpsServer+"certificate-authority: /etc/kubernetes/pki/ca.crt\n"), tokenUser, oneContext),
-			wantReason:    ReasonFileReferenceNotAllowed,
+			wantReason:    hubv1alpha1.FileReferenceNotAllowedReason,
 			wantInMessage: []string{`cluster "member"`, "certificate-authority", "/etc/kubernetes/pki/ca.crt"},
 		},
 		{
 			name: "certificate-authority in a cluster no context uses",
 			data: kcFile("member",
 				goodCluster+kcCluster("spare", "server: https://spare.example.com\ncertificate-authority: ca.crt\n"), tokenUser, oneContext),
-			wantReason:    ReasonFileReferenceNotAllowed,
+			wantReason:    hubv1alpha1.FileReferenceNotAllowedReason,
 			wantInMessage: []string{`cluster "spare"`},
 		},
 		{
@@ -334,152 +336,152 @@ func kubeconfigCases(t testing.TB) ([]kubeconfigCase, []string) {
 			data: kcFile("member", goodCluster,
 				tokenUser+kcUser("other", "client-certificate-data: "+kcB64(pki.certPEM)+"\nclient-key: /etc/ssl/private/hub.key\n"),
 				oneContext+kcContext("other", "member", "other")),
-			wantReason:    ReasonFileReferenceNotAllowed,
+			wantReason:    hubv1alpha1.FileReferenceNotAllowedReason,
 			wantInMessage: []string{`user "other"`, "client-key"},
 		},
 
 		// Not a usable kubeconfig.
-		{name: "empty", data: "", wantReason: ReasonInvalidKubeconfig, wantInMessage: []string{"empty"}},
-		{name: "whitespace", data: " \n\t\n", wantReason: ReasonInvalidKubeconfig, wantInMessage: []string{"empty"}},
-		{name: "garbage bytes", data: "\x00\x01\xfe\xff" + kcTestToken, wantReason: ReasonInvalidKubeconfig},
-		{name: "YAML null", data: "null\n", wantReason: ReasonInvalidKubeconfig},
-		{name: "broken YAML", data: "apiVersion: v1\nusers: [\n  {name: a, user: {token: " + kcTestToken, wantReason: ReasonInvalidKubeconfig, wantInMessage: []string{"line"}},
-		{name: "not a kubeconfig", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: " + kcTestToken + "}\n", wantReason: ReasonInvalidKubeconfig},
-		{name: "JSON array", data: `["` + kcTestToken + `"]`, wantReason: ReasonInvalidKubeconfig},
+		{name: "empty", data: "", wantReason: hubv1alpha1.InvalidKubeconfigReason, wantInMessage: []string{"empty"}},
+		{name: "whitespace", data: " \n\t\n", wantReason: hubv1alpha1.InvalidKubeconfigReason, wantInMessage: []string{"empty"}},
+		{name: "garbage bytes", data: "\x00\x01\xfe\xff" + kcTestToken, wantReason: hubv1alpha1.InvalidKubeconfigReason},
+		{name: "YAML null", data: "null\n", wantReason: hubv1alpha1.InvalidKubeconfigReason},
+		{name: "broken YAML", data: "apiVersion: v1\nusers: [\n  {name: a, user: {token: " + kcTestToken, wantReason: hubv1alpha1.InvalidKubeconfigReason, wantInMessage: []string{"line"}},
+		{name: "not a kubeconfig", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: " + kcTestToken + "}\n", wantReason: hubv1alpha1.InvalidKubeconfigReason},
+		{name: "JSON array", data: `["` + kcTestToken + `"]`, wantReason: hubv1alpha1.InvalidKubeconfigReason},
 		{
 			name:          "wrong type",
 			data:          "apiVersion: v1\nkind: Config\nclusters: 5\n",
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"field clusters has the wrong type"},
 		},
 		{
 			// clientcmd's own error here prints every user with its token.
 			name:          "two users with the same name",
 			data:          kcFile("member", goodCluster, tokenUser+kcUser("admin", "password: "+kcTestPassword+"\nusername: root\n"), oneContext),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"two users with the same name"},
 		},
 		{
 			name:          "valid YAML without clusters",
 			data:          "apiVersion: v1\nkind: Config\ncurrent-context: member\nusers:\n" + tokenUser + "contexts:\n" + oneContext,
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"no clusters"},
 		},
 		{
 			name:          "valid YAML without anything",
 			data:          "apiVersion: v1\nkind: Config\npreferences: {}\n",
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"no clusters, users or contexts"},
 		},
 		{
 			name:          "no contexts",
 			data:          "apiVersion: v1\nkind: Config\nclusters:\n" + goodCluster + "users:\n" + tokenUser,
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"no contexts"},
 		},
 		{
 			name:          "several contexts without current-context",
 			data:          kcFile(`""`, goodCluster, tokenUser, oneContext+kcContext("again", "member", "admin")),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"2 contexts", "current-context"},
 		},
 		{
 			name:          "current-context that does not exist",
 			data:          kcFile("nope", goodCluster, tokenUser, oneContext),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{`current-context "nope"`},
 		},
 		{
 			name:          "context naming a missing user",
 			data:          kcFile("member", goodCluster, tokenUser, kcContext("member", "member", "ghost")),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{`context "member"`, `user "ghost"`},
 		},
 		{
 			name:          "non-current context naming a missing cluster",
 			data:          kcFile("member", goodCluster, tokenUser, oneContext+kcContext("other", "ghost", "admin")),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{`context "other"`, `cluster "ghost"`},
 		},
 		{
 			name:          "context without user",
 			data:          kcFile("member", goodCluster, tokenUser, "- name: member\n  context:\n    cluster: member\n"),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{`context "member" names no user`},
 		},
-		{name: "unix server", data: withCluster("server: unix:///var/run/kube.sock\n"), wantReason: ReasonInvalidKubeconfig, wantInMessage: []string{`scheme "unix"`}},
-		{name: "file server", data: withCluster("server: file:///etc/passwd\n"), wantReason: ReasonInvalidKubeconfig, wantInMessage: []string{`scheme "file"`}},
-		{name: "ftp server", data: withCluster("server: ftp://member.example.com\n"), wantReason: ReasonInvalidKubeconfig},
-		{name: "empty server", data: withCluster("server: \"\"\n"), wantReason: ReasonInvalidKubeconfig, wantInMessage: []string{"no server"}},
-		{name: "server without scheme", data: withCluster("server: member.example.com:6443\n"), wantReason: ReasonInvalidKubeconfig, wantInMessage: []string{"not an absolute URL"}},
-		{name: "server that is a bare address", data: withCluster("server: 10.0.0.1:6443\n"), wantReason: ReasonInvalidKubeconfig, wantInMessage: []string{"not an absolute URL"}},
-		{name: "server with a password and no scheme is not echoed", data: withCluster("server: root:" + kcTestPassword + "@10.0.0.1\n"), wantReason: ReasonInvalidKubeconfig},
-		{name: "server without host", data: withCluster("server: https://\n"), wantReason: ReasonInvalidKubeconfig, wantInMessage: []string{"without a host"}},
-		{name: "server with only a port", data: withCluster("server: https://:6443\n"), wantReason: ReasonInvalidKubeconfig},
-		{name: "opaque server", data: withCluster("server: http:member.example.com\n"), wantReason: ReasonInvalidKubeconfig},
+		{name: "unix server", data: withCluster("server: unix:///var/run/kube.sock\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason, wantInMessage: []string{`scheme "unix"`}},
+		{name: "file server", data: withCluster("server: file:///etc/passwd\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason, wantInMessage: []string{`scheme "file"`}},
+		{name: "ftp server", data: withCluster("server: ftp://member.example.com\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason},
+		{name: "empty server", data: withCluster("server: \"\"\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason, wantInMessage: []string{"no server"}},
+		{name: "server without scheme", data: withCluster("server: member.example.com:6443\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason, wantInMessage: []string{"not an absolute URL"}},
+		{name: "server that is a bare address", data: withCluster("server: 10.0.0.1:6443\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason, wantInMessage: []string{"not an absolute URL"}},
+		{name: "server with a password and no scheme is not echoed", data: withCluster("server: root:" + kcTestPassword + "@10.0.0.1\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason},
+		{name: "server without host", data: withCluster("server: https://\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason, wantInMessage: []string{"without a host"}},
+		{name: "server with only a port", data: withCluster("server: https://:6443\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason},
+		{name: "opaque server", data: withCluster("server: http:member.example.com\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason},
 		{
 			name:       "server URL with a password is not echoed",
 			data:       withCluster("server: \"unix://root:" + kcTestPassword + "@host\"\n"),
-			wantReason: ReasonInvalidKubeconfig,
+			wantReason: hubv1alpha1.InvalidKubeconfigReason,
 		},
-		{name: "unparsable server", data: withCluster("server: \"https://exa mple.com:port\"\n"), wantReason: ReasonInvalidKubeconfig},
+		{name: "unparsable server", data: withCluster("server: \"https://exa mple.com:port\"\n"), wantReason: hubv1alpha1.InvalidKubeconfigReason},
 		{
 			name:          "proxy-url with a bad scheme",
 			data:          withCluster(httpsServer + "proxy-url: file:///tmp/proxy\n"),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"proxy-url", `scheme "file"`},
 		},
 		{
 			name:       "proxy-url with credentials is not echoed",
 			data:       withCluster(httpsServer + "proxy-url: \"ftp://u:" + kcTestPassword + "@proxy\"\n"),
-			wantReason: ReasonInvalidKubeconfig,
+			wantReason: hubv1alpha1.InvalidKubeconfigReason,
 		},
 		{
 			name:          "insecure-skip-tls-verify with certificate-authority-data",
 			data:          withCluster(httpsServer + ca + "insecure-skip-tls-verify: true\n"),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"insecure-skip-tls-verify"},
 		},
 		{
 			name:          "certificate-authority-data that is not PEM",
 			data:          withCluster(httpsServer + "certificate-authority-data: " + kcB64([]byte("not a certificate")) + "\n"),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"certificate-authority-data"},
 		},
 		{
 			name:          "certificate-authority-data that is not base64",
 			data:          withCluster(httpsServer + "certificate-authority-data: '!!!'\n"),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"base64"},
 		},
 		{
 			name:          "client certificate without key",
 			data:          kcFile("member", goodCluster, kcUser("admin", "client-certificate-data: "+kcB64(pki.certPEM)+"\n"), oneContext),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"no client-key-data"},
 		},
 		{
 			name:          "client key without certificate",
 			data:          kcFile("member", goodCluster, kcUser("admin", "client-key-data: "+kcB64(pki.keyPEM)+"\n"), oneContext),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{"no client-certificate-data"},
 		},
 		{
 			name: "client certificate with someone else's key",
 			data: kcFile("member", goodCluster,
 				kcUser("admin", "client-certificate-data: "+kcB64(pki.certPEM)+"\nclient-key-data: "+kcB64(pki.otherKeyPEM)+"\n"), oneContext),
-			wantReason:    ReasonInvalidKubeconfig,
+			wantReason:    hubv1alpha1.InvalidKubeconfigReason,
 			wantInMessage: []string{`user "admin"`},
 		},
 		{
 			name:       "token and basic auth",
 			data:       kcFile("member", goodCluster, kcUser("admin", "token: "+kcTestToken+"\nusername: root\npassword: "+kcTestPassword+"\n"), oneContext),
-			wantReason: ReasonInvalidKubeconfig,
+			wantReason: hubv1alpha1.InvalidKubeconfigReason,
 		},
 		{
 			name:       "impersonated groups without a user",
 			data:       kcFile("member", goodCluster, kcUser("admin", "token: "+kcTestToken+"\nas-groups: [system:masters]\n"), oneContext),
-			wantReason: ReasonInvalidKubeconfig,
+			wantReason: hubv1alpha1.InvalidKubeconfigReason,
 		},
 	}, secrets
 }
@@ -488,10 +490,10 @@ func TestRESTConfigFromKubeconfig(t *testing.T) {
 	cases, secrets := kubeconfigCases(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := RESTConfigFromKubeconfig([]byte(tc.data))
+			cfg, err := RESTConfig([]byte(tc.data))
 			if tc.wantReason == "" {
 				if err != nil {
-					t.Fatalf("RESTConfigFromKubeconfig() error = %v, want none", err)
+					t.Fatalf("RESTConfig() error = %v, want none", err)
 				}
 				assertSafeRESTConfig(t, cfg)
 				if tc.check != nil {
@@ -501,11 +503,11 @@ func TestRESTConfigFromKubeconfig(t *testing.T) {
 			}
 
 			if cfg != nil {
-				t.Error("RESTConfigFromKubeconfig() returned a config along with a refusal")
+				t.Error("RESTConfig() returned a config along with a refusal")
 			}
-			var kerr *KubeconfigError
+			var kerr *Error
 			if !errors.As(err, &kerr) {
-				t.Fatalf("RESTConfigFromKubeconfig() error = %v (%T), want a *KubeconfigError", err, err)
+				t.Fatalf("RESTConfig() error = %v (%T), want a *Error", err, err)
 			}
 			t.Logf("%s: %s", kerr.Reason, kerr.Message)
 			if kerr.Reason != tc.wantReason {
@@ -531,7 +533,7 @@ func TestRESTConfigFromKubeconfig(t *testing.T) {
 func assertSafeRESTConfig(t testing.TB, cfg *rest.Config) {
 	t.Helper()
 	if cfg == nil {
-		t.Fatal("RESTConfigFromKubeconfig() returned neither a config nor an error")
+		t.Fatal("RESTConfig() returned neither a config nor an error")
 	}
 	if cfg.ExecProvider != nil {
 		t.Error("config has an ExecProvider")
@@ -615,13 +617,13 @@ func TestRESTConfigFromKubeconfigRunsNoProgram(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			cfg, err := RESTConfigFromKubeconfig(data)
-			var kerr *KubeconfigError
-			if !errors.As(err, &kerr) || kerr.Reason != ReasonExecPluginNotAllowed {
-				t.Errorf("RESTConfigFromKubeconfig() error = %v, want reason %s", err, ReasonExecPluginNotAllowed)
+			cfg, err := RESTConfig(data)
+			var kerr *Error
+			if !errors.As(err, &kerr) || kerr.Reason != hubv1alpha1.ExecPluginNotAllowedReason {
+				t.Errorf("RESTConfig() error = %v, want reason %s", err, hubv1alpha1.ExecPluginNotAllowedReason)
 			}
 			if cfg != nil {
-				t.Error("RESTConfigFromKubeconfig() returned a config")
+				t.Error("RESTConfig() returned a config")
 				get(t, cfg) // and see whether it would run the plugin
 			}
 			if exists(marker) {
@@ -669,17 +671,17 @@ func TestKubeconfigFieldsAreClassified(t *testing.T) {
 }
 
 // FuzzRESTConfigFromKubeconfig checks that no input panics, that an accepted kubeconfig yields
-// a config that runs nothing and reads no file, and that refusals are *KubeconfigError with a
+// a config that runs nothing and reads no file, and that refusals are *Error with a
 // known reason whose message does not repeat a token or password of the input.
 func FuzzRESTConfigFromKubeconfig(f *testing.F) {
 	cases, _ := kubeconfigCases(f)
 	for _, tc := range cases {
 		f.Add([]byte(tc.data))
 	}
-	reasons := []string{ReasonInvalidKubeconfig, ReasonExecPluginNotAllowed, ReasonAuthProviderNotAllowed, ReasonFileReferenceNotAllowed}
+	reasons := []string{hubv1alpha1.InvalidKubeconfigReason, hubv1alpha1.ExecPluginNotAllowedReason, hubv1alpha1.AuthProviderNotAllowedReason, hubv1alpha1.FileReferenceNotAllowedReason}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := RESTConfigFromKubeconfig(data)
+		cfg, err := RESTConfig(data)
 		if err == nil {
 			assertSafeRESTConfig(t, cfg)
 			host, err := url.Parse(cfg.Host)
@@ -691,9 +693,9 @@ func FuzzRESTConfigFromKubeconfig(f *testing.F) {
 		if cfg != nil {
 			t.Error("config returned along with an error")
 		}
-		var kerr *KubeconfigError
+		var kerr *Error
 		if !errors.As(err, &kerr) {
-			t.Fatalf("error %v is a %T, not a *KubeconfigError", err, err)
+			t.Fatalf("error %v is a %T, not a *Error", err, err)
 		}
 		if !slices.Contains(reasons, kerr.Reason) {
 			t.Fatalf("unknown reason %q", kerr.Reason)

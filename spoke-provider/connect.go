@@ -2,7 +2,6 @@ package spokeprovider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,17 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/kubeconfig"
 )
 
 // connection is a working connection to a member: its started cluster and what was learnt
@@ -46,7 +43,7 @@ func (e *connectError) Unwrap() error { return e.err }
 
 // classify turns an error into a MemberCluster reason and message.
 func classify(err error) (reason, message string) {
-	var kerr *KubeconfigError
+	var kerr *kubeconfig.Error
 	var cerr *connectError
 	switch {
 	case errors.As(err, &kerr):
@@ -141,19 +138,6 @@ func withTimeout(cfg *rest.Config, timeout time.Duration) *rest.Config {
 	return cfg
 }
 
-// serverVersion asks the member for its version: the probe.
-func (c *connection) serverVersion(ctx context.Context) (string, error) {
-	raw, err := c.discovery.Get().AbsPath("/version").Do(ctx).Raw()
-	if err != nil {
-		return "", err
-	}
-	info := version.Info{}
-	if err := json.Unmarshal(raw, &info); err != nil {
-		return "", fmt.Errorf("decoding /version: %w", err)
-	}
-	return info.GitVersion, nil
-}
-
 // ensureCRDs applies the CRDs (with InstallCRDs) and waits until the member serves them.
 func (p *Provider) ensureCRDs(ctx context.Context, cfg *rest.Config, disc discovery.DiscoveryInterface) error {
 	if len(p.opts.CRDs) == 0 {
@@ -225,16 +209,4 @@ func servesCRDs(disc discovery.DiscoveryInterface, crds []*apiextensionsv1.Custo
 		}
 	}
 	return true
-}
-
-// SecretCacheOptions restricts a hub manager's cache of Secrets to the labelled Secrets of the
-// provider's namespace: the hub reads no other Secret.
-func (p *Provider) SecretCacheOptions(opts *cache.Options) {
-	if opts.ByObject == nil {
-		opts.ByObject = map[client.Object]cache.ByObject{}
-	}
-	opts.ByObject[&corev1.Secret{}] = cache.ByObject{
-		Namespaces: map[string]cache.Config{p.opts.Namespace: {}},
-		Label:      labels.SelectorFromSet(labels.Set{p.opts.Label: "true"}),
-	}
 }

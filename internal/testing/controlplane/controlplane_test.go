@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"configbundle.dev/hub/pkg/controlplane"
+	"configbundle.dev/hub/internal/testing/controlplane"
 )
 
 const (

@@ -26,11 +26,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/config"
-	"configbundle.dev/hub/pkg/configbundle/api/v1alpha1"
-	"configbundle.dev/hub/pkg/controlplane"
-	hubv1alpha1 "configbundle.dev/hub/pkg/fleet/api/v1alpha1"
-	"configbundle.dev/hub/pkg/hubproc"
-	"configbundle.dev/hub/pkg/hubrun"
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/internal/testing/controlplane"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/hubprocess"
+	"configbundle.dev/hub/pkg/hubmanager"
 )
 
 // Options configure Run. Each field documents its default.
@@ -59,7 +59,7 @@ type demo struct {
 	members []*controlplane.ControlPlane
 	hub     client.Client
 	clients map[string]client.WithWatch
-	hubProc *hubproc.Process
+	hubProc *hubprocess.Process
 }
 
 // Run starts the fleet, takes the tour, and cleans up everything it started when it ends or ctx
@@ -125,7 +125,7 @@ func (d *demo) startFleet(ctx context.Context) error {
 	if d.members, err = controlplane.Start(ctx, names, controlplane.Options{GarbageCollector: true}); err != nil {
 		return fmt.Errorf("starting the member clusters: %w", err)
 	}
-	scheme, err := hubrun.Scheme()
+	scheme, err := hubmanager.Scheme()
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (d *demo) startHub(ctx context.Context) error {
 	logPath := filepath.Join(d.dir, "hub.log")
 	d.say("==> Starting the hub process against the hub cluster (log: %s)", logPath)
 	var err error
-	d.hubProc, err = hubproc.Start(ctx, hubproc.Options{Binary: d.opts.HubBinary, Kubeconfig: d.hubCP.KubeconfigPath, LogPath: logPath,
+	d.hubProc, err = hubprocess.Start(ctx, hubprocess.Options{Binary: d.opts.HubBinary, Kubeconfig: d.hubCP.KubeconfigPath, LogPath: logPath,
 		Args: []string{"--probe-interval=" + d.opts.ProbeInterval.String()}, ReadyTimeout: stepTimeout})
 	return err
 }

@@ -1,7 +1,7 @@
-// Package hubproc runs the hub binary as a child process, the way the embedded demo, the
+// Package hubprocess runs the hub binary as a child process, the way the embedded demo, the
 // end-to-end tests and the benchmark run it: against a hub cluster's kubeconfig, with its
 // metrics and health endpoints on free loopback ports, its log in a file.
-package hubproc
+package hubprocess
 
 import (
 	"context"

@@ -1,0 +1,23 @@
+package v1alpha1
+
+// ReadyCondition is the condition type of MemberCluster and Fleet.
+const ReadyCondition = "Ready"
+
+// BundleCounts counts ConfigBundles by their Ready condition.
+type BundleCounts struct {
+	// total is the number of ConfigBundles.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Total int64 `json:"total"`
+
+	// ready is the number of ConfigBundles whose Ready condition is True.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Ready int64 `json:"ready"`
+
+	// failed is the number of ConfigBundles whose Ready condition is False. Bundles not yet
+	// reconciled are neither ready nor failed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Failed int64 `json:"failed"`
+}

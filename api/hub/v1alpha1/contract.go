@@ -1,0 +1,36 @@
+package v1alpha1
+
+// The contract the hub shares with whoever registers members (`hub register`, a GitOps
+// pipeline writing Secrets by hand) and with its own deployment. Every package that needs one of
+// these names imports it from here; none declares its own.
+const (
+	// DefaultSecretNamespace is the hub namespace that holds the members' kubeconfig Secrets,
+	// the hub's leader-election Lease, and (by default) the hub's ServiceAccount in a member.
+	DefaultSecretNamespace = "configbundle-system"
+
+	// DefaultSecretLabel is the label, with the value "true", that makes a Secret in the
+	// Secret namespace a member: the convention of multicluster-runtime's kubeconfig provider.
+	DefaultSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+
+	// DefaultSecretKey is the key of a member Secret's data that holds its kubeconfig.
+	DefaultSecretKey = "kubeconfig"
+
+	// HubName names the hub wherever the API servers see it: the field manager of its writes,
+	// the reporting controller of its Events, its user agent and its leader-election Lease.
+	HubName = "configbundle-hub"
+
+	// FieldOwner is the server-side field manager of every write of the hub, on the hub and in
+	// the members.
+	FieldOwner = HubName
+
+	// UserAgent is the user agent of the hub's clients of the members.
+	UserAgent = HubName
+
+	// LeaderElectionID names the Lease, in the Secret namespace, that elects the active hub
+	// among replicas run with --leader-elect.
+	LeaderElectionID = HubName
+
+	// ManagedByLabel is the well-known label the hub sets on what it creates
+	// (app.kubernetes.io/managed-by), with the value FieldOwner.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+)

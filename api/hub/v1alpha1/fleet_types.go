@@ -1,0 +1,98 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Reasons of the Fleet's Ready condition.
+const (
+	// AllReadyReason (True): every member is Ready and no bundle has failed.
+	AllReadyReason = "AllReady"
+
+	// MembersNotReadyReason (False): at least one member is not Ready; the message names them.
+	MembersNotReadyReason = "MembersNotReady"
+
+	// BundlesFailedReason (False): every member is Ready, but some bundles are not.
+	BundlesFailedReason = "BundlesFailed"
+
+	// NoMembersReason (False): no member is registered.
+	NoMembersReason = "NoMembers"
+)
+
+// FleetName is the name of the one Fleet the hub maintains.
+const FleetName = "default"
+
+// ClusterCounts counts member clusters.
+type ClusterCounts struct {
+	// total is the number of members (labelled kubeconfig Secrets).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Total int64 `json:"total"`
+
+	// ready is the number of members whose Ready condition is True.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Ready int64 `json:"ready"`
+}
+
+// FleetStatus sums up the MemberClusters.
+type FleetStatus struct {
+	// conditions hold Ready: True when every member is Ready and no bundle has failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// clusters counts the members.
+	// +optional
+	Clusters ClusterCounts `json:"clusters"`
+
+	// bundles counts the ConfigBundles of all members (last observed counts for members that
+	// are not Ready).
+	// +optional
+	Bundles BundleCounts `json:"bundles"`
+
+	// heals is the sum of the members' heals.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Heals int64 `json:"heals"`
+}
+
+// Fleet is the health of the whole fleet; the hub maintains one, named "default".
+// `kubectl wait --for=condition=Ready fleet/default` waits for a healthy fleet.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=configbundle
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="the hub maintains one Fleet, named default"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters.total`
+// +kubebuilder:printcolumn:name="Clusters-Ready",type=integer,JSONPath=`.status.clusters.ready`
+// +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.bundles.total`
+// +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
+// +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Fleet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// status sums up the MemberClusters.
+	// +optional
+	Status FleetStatus `json:"status,omitempty"`
+}
+
+// FleetList is a list of Fleets.
+//
+// +kubebuilder:object:root=true
+type FleetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Fleet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Fleet{}, &FleetList{})
+}

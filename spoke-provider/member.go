@@ -1,0 +1,175 @@
+package spokeprovider
+
+import (
+	"fmt"
+	"time"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// State is what the provider knows of one member: what the hub publishes as its MemberCluster.
+type State struct {
+	// Ready is true while the member is connected and answers its probes.
+	Ready bool
+	// Reason and Message explain Ready, with the reasons of the hub API
+	// (hubv1alpha1.ConnectedReason, UnreachableReason, ...).
+	Reason, Message string
+	// KubernetesVersion is the member's gitVersion.
+	KubernetesVersion string
+	// ClusterID is the uid of the member's kube-system namespace.
+	ClusterID string
+	// LastSeen is when the member last answered.
+	LastSeen time.Time
+	// SecretNamespace and SecretName name the member's kubeconfig Secret.
+	SecretNamespace, SecretName string
+}
+
+// phase is where a member stands with the kubeconfig its Secret holds now.
+type phase string
+
+const (
+	// phaseConnecting: the kubeconfig is being connected in the background.
+	phaseConnecting phase = "connecting"
+	// phaseConnected: the active connection uses the kubeconfig.
+	phaseConnected phase = "connected"
+	// phaseRefused: the kubeconfig was refused (it would run a program, read a file, or is
+	// malformed); nothing happens until the Secret changes.
+	phaseRefused phase = "refused"
+	// phaseBackingOff: connecting with the kubeconfig failed; it is tried again at retryAt.
+	phaseBackingOff phase = "backingOff"
+)
+
+const connectedMessage = "Connected; reconciling its ConfigBundles"
+
+// member is one member's lifecycle. Its phase is about the Secret's current kubeconfig (hash);
+// independently of it, active is the connection in use, which a new kubeconfig replaces only
+// once it works (make before break): a member can be connected with an old kubeconfig while a
+// new one is connecting, refused or backing off.
+//
+// Every field is guarded by Provider.mu; the transition methods are called with it held and
+// never block.
+type member struct {
+	phase   phase
+	hash    string        // sha256 of the kubeconfig the phase is about
+	retryAt time.Time     // phaseBackingOff: when the kubeconfig may be tried again
+	backoff time.Duration // the delay before the last retry; reset by a connection
+
+	active   *connection // the connection in use, nil if none
+	failures int         // consecutive failed probes of active
+
+	state State // what is published
+}
+
+func newMember(secretNamespace, secretName string) *member {
+	return &member{state: State{
+		Reason: hubv1alpha1.ConnectingReason, Message: "Connecting to the member",
+		SecretNamespace: secretNamespace, SecretName: secretName,
+	}}
+}
+
+// next says what to do with the Secret's kubeconfig hash: connect it (true), or nothing for
+// now (false, and after how long to look again, if ever).
+func (m *member) next(hash string, now time.Time) (connect bool, retryIn time.Duration) {
+	if hash != m.hash {
+		return true, 0 // a new kubeconfig: whatever happened to the previous one is moot
+	}
+	switch m.phase {
+	case phaseBackingOff:
+		if now.Before(m.retryAt) {
+			return false, m.retryAt.Sub(now)
+		}
+		return true, 0
+	case phaseConnecting, phaseConnected, phaseRefused:
+		return false, 0
+	}
+	return true, 0 // a member that has not started yet
+}
+
+// connecting starts an attempt with the kubeconfig hash.
+func (m *member) connecting(hash string) {
+	m.phase, m.hash = phaseConnecting, hash
+	if m.active == nil {
+		m.state.Ready, m.state.Reason, m.state.Message = false, hubv1alpha1.ConnectingReason, "Connecting to the member"
+	}
+}
+
+// attempting reports whether the attempt with hash is still the one wanted: the Secret has not
+// moved on to another kubeconfig and the member has not left.
+func (m *member) attempting(hash string) bool {
+	return m.phase == phaseConnecting && m.hash == hash
+}
+
+// refused records that the kubeconfig hash is refused for good.
+func (m *member) refused(hash, reason, message string) {
+	m.phase, m.hash, m.retryAt = phaseRefused, hash, time.Time{}
+	m.failedWith(reason, message)
+}
+
+// connectFailed records a failed attempt with hash and returns the delay before the next one:
+// 2 seconds, doubling up to maxDelay.
+func (m *member) connectFailed(hash, reason, message string, now time.Time, maxDelay time.Duration) time.Duration {
+	m.backoff = min(max(2*m.backoff, retryBaseDelay), maxDelay)
+	m.phase, m.hash, m.retryAt = phaseBackingOff, hash, now.Add(m.backoff)
+	m.failedWith(reason, message)
+	return m.backoff
+}
+
+// failedWith publishes a failure: a member that is still connected with a previous kubeconfig
+// stays Ready and says that rotation failed.
+func (m *member) failedWith(reason, message string) {
+	if m.active != nil {
+		m.state.Reason = hubv1alpha1.RotationFailedReason
+		m.state.Message = "The Secret's new kubeconfig failed (" + reason + ": " + message + "); still connected with the previous one"
+		return
+	}
+	m.state.Ready, m.state.Reason, m.state.Message = false, reason, message
+}
+
+// connected makes conn the active connection and returns the one it replaces, if any.
+func (m *member) connected(conn *connection, now time.Time) (old *connection) {
+	old = m.active
+	m.phase, m.hash, m.retryAt, m.backoff = phaseConnected, conn.hash, time.Time{}, 0
+	m.active, m.failures = conn, 0
+	m.state = State{
+		Ready: true, Reason: hubv1alpha1.ConnectedReason, Message: connectedMessage,
+		KubernetesVersion: conn.version, ClusterID: conn.clusterID, LastSeen: now,
+		SecretNamespace: m.state.SecretNamespace, SecretName: m.state.SecretName,
+	}
+	return old
+}
+
+// engageFailed undoes connected(conn) after the manager refused to engage conn: old, the
+// connection it replaced, is active again.
+func (m *member) engageFailed(conn, old *connection) {
+	if m.active == conn {
+		m.active = old
+	}
+}
+
+// probed records a probe of conn and reports whether the published state changed and whether
+// the member recovered (became Ready again). Probes of a connection that is no longer active
+// are ignored.
+func (m *member) probed(conn *connection, version string, err error, now time.Time, threshold int) (changed, recovered bool) {
+	if m.active != conn {
+		return false, false
+	}
+	if err != nil {
+		m.failures++
+		if m.failures < threshold || !m.state.Ready {
+			return false, false
+		}
+		m.state.Ready, m.state.Reason = false, hubv1alpha1.UnreachableReason
+		m.state.Message = fmt.Sprintf("%d consecutive health probes failed; last: %v", m.failures, err)
+		return true, false
+	}
+	m.failures = 0
+	m.state.LastSeen = now
+	if version != m.state.KubernetesVersion {
+		m.state.KubernetesVersion, changed = version, true
+	}
+	if !m.state.Ready {
+		m.state.Ready, m.state.Reason, m.state.Message = true, hubv1alpha1.ConnectedReason, connectedMessage
+		return true, true
+	}
+	return changed, false
+}

@@ -1,0 +1,103 @@
+package spokeprovider
+
+import (
+	"cmp"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// Defaults of Options.
+const (
+	DefaultProbeInterval    = 10 * time.Second
+	DefaultProbeTimeout     = 3 * time.Second
+	DefaultFailureThreshold = 2
+	DefaultConnectTimeout   = 30 * time.Second
+	DefaultRetryMaxDelay    = time.Minute
+	DefaultQPS              = 50
+	DefaultBurst            = 100
+	DefaultRequestTimeout   = 10 * time.Second
+
+	// retryBaseDelay is the first delay before a failed connection is tried again.
+	retryBaseDelay = 2 * time.Second
+)
+
+// Options configure the Provider. The zero value of a field means its default, which its
+// comment gives.
+type Options struct {
+	// Namespace is the hub namespace holding the kubeconfig Secrets. Defaults to
+	// hubv1alpha1.DefaultSecretNamespace.
+	Namespace string
+
+	// Label is the label that makes a Secret a member, with the value "true". Defaults to
+	// hubv1alpha1.DefaultSecretLabel, the convention of multicluster-runtime's kubeconfig provider.
+	Label string
+
+	// Key is the Secret data key holding the kubeconfig. Defaults to
+	// hubv1alpha1.DefaultSecretKey.
+	Key string
+
+	// ProbeInterval is how often each member is probed. Defaults to 10 seconds.
+	ProbeInterval time.Duration
+
+	// ProbeTimeout bounds one probe. Defaults to 3 seconds, or ProbeInterval if that is shorter.
+	ProbeTimeout time.Duration
+
+	// FailureThreshold is the number of consecutive failed probes after which a member is
+	// Unreachable. Defaults to 2.
+	FailureThreshold int
+
+	// ConnectTimeout bounds a connection attempt: reaching the member, checking its identity,
+	// installing CRDs and warming the caches. Defaults to 30 seconds.
+	ConnectTimeout time.Duration
+
+	// RetryMaxDelay caps the delay before a failed connection is tried again (it starts at 2
+	// seconds and doubles). Defaults to 1 minute.
+	RetryMaxDelay time.Duration
+
+	// QPS and Burst limit each member client (a bundle costs two writes). Default to 50 and 100.
+	QPS   float32
+	Burst int
+
+	// RequestTimeout bounds each request of a member client other than watches. Defaults to
+	// 10 seconds.
+	RequestTimeout time.Duration
+
+	// CRDs are the CRDs a member must serve. Defaults to none.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+
+	// InstallCRDs applies CRDs to each member on join (server-side apply). Where that is
+	// forbidden and a CRD is absent, the member is not Ready (CRDMissing). Defaults to false.
+	InstallCRDs bool
+
+	// WarmTypes are the kinds whose informers are started and synced before a member is
+	// engaged, so that no reconcile waits for a cold cache. Defaults to none.
+	WarmTypes []client.Object
+
+	// ClusterOptions configure each member's cluster.Cluster (scheme, cache options).
+	ClusterOptions []cluster.Option
+
+	// FieldOwner is the field manager of the CRDs the provider applies. Defaults to
+	// hubv1alpha1.FieldOwner.
+	FieldOwner string
+}
+
+// defaults applies the defaults of Options: the one place they are applied.
+func (o *Options) defaults() {
+	o.Namespace = cmp.Or(o.Namespace, hubv1alpha1.DefaultSecretNamespace)
+	o.Label = cmp.Or(o.Label, hubv1alpha1.DefaultSecretLabel)
+	o.Key = cmp.Or(o.Key, hubv1alpha1.DefaultSecretKey)
+	o.ProbeInterval = cmp.Or(o.ProbeInterval, DefaultProbeInterval)
+	o.ProbeTimeout = cmp.Or(o.ProbeTimeout, min(DefaultProbeTimeout, o.ProbeInterval))
+	o.FailureThreshold = cmp.Or(o.FailureThreshold, DefaultFailureThreshold)
+	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
+	o.RetryMaxDelay = cmp.Or(o.RetryMaxDelay, DefaultRetryMaxDelay)
+	o.QPS = cmp.Or(o.QPS, DefaultQPS)
+	o.Burst = cmp.Or(o.Burst, DefaultBurst)
+	o.RequestTimeout = cmp.Or(o.RequestTimeout, DefaultRequestTimeout)
+	o.FieldOwner = cmp.Or(o.FieldOwner, hubv1alpha1.FieldOwner)
+}
