@@ -15,8 +15,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/pkg/configbundle"
 )
 
 // driftTimeout bounds the wait for one heal.

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
-	"configbundle.dev/hub/internal/testing/controlplane"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/hubprocess"
 	"configbundle.dev/hub/pkg/hubmanager"
 )

@@ -105,21 +105,15 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 	if err != nil {
 		return nil, err
 	}
-	var hubCPs, memberCPs []*controlplane.ControlPlane
-	var hubErr, memberErr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		hubCPs, hubErr = controlplane.Start(ctx, names[:1], controlplane.Options{CRDs: hubCRDs, StartTimeout: 5 * time.Minute, Output: cpOutput})
-	})
-	wg.Go(func() {
-		memberCPs, memberErr = controlplane.Start(ctx, names[1:], controlplane.Options{CRDs: crds, StartTimeout: 5 * time.Minute, Output: cpOutput})
-	})
-	wg.Wait()
-	defer func() { _ = controlplane.StopAll(append(hubCPs, memberCPs...)) }()
-	if err := errors.Join(hubErr, memberErr); err != nil {
+	planes := append(
+		controlplane.Named(controlplane.Options{CRDs: hubCRDs, StartTimeout: 5 * time.Minute, Output: cpOutput}, names[0]),
+		controlplane.Named(controlplane.Options{CRDs: crds, StartTimeout: 5 * time.Minute, Output: cpOutput}, names[1:]...)...)
+	cps, err := controlplane.Start(ctx, planes...)
+	if err != nil {
 		return nil, fmt.Errorf("starting control planes: %w", err)
 	}
-	f, err := newFleet(ctx, cfg, hubCPs[0], memberCPs)
+	defer func() { _ = controlplane.StopAll(cps) }()
+	f, err := newFleet(ctx, cfg, cps[0], cps[1:])
 	if err != nil {
 		return nil, err
 	}

@@ -25,10 +25,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
-	"configbundle.dev/hub/internal/testing/controlplane"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/hubprocess"
 	"configbundle.dev/hub/pkg/hubmanager"
 )
@@ -116,15 +116,14 @@ func (d *demo) startFleet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	hubs, err := controlplane.Start(ctx, []string{"hub"}, controlplane.Options{CRDs: hubCRDs})
-	if err != nil {
-		return fmt.Errorf("starting the hub cluster: %w", err)
-	}
-	d.hubCP = hubs[0]
 	// Members get a garbage collector, so that deleting a bundle really deletes its ConfigMap.
-	if d.members, err = controlplane.Start(ctx, names, controlplane.Options{GarbageCollector: true}); err != nil {
-		return fmt.Errorf("starting the member clusters: %w", err)
+	cps, err := controlplane.Start(ctx, append(
+		controlplane.Named(controlplane.Options{CRDs: hubCRDs}, "hub"),
+		controlplane.Named(controlplane.Options{GarbageCollector: true}, names...)...)...)
+	if err != nil {
+		return fmt.Errorf("starting the local fleet: %w", err)
 	}
+	d.hubCP, d.members = cps[0], cps[1:]
 	scheme, err := hubmanager.Scheme()
 	if err != nil {
 		return err

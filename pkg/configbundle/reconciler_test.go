@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/pkg/configbundle"
 )
 
 // readyReason returns a matcher for a bundle whose Ready condition has the given status and

@@ -2,12 +2,9 @@ package configbundle_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,10 +26,10 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
-	"configbundle.dev/hub/config"
-	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/pkg/configbundle"
 )
 
 // Timeouts of the suite, generous for a loaded two-core machine.
@@ -79,11 +76,10 @@ func runSuite(m *testing.M) int {
 	// every 30 seconds.
 	crds, err := config.MemberCRDs()
 	must(err)
-	cps, err := startControlPlanes(startCtx, map[string]controlplane.Options{
-		"hub":   {},
-		memberA: {CRDs: crds, GarbageCollector: true},
-		memberB: {CRDs: withoutValidation(crds), GarbageCollector: true},
-	}, "hub", memberA, memberB)
+	cps, err := controlplane.Start(startCtx,
+		controlplane.Plane{Name: "hub"},
+		controlplane.Plane{Name: memberA, Options: controlplane.Options{CRDs: crds, GarbageCollector: true}},
+		controlplane.Plane{Name: memberB, Options: controlplane.Options{CRDs: withoutValidation(crds), GarbageCollector: true}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting control planes:", err)
 		return 1
@@ -127,29 +123,6 @@ func zapLevel() int8 {
 		return -1
 	}
 	return 5 // errors only
-}
-
-// startControlPlanes starts control planes with options of their own, all at once, and returns
-// them in the order of names.
-func startControlPlanes(ctx context.Context, opts map[string]controlplane.Options, names ...string) ([]*controlplane.ControlPlane, error) {
-	cps := make([]*controlplane.ControlPlane, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() {
-			var started []*controlplane.ControlPlane
-			started, errs[i] = controlplane.Start(ctx, []string{name}, opts[name])
-			if errs[i] == nil {
-				cps[i] = started[0]
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		_ = controlplane.StopAll(slices.DeleteFunc(cps, func(cp *controlplane.ControlPlane) bool { return cp == nil }))
-		return nil, err
-	}
-	return cps, nil
 }
 
 // withoutValidation strips the ConfigBundle CRD of its CEL rules and length bound.

@@ -26,8 +26,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/registration"
 )
 

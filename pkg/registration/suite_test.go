@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
 )
 
@@ -75,7 +75,7 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	began := time.Now()
-	cps, err := controlplane.Start(ctx, []string{"hub", "member"}, controlplane.Options{StartTimeout: startTimeout})
+	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{StartTimeout: startTimeout}, "hub", "member")...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the control planes: %v\n", err)
 		return 1

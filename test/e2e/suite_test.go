@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,9 +20,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
-	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/hubprocess"
 	"configbundle.dev/hub/pkg/hubmanager"
 )
@@ -75,19 +74,15 @@ func runSuite(m *testing.M) int {
 	must(err)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	var hubs, mems []*controlplane.ControlPlane
-	var hubErr, memErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { hubs, hubErr = controlplane.Start(ctx, []string{"hub"}, controlplane.Options{CRDs: hubCRDs}) })
-	wg.Go(func() {
-		mems, memErr = controlplane.Start(ctx, []string{"m1", "m2", "m3", "m4"}, controlplane.Options{})
-	})
-	wg.Wait()
-	defer func() { _ = controlplane.StopAll(append(hubs, mems...)) }()
-	if hubErr != nil || memErr != nil {
-		fmt.Fprintln(os.Stderr, "starting control planes:", hubErr, memErr)
+	cps, err := controlplane.Start(ctx, append(
+		controlplane.Named(controlplane.Options{CRDs: hubCRDs}, "hub"),
+		controlplane.Named(controlplane.Options{}, "m1", "m2", "m3", "m4")...)...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting control planes:", err)
 		return 1
 	}
+	defer func() { _ = controlplane.StopAll(cps) }()
+	hubs, mems := cps[:1], cps[1:]
 	scheme, err := hubmanager.Scheme()
 	must(err)
 	hubCP = hubs[0]

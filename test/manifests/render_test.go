@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/config"
 )
 
 // kustomizations lists the directories under config/ that hold a kustomization, relative to it.

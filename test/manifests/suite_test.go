@@ -87,7 +87,7 @@ func controlPlane(t *testing.T, name string) *controlplane.ControlPlane {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		started, planesErr = controlplane.Start(ctx, []string{"hub", "m1", "dry"}, controlplane.Options{})
+		started, planesErr = controlplane.Start(ctx, controlplane.Named(controlplane.Options{}, "hub", "m1", "dry")...)
 		for _, cp := range started {
 			planes[cp.Name] = cp
 		}

@@ -32,7 +32,7 @@ const (
 	controllerManagerBinary = "kube-controller-manager"
 )
 
-// Options configure Start. Each field's comment says its default.
+// Options configure a control plane of Start. Each field's comment says its default.
 type Options struct {
 	// BinaryAssetsDirectory holds etcd, kube-apiserver and kube-controller-manager.
 	// Defaults to $KUBEBUILDER_ASSETS.
@@ -66,7 +66,7 @@ type Options struct {
 // too (on Linux), but etcd and kube-apiserver, which envtest starts, keep running, and
 // the temporary directory remains.
 type ControlPlane struct {
-	// Name is the name passed to Start. It names the kubeconfig's cluster, user and context.
+	// Name is the Plane's name. It names the kubeconfig's cluster, user and context.
 	Name string
 
 	// Config is the admin (system:masters) client config. Copy it (rest.CopyConfig) before
@@ -91,43 +91,59 @@ type ControlPlane struct {
 	stopErr error
 }
 
-// Start starts one control plane per name, all in parallel, and returns them in the order
-// of names once every one is ready: kube-apiserver healthy, the default namespace present,
-// Options.CRDs established and, with Options.GarbageCollector, the garbage collector
-// working. Names must be unique DNS-1123 labels.
+// Plane is one control plane for Start: its name and its own options.
+type Plane struct {
+	// Name names the control plane, its kubeconfig's cluster, user and context; a DNS-1123
+	// label, unique among the planes of one Start.
+	Name string
+	Options
+}
+
+// Named returns one Plane per name, all with opts.
+func Named(opts Options, names ...string) []Plane {
+	planes := make([]Plane, 0, len(names))
+	for _, name := range names {
+		planes = append(planes, Plane{Name: name, Options: opts})
+	}
+	return planes
+}
+
+// Start starts the control planes, all in parallel, each with its own options, and returns
+// them in the order given once every one is ready: kube-apiserver healthy, the default
+// namespace present, its CRDs established and, with GarbageCollector, the garbage collector
+// working.
 //
 // If any control plane fails to start, Start stops the ones that did start and returns
 // the failures joined (errors.Join). ctx is checked between the start phases; the start
 // of etcd and kube-apiserver cannot be interrupted and is bounded by Options.StartTimeout.
-func Start(ctx context.Context, names []string, opts Options) ([]*ControlPlane, error) {
-	if len(names) == 0 {
-		return nil, errors.New("no control-plane names given")
+func Start(ctx context.Context, planes ...Plane) ([]*ControlPlane, error) {
+	if len(planes) == 0 {
+		return nil, errors.New("no control planes given")
 	}
-	seen := make(map[string]bool, len(names))
-	for _, name := range names {
-		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-			return nil, fmt.Errorf("invalid control-plane name %q: %v", name, errs)
+	seen := make(map[string]bool, len(planes))
+	for i, p := range planes {
+		if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {
+			return nil, fmt.Errorf("invalid control-plane name %q: %v", p.Name, errs)
 		}
-		if seen[name] {
-			return nil, fmt.Errorf("duplicate control-plane name %q", name)
+		if seen[p.Name] {
+			return nil, fmt.Errorf("duplicate control-plane name %q", p.Name)
 		}
-		seen[name] = true
-	}
-	if err := opts.complete(); err != nil {
-		return nil, err
+		seen[p.Name] = true
+		if err := planes[i].complete(); err != nil {
+			return nil, fmt.Errorf("control plane %q: %w", p.Name, err)
+		}
 	}
 
 	var (
-		out  = newOutput(opts.Output)
-		cps  = make([]*ControlPlane, len(names))
-		errs = make([]error, len(names))
+		cps  = make([]*ControlPlane, len(planes))
+		errs = make([]error, len(planes))
 		wg   sync.WaitGroup
 	)
-	for i, name := range names {
+	for i, p := range planes {
 		wg.Go(func() {
-			cp, err := start(ctx, name, opts, out)
+			cp, err := start(ctx, p.Name, p.Options, newOutput(p.Output))
 			if err != nil {
-				errs[i] = fmt.Errorf("control plane %q: %w", name, err)
+				errs[i] = fmt.Errorf("control plane %q: %w", p.Name, err)
 				return
 			}
 			cps[i] = cp

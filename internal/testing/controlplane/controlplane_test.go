@@ -44,12 +44,12 @@ func TestControlPlanes(t *testing.T) {
 
 	var output bytes.Buffer // Start serializes writes; read only after every process has stopped
 	began := time.Now()
-	cps, err := controlplane.Start(ctx, []string{"alpha", "beta"}, controlplane.Options{
+	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{
 		GarbageCollector: true,
 		StartTimeout:     startTimeout,
 		Output:           &output,
 		CRDs:             []*apiextensionsv1.CustomResourceDefinition{widgetCRD()},
-	})
+	}, "alpha", "beta")...)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	t.Cleanup(func() { g.Expect(controlplane.StopAll(cps)).To(gomega.Succeed()) })
 	t.Logf("started %d control planes with garbage collectors in %s", len(cps), time.Since(began).Round(time.Millisecond))

@@ -6,11 +6,14 @@ import (
 	"sync"
 )
 
-// output serializes the control-plane processes' writes to one io.Writer.
+// output passes the control-plane processes' output to one io.Writer.
 type output struct {
-	mu sync.Mutex
-	w  io.Writer
+	w io.Writer
 }
+
+// writeMu serializes every write of every output, so that control planes started with
+// different Options may share a writer.
+var writeMu sync.Mutex
 
 // newOutput returns nil if w is nil.
 func newOutput(w io.Writer) *output {
@@ -64,8 +67,8 @@ func (l *lineWriter) flush() {
 
 // emit writes one line; write errors are dropped, as a process's output is best effort.
 func (l *lineWriter) emit(line []byte) {
-	l.out.mu.Lock()
-	defer l.out.mu.Unlock()
+	writeMu.Lock()
+	defer writeMu.Unlock()
 	_, _ = l.out.w.Write(append(append([]byte(nil), l.prefix...), line...))
 }
 
