@@ -5,6 +5,8 @@ SHELL := /usr/bin/env bash -o pipefail
 
 GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
+# golangci-lint is a tool of its own module, so that its dependencies never mix with the hub's.
+GOLANGCI_LINT := $(GO) tool -modfile=hack/tools/go.mod golangci-lint
 
 
 # Go test flags; for example `make test TESTFLAGS='-run TestDrift -v'`.
@@ -38,21 +40,31 @@ fmt: ## Run gofmt.
 vet: ## Run go vet.
 	$(GO) vet ./...
 
+.PHONY: lint
+lint: ## Run golangci-lint (config in .golangci.yml).
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: tidy
+tidy: ## Run go mod tidy on the module and on the tools module.
+	$(GO) mod tidy
+	cd hack/tools && $(GO) mod tidy
+
 .PHONY: verify
-verify: manifests generate ## Regenerate and fail if the committed output differs.
+verify: manifests generate lint ## Fail on stale generated files, an untidy module, unformatted code or lint findings.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
-	git diff --exit-code -- config api pkg
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run make tidy"; exit 1; }
+	@git diff --exit-code -- config api pkg || { echo "generated files are stale: run make manifests generate and commit"; exit 1; }
 
 .PHONY: testbin
 testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes the first time).
 	@bash hack/testbin.sh
 
 .PHONY: test
-test: ## Build what the tests need, then run every test on real control planes.
+test: ## Build what the tests need, then run every test on real control planes, with the race detector.
 	@dir="$$(bash hack/testbin.sh)"; \
 	$(GO) vet ./...; \
 	$(GO) vet -tags kind ./hack/kind/...; \
-	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -count=1 -timeout 25m $(TESTFLAGS)
+	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -race -count=1 -timeout 30m $(TESTFLAGS)
 
 ##@ Run
 

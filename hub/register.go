@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"configbundle.dev/hub/pkg/registration"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // registerCommand runs `hub register NAME` or `hub unregister NAME`.
@@ -25,10 +27,10 @@ func registerCommand(cmd string, args []string) int {
 	fs.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the hub cluster (default: $KUBECONFIG or ~/.kube/config).")
 	fs.StringVar(&hubContext, "hub-context", "", "Context of --hub-kubeconfig to use (default: its current context).")
 	fs.StringVar(&opts.Server, "server", "", "API server URL the hub uses to reach the member, when it differs from the member kubeconfig's (for example kind's --internal address).")
-	fs.StringVar(&opts.SecretNamespace, "secret-namespace", registration.DefaultNamespace, "Hub namespace of the member's kubeconfig Secret (the hub's --secret-namespace).")
-	fs.StringVar(&opts.SecretLabel, "secret-label", registration.DefaultSecretLabel, "Label marking the Secret as a member (the hub's --secret-label).")
-	fs.StringVar(&opts.SecretKey, "secret-key", registration.DefaultSecretKey, "Data key of the kubeconfig in the Secret (the hub's --secret-key).")
-	fs.StringVar(&opts.MemberNamespace, "member-namespace", registration.DefaultNamespace, "Member namespace of the hub's ServiceAccount.")
+	fs.StringVar(&opts.SecretNamespace, "secret-namespace", hubv1alpha1.DefaultSecretNamespace, "Hub namespace of the member's kubeconfig Secret (the hub's --secret-namespace).")
+	fs.StringVar(&opts.SecretLabel, "secret-label", hubv1alpha1.DefaultSecretLabel, "Label marking the Secret as a member (the hub's --secret-label).")
+	fs.StringVar(&opts.SecretKey, "secret-key", hubv1alpha1.DefaultSecretKey, "Data key of the kubeconfig in the Secret (the hub's --secret-key).")
+	fs.StringVar(&opts.MemberNamespace, "member-namespace", hubv1alpha1.DefaultSecretNamespace, "Member namespace of the hub's ServiceAccount.")
 	fs.DurationVar(&opts.TokenDuration, "token-duration", registration.DefaultTokenDuration, "Requested lifetime of the hub's token; register again before it ends to rotate it.")
 	timeout := fs.Duration("timeout", time.Minute, "How long the whole operation may take.")
 	fs.Usage = func() {

@@ -94,33 +94,11 @@ func driftMember(ctx context.Context, m *member, n int) (latencies, int, error) 
 	if len(targets) == 0 {
 		return nil, 0, fmt.Errorf("no bench bundles in %s", m.Name)
 	}
-	list := &corev1.ConfigMapList{}
-	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
-		return nil, 0, err
-	}
-	w, err := m.client.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace("bench"),
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	events, stop, err := watchTargets(ctx, m, targets)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer w.Stop()
-	events := map[string]chan seen{}
-	for _, t := range targets {
-		events[t] = make(chan seen, 256)
-	}
-	go func() {
-		for ev := range w.ResultChan() {
-			at := time.Now()
-			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
-				if ch, ok := events[cm.Name]; ok {
-					select {
-					case ch <- seen{typ: ev.Type, cm: cm, at: at}:
-					default:
-					}
-				}
-			}
-		}
-	}()
+	defer stop()
 
 	var lat latencies
 	failures := 0
@@ -144,6 +122,38 @@ func driftMember(ctx context.Context, m *member, n int) (latencies, int, error) 
 		lat = append(lat, d)
 	}
 	return lat, failures, nil
+}
+
+// watchTargets watches the bench ConfigMaps of m from now on and passes the events of each
+// target to its own channel.
+func watchTargets(ctx context.Context, m *member, targets []string) (map[string]chan seen, func(), error) {
+	list := &corev1.ConfigMapList{}
+	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
+		return nil, nil, err
+	}
+	w, err := m.client.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace("bench"),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	if err != nil {
+		return nil, nil, err
+	}
+	events := map[string]chan seen{}
+	for _, t := range targets {
+		events[t] = make(chan seen, 256)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			at := time.Now()
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+				if ch, ok := events[cm.Name]; ok {
+					select {
+					case ch <- seen{typ: ev.Type, cm: cm, at: at}:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	return events, w.Stop, nil
 }
 
 // driftOnce makes one kind of drift and waits for the heal seen through the watch.

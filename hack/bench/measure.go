@@ -129,8 +129,9 @@ func machine() string {
 	mem := ""
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		var kb float64
-		fmt.Sscanf(strings.SplitN(string(data), "\n", 2)[0], "MemTotal: %f kB", &kb)
-		mem = fmt.Sprintf(", %.0f GiB", kb/1024/1024)
+		if _, err := fmt.Sscanf(strings.SplitN(string(data), "\n", 2)[0], "MemTotal: %f kB", &kb); err == nil {
+			mem = fmt.Sprintf(", %.0f GiB", kb/1024/1024)
+		}
 	}
 	return fmt.Sprintf("%d cores (%s)%s, %s", runtime.NumCPU(), model, mem, runtime.Version())
 }
@@ -152,10 +153,19 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Micros
 
 func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/1024/1024) }
 
-// print writes the results as a table.
+// print writes the results as tables.
 func (r *results) print(w io.Writer, cfg benchConfig) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("\nConfigBundle Hub benchmark — %s — %s", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.Machine)
+	r.printHeal(p, cfg)
+	r.printConvergence(p, cfg)
+	r.printCost(p)
+	r.printJoin(p, cfg)
+}
+
+type printer func(format string, args ...any)
+
+func (r *results) printHeal(p printer, cfg benchConfig) {
 	p("\n1. Heal latency (tampering write acknowledged -> healed object seen through a watch), %d drifts over %d members", cfg.Drifts, cfg.HealMembers)
 	p("| healer | p50 | p90 | p99 | drifts | p50 / floor | p99 / floor |")
 	p("|---|---|---|---|---|---|---|")
@@ -174,7 +184,9 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 	row(fmt.Sprintf("ConfigBundle Hub, %d of %d members paused", r.PausedMembers, r.MembersAtJoin), r.IsolatedHeal)
 	p("| seed operator's model: poll every %s (expected latency N/2, model not measured) | %s | %s | %s | - | - | - |",
 		cfg.PollInterval, ms(cfg.PollInterval/2), ms(cfg.PollInterval*9/10), ms(cfg.PollInterval*99/100))
+}
 
+func (r *results) printConvergence(p printer, cfg benchConfig) {
 	p("\n2. Convergence: %d bundles over %d members", r.Bundles, cfg.ThroughputMembers)
 	p("| all Ready after | bundles/s | hub writes per bundle | of which POST / PUT / PATCH / DELETE | writes in %s of steady state (members / hub) | hub CPU in steady state |", cfg.Quiet)
 	p("|---|---|---|---|---|---|")
@@ -193,6 +205,9 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		slices.Sort(r.SteadyReconciles)
 		p("steady-state reconciles by result: %s", strings.Join(r.SteadyReconciles, ", "))
 	}
+}
+
+func (r *results) printCost(p printer) {
 	p("\n3. Cost (hub process)")
 	p("| members | bundles | unmanaged ConfigMaps | RSS | Go heap in use | goroutines |")
 	p("|---|---|---|---|---|---|")
@@ -212,7 +227,9 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		du := float64(r.CostUnmanaged.Unmanaged)
 		p("per unmanaged ConfigMap (1 KiB of data each): %.2f KiB RSS, %.2f KiB heap", (r.CostUnmanaged.RSS-r.CostWithBundles.RSS)/du/1024, (r.CostUnmanaged.Heap-r.CostWithBundles.Heap)/du/1024)
 	}
+}
 
+func (r *results) printJoin(p printer, cfg benchConfig) {
 	p("\n4. Join with %d black-holed members registered", cfg.BlackHoles)
 	j := latencies(r.JoinTimes)
 	p("| members joined | Secret -> MemberCluster Ready p50 | p90 | max | black holes not Ready |")

@@ -84,33 +84,19 @@ type costPoint struct {
 	Goroutines                  float64
 }
 
-// run measures everything, in the order that lets each phase reuse the fleet of the previous
-// one. progress receives what it is doing.
+// cpOutput, if set (BENCH_DEBUG=1), receives the control planes' output.
 var cpOutput io.Writer
 
+// run measures everything, in the order that lets each phase reuse the fleet of the previous
+// one. progress receives what it is doing.
 func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, error) {
 	say := func(format string, args ...any) { fmt.Fprintf(progress, "bench: "+format+"\n", args...) }
 	res := &results{Machine: machine(), WritesByVerb: map[string]float64{}}
 
-	names := []string{"hub"}
-	for i := 1; i <= cfg.Members; i++ {
-		names = append(names, fmt.Sprintf("m%02d", i))
-	}
-	say("starting %d control planes", len(names))
-	crds, err := config.MemberCRDs()
+	say("starting %d control planes", cfg.Members+1)
+	cps, err := startControlPlanes(ctx, cfg.Members)
 	if err != nil {
 		return nil, err
-	}
-	hubCRDs, err := config.HubCRDs()
-	if err != nil {
-		return nil, err
-	}
-	planes := append(
-		controlplane.Named(controlplane.Options{CRDs: hubCRDs, StartTimeout: 5 * time.Minute, Output: cpOutput}, names[0]),
-		controlplane.Named(controlplane.Options{CRDs: crds, StartTimeout: 5 * time.Minute, Output: cpOutput}, names[1:]...)...)
-	cps, err := controlplane.Start(ctx, planes...)
-	if err != nil {
-		return nil, fmt.Errorf("starting control planes: %w", err)
 	}
 	defer func() { _ = controlplane.StopAll(cps) }()
 	f, err := newFleet(ctx, cfg, cps[0], cps[1:])
@@ -121,73 +107,118 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 	if err := f.startHub(); err != nil {
 		return nil, err
 	}
+	for _, phase := range []func(context.Context, benchConfig, *results, func(string, ...any)) error{
+		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal,
+	} {
+		if err := phase(ctx, cfg, res, say); err != nil {
+			return res, err
+		}
+	}
+	res.HealedAllDrifts = res.HubHealErrors == 0 && res.FloorHealErrors == 0 &&
+		len(res.HubHeal) == cfg.Drifts && len(res.FloorHeal) == cfg.Drifts && len(res.IsolatedHeal) == cfg.Drifts
+	return res, nil
+}
 
-	// Join and cost per empty member: members join one by one, black holes registered first.
+// startControlPlanes starts the hub's control plane and n members'.
+func startControlPlanes(ctx context.Context, n int) ([]*controlplane.ControlPlane, error) {
+	crds, err := config.MemberCRDs()
+	if err != nil {
+		return nil, err
+	}
+	hubCRDs, err := config.HubCRDs()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, n)
+	for i := 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("m%02d", i))
+	}
+	planes := append(
+		controlplane.Named(controlplane.Options{CRDs: hubCRDs, StartTimeout: 5 * time.Minute, Output: cpOutput}, "hub"),
+		controlplane.Named(controlplane.Options{CRDs: crds, StartTimeout: 5 * time.Minute, Output: cpOutput}, names...)...)
+	cps, err := controlplane.Start(ctx, planes...)
+	if err != nil {
+		return nil, fmt.Errorf("starting control planes: %w", err)
+	}
+	return cps, nil
+}
+
+// measureJoin measures join and cost per empty member: members join one by one, black holes
+// registered first.
+func (f *fleet) measureJoin(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
 	say("registering %d black holes and %d members", cfg.BlackHoles, cfg.Members)
 	holes, err := f.registerBlackHoles(ctx, cfg.BlackHoles)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer holes.close()
 	for i, m := range f.members {
 		took, err := f.join(ctx, m)
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.JoinTimes = append(res.JoinTimes, took)
 		if n := i + 1; n&(n-1) == 0 || n == len(f.members) { // 1, 2, 4, 8, ...
 			p, err := f.cost(ctx, n, 0, 0)
 			if err != nil {
-				return res, err
+				return err
 			}
 			res.Cost = append(res.Cost, p)
 		}
 	}
 	res.MembersAtJoin = len(f.members)
 	if res.Unreachable, err = f.notReady(ctx, holes.names); err != nil {
-		return res, err
+		return err
 	}
 	res.EmptyBaseline = res.Cost[len(res.Cost)-1]
+	return nil
+}
 
-	// Convergence throughput, writes per bundle, steady state.
+// measureConvergence measures convergence throughput, writes per bundle and the steady state.
+func (f *fleet) measureConvergence(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
 	tm := f.members[:cfg.ThroughputMembers]
 	say("creating %d bundles in each of %d members", cfg.BundlesPerMember, len(tm))
 	if err := f.converge(ctx, tm, cfg.BundlesPerMember, res); err != nil {
-		return res, err
+		return err
 	}
 	say("steady state: counting writes and CPU for %s", cfg.Quiet)
 	if err := f.steady(ctx, res); err != nil {
-		return res, err
+		return err
 	}
-	if res.CostWithBundles, err = f.cost(ctx, len(f.members), cfg.ThroughputMembers*cfg.BundlesPerMember, 0); err != nil {
-		return res, err
-	}
+	var err error
+	res.CostWithBundles, err = f.cost(ctx, len(f.members), cfg.ThroughputMembers*cfg.BundlesPerMember, 0)
+	return err
+}
 
-	// Unmanaged ConfigMaps in a member without bundles.
+// measureUnmanaged measures the cost of ConfigMaps no bundle owns, in a member without bundles.
+func (f *fleet) measureUnmanaged(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
 	um := f.members[len(f.members)-1]
 	say("creating %d unmanaged ConfigMaps in %s", cfg.Unmanaged, um.Name)
 	if err := f.createUnmanaged(ctx, um, cfg.Unmanaged); err != nil {
-		return res, err
+		return err
 	}
-	if res.CostUnmanaged, err = f.cost(ctx, len(f.members), cfg.ThroughputMembers*cfg.BundlesPerMember, cfg.Unmanaged); err != nil {
-		return res, err
-	}
+	var err error
+	res.CostUnmanaged, err = f.cost(ctx, len(f.members), cfg.ThroughputMembers*cfg.BundlesPerMember, cfg.Unmanaged)
+	return err
+}
 
-	// Heal latency of the hub.
+// measureHeal measures the hub's heal latency, then again while a share of the members hang,
+// then the physical floor on the same objects with the hub stopped.
+func (f *fleet) measureHeal(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
 	hm := f.members[:cfg.HealMembers]
 	say("hub: %d drifts over %d members", cfg.Drifts, len(hm))
+	var err error
 	if res.HubHeal, res.HubHealErrors, err = f.drifts(ctx, hm, cfg.Drifts); err != nil {
-		return res, err
+		return err
 	}
 
-	// Heal latency while a share of the members hang.
 	paused := f.members[len(f.members)-max(1, int(float64(len(f.members))*cfg.PausedShare+0.999)):]
 	paused = slices.DeleteFunc(slices.Clone(paused), func(m *member) bool { return slices.Contains(hm, m) })
 	res.PausedMembers = len(paused)
 	say("hub with %d of %d members paused: %d drifts", len(paused), len(f.members), cfg.Drifts)
 	for _, m := range paused {
 		if err := m.cp.Pause(); err != nil {
-			return res, err
+			return err
 		}
 	}
 	res.IsolatedHeal, _, err = f.drifts(ctx, hm, cfg.Drifts)
@@ -195,24 +226,18 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 		err = errors.Join(err, m.cp.Resume())
 	}
 	if err != nil {
-		return res, err
+		return err
 	}
 
-	// The physical floor, on the same objects with the hub stopped.
 	f.stopHub()
 	say("floor: %d drifts over %d members, hub stopped", cfg.Drifts, len(hm))
 	stopFloor, err := startFloor(ctx, hm)
 	if err != nil {
-		return res, err
+		return err
 	}
+	defer stopFloor()
 	res.FloorHeal, res.FloorHealErrors, err = f.drifts(ctx, hm, cfg.Drifts)
-	stopFloor()
-	if err != nil {
-		return res, err
-	}
-	res.HealedAllDrifts = res.HubHealErrors == 0 && res.FloorHealErrors == 0 &&
-		len(res.HubHeal) == cfg.Drifts && len(res.FloorHeal) == cfg.Drifts && len(res.IsolatedHeal) == cfg.Drifts
-	return res, nil
+	return err
 }
 
 // createUnmanaged creates n ConfigMaps of 1 KiB that no bundle owns.

@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,18 +22,13 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/pkg/kubeconfig"
 )
 
-// Defaults of Options.
+// Defaults of Options; the Secret contract's (namespace, label, key) are the hub API's.
 const (
-	// DefaultNamespace is the default of Options.SecretNamespace and Options.MemberNamespace.
-	DefaultNamespace = "configbundle-system"
-	// DefaultSecretLabel is the default of Options.SecretLabel: the label by which the hub's
-	// provider finds kubeconfig Secrets.
-	DefaultSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
-	// DefaultSecretKey is the default of Options.SecretKey.
-	DefaultSecretKey = "kubeconfig"
 	// DefaultTokenDuration is the default of Options.TokenDuration: one year.
 	DefaultTokenDuration = 8760 * time.Hour
 	// MinTokenDuration is the shortest token the TokenRequest API issues.
@@ -42,14 +38,12 @@ const (
 // Names and markers of what Register writes.
 const (
 	// ServiceAccountName is the hub's identity in the member, in Options.MemberNamespace.
-	ServiceAccountName = "configbundle-hub"
+	ServiceAccountName = hubv1alpha1.HubName
 	// RBACName names the ClusterRole and the ClusterRoleBinding granting the hub's identity the
 	// rules of config.MemberClusterRole.
 	RBACName = "configbundle-hub-member"
 	// FieldOwner is the server-side apply field manager of everything Register writes.
 	FieldOwner = "configbundle-register"
-	// ManagedByLabel is set to FieldOwner on everything Register writes.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
 	// TokenExpiresAnnotation on the hub Secret holds the token's expiry, RFC 3339, UTC.
 	TokenExpiresAnnotation = "configbundle.dev/token-expires"
 )
@@ -75,20 +69,21 @@ type Options struct {
 	// host:port gets https:// when Member has TLS settings).
 	Server string
 
-	// SecretNamespace is the hub namespace of the Secret. Defaults to DefaultNamespace
-	// ("configbundle-system"); created if missing.
+	// SecretNamespace is the hub namespace of the Secret. Defaults to
+	// hubv1alpha1.DefaultSecretNamespace ("configbundle-system"); created if missing.
 	SecretNamespace string
 
-	// SecretLabel is the label key set to "true" on the Secret. Defaults to DefaultSecretLabel
-	// ("sigs.k8s.io/multicluster-runtime-kubeconfig").
+	// SecretLabel is the label key set to "true" on the Secret. Defaults to
+	// hubv1alpha1.DefaultSecretLabel ("sigs.k8s.io/multicluster-runtime-kubeconfig").
 	SecretLabel string
 
 	// SecretKey is the key of the Secret's data holding the kubeconfig. Defaults to
-	// DefaultSecretKey ("kubeconfig").
+	// hubv1alpha1.DefaultSecretKey ("kubeconfig").
 	SecretKey string
 
 	// MemberNamespace is the member namespace of the ServiceAccount. Defaults to
-	// DefaultNamespace ("configbundle-system"); created if missing, never deleted.
+	// hubv1alpha1.DefaultSecretNamespace ("configbundle-system"); created if missing, never
+	// deleted.
 	MemberNamespace string
 
 	// TokenDuration is the requested lifetime of the ServiceAccount token; at least
@@ -118,7 +113,28 @@ type options struct {
 	memberURL string // Member.Host as a URL: where Register talks to the member
 }
 
+// complete applies the defaults of o and validates it; forRegister adds the checks of what only
+// Register uses.
 func (o Options) complete(forRegister bool) (*options, error) {
+	o.defaults()
+	opts, err := o.validate()
+	if err != nil || !forRegister {
+		return opts, err
+	}
+	return opts, opts.validateForRegister()
+}
+
+// defaults applies the defaults of Options: the one place they are applied.
+func (o *Options) defaults() {
+	o.SecretNamespace = cmp.Or(o.SecretNamespace, hubv1alpha1.DefaultSecretNamespace)
+	o.MemberNamespace = cmp.Or(o.MemberNamespace, hubv1alpha1.DefaultSecretNamespace)
+	o.SecretLabel = cmp.Or(o.SecretLabel, hubv1alpha1.DefaultSecretLabel)
+	o.SecretKey = cmp.Or(o.SecretKey, hubv1alpha1.DefaultSecretKey)
+	o.TokenDuration = cmp.Or(o.TokenDuration, DefaultTokenDuration)
+}
+
+// validate checks what Register and Unregister both use.
+func (o Options) validate() (*options, error) {
 	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid member name %q: %s", o.Name, strings.Join(errs, "; "))
 	}
@@ -131,21 +147,6 @@ func (o Options) complete(forRegister bool) (*options, error) {
 	if o.Member.Host == "" {
 		return nil, errors.New("the member's credentials name no API server (Options.Member.Host is empty)")
 	}
-	if o.SecretNamespace == "" {
-		o.SecretNamespace = DefaultNamespace
-	}
-	if o.MemberNamespace == "" {
-		o.MemberNamespace = DefaultNamespace
-	}
-	if o.SecretLabel == "" {
-		o.SecretLabel = DefaultSecretLabel
-	}
-	if o.SecretKey == "" {
-		o.SecretKey = DefaultSecretKey
-	}
-	if o.TokenDuration == 0 {
-		o.TokenDuration = DefaultTokenDuration
-	}
 	for what, ns := range map[string]string{"hub Secret namespace": o.SecretNamespace, "member namespace": o.MemberNamespace} {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return nil, fmt.Errorf("invalid %s %q: %s", what, ns, strings.Join(errs, "; "))
@@ -157,7 +158,6 @@ func (o Options) complete(forRegister bool) (*options, error) {
 	if errs := validation.IsConfigMapKey(o.SecretKey); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid Secret key %q: %s", o.SecretKey, strings.Join(errs, "; "))
 	}
-
 	u, _, err := rest.DefaultServerUrlFor(o.Member)
 	if err != nil {
 		return nil, fmt.Errorf("invalid member API server %q: %w", o.Member.Host, err)
@@ -165,20 +165,20 @@ func (o Options) complete(forRegister bool) (*options, error) {
 	if u.Path == "/" {
 		u.Path = "" // https://host:6443/ and https://host:6443 are the same server
 	}
-	opts := &options{Options: o, memberURL: u.String()}
-	if !forRegister {
-		return opts, nil
-	}
+	return &options{Options: o, memberURL: u.String()}, nil
+}
 
+// validateForRegister checks what only Register uses, and defaults Server to the member's URL.
+func (o *options) validateForRegister() error {
 	if o.TokenDuration < MinTokenDuration {
-		return nil, fmt.Errorf("token duration %s is too short: the TokenRequest API issues tokens of at least %s", o.TokenDuration, MinTokenDuration)
+		return fmt.Errorf("token duration %s is too short: the TokenRequest API issues tokens of at least %s", o.TokenDuration, MinTokenDuration)
 	}
 	if o.Server == "" {
-		opts.Server = opts.memberURL
+		o.Server = o.memberURL
 	} else if s, err := url.Parse(o.Server); err != nil || (s.Scheme != "https" && s.Scheme != "http") || s.Host == "" {
-		return nil, fmt.Errorf("invalid server %q: want an http(s) URL such as https://10.0.0.1:6443", o.Server)
+		return fmt.Errorf("invalid server %q: want an http(s) URL such as https://10.0.0.1:6443", o.Server)
 	}
-	return opts, nil
+	return nil
 }
 
 // Register registers the member opts.Name with the hub:
@@ -250,13 +250,16 @@ func (o *options) register(ctx context.Context) (*Result, error) {
 	expires := tr.Status.ExpirationTimestamp.UTC()
 
 	// 3. The kubeconfig.
-	kubeconfig, err := buildKubeconfig(o.Name, o.Server, o.Member, tr.Status.Token)
+	kc, err := buildKubeconfig(o.Name, o.Server, o.Member, tr.Status.Token)
 	if err != nil {
 		return nil, err
 	}
 
-	// 4. Proof that it works, before the hub is touched.
-	if err := verify(ctx, kubeconfig, o.Member, o.memberURL); err != nil {
+	// 4. Proof that the hub will accept it and that it works, before the hub is touched.
+	if _, err := kubeconfig.RESTConfig(kc); err != nil {
+		return nil, fmt.Errorf("the kubeconfig written for the hub would be refused by it: %w", err)
+	}
+	if err := verify(ctx, kc, o.Member, o.memberURL); err != nil {
 		return nil, err
 	}
 
@@ -266,7 +269,7 @@ func (o *options) register(ctx context.Context) (*Result, error) {
 		WithLabels(map[string]string{o.SecretLabel: "true"}).
 		WithAnnotations(map[string]string{TokenExpiresAnnotation: expires.Format(time.RFC3339)}).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{o.SecretKey: kubeconfig})
+		WithData(map[string][]byte{o.SecretKey: kc})
 	if err := applyInNamespace(ctx, hub, o.SecretNamespace, secret); err != nil {
 		return nil, fmt.Errorf("applying Secret %s/%s on the hub (%s): %w", o.SecretNamespace, o.Name, o.Hub.Host, err)
 	}
@@ -345,7 +348,7 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 }
 
 func managedBy() map[string]string {
-	return map[string]string{ManagedByLabel: FieldOwner}
+	return map[string]string{hubv1alpha1.ManagedByLabel: FieldOwner}
 }
 
 func apply(ctx context.Context, c client.Client, ac runtime.ApplyConfiguration) error {

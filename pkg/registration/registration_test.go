@@ -29,6 +29,8 @@ import (
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/registration"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // baseOptions are Options with only the required fields set.
@@ -106,7 +108,7 @@ func memberRole(g Gomega) *rbacv1.ClusterRole {
 
 // expectManagedByRegister checks the label and the server-side apply field manager of obj.
 func expectManagedByRegister(g Gomega, obj client.Object) {
-	g.Expect(obj.GetLabels()).To(HaveKeyWithValue(registration.ManagedByLabel, registration.FieldOwner), "%T %s", obj, obj.GetName())
+	g.Expect(obj.GetLabels()).To(HaveKeyWithValue(hubv1alpha1.ManagedByLabel, registration.FieldOwner), "%T %s", obj, obj.GetName())
 	managers := map[string]metav1.ManagedFieldsOperationType{}
 	for _, mf := range obj.GetManagedFields() {
 		managers[mf.Manager] = mf.Operation
@@ -133,21 +135,21 @@ func TestRegisterWritesVerifiedSelfContainedKubeconfig(t *testing.T) {
 	res := register(t, opts)
 
 	g.Expect(res.SecretName).To(Equal("member-one"))
-	g.Expect(res.SecretNamespace).To(Equal(registration.DefaultNamespace))
+	g.Expect(res.SecretNamespace).To(Equal(hubv1alpha1.DefaultSecretNamespace))
 	g.Expect(res.Server).To(Equal(hubOnlyServer))
 	g.Expect(res.TokenExpires).To(BeTemporally(">=", began.Add(registration.DefaultTokenDuration).Add(-time.Minute)))
 	g.Expect(res.TokenExpires).To(BeTemporally("<=", time.Now().Add(registration.DefaultTokenDuration).Add(time.Minute)))
 
-	secret := hubSecret(g, registration.DefaultNamespace, "member-one")
+	secret := hubSecret(g, hubv1alpha1.DefaultSecretNamespace, "member-one")
 	g.Expect(secret.Type).To(Equal(corev1.SecretTypeOpaque))
-	g.Expect(secret.Labels).To(HaveKeyWithValue(registration.DefaultSecretLabel, "true"))
+	g.Expect(secret.Labels).To(HaveKeyWithValue(hubv1alpha1.DefaultSecretLabel, "true"))
 	expectManagedByRegister(g, secret)
 	g.Expect(secret.Annotations).To(HaveKey(registration.TokenExpiresAnnotation))
 	expires, err := time.Parse(time.RFC3339, secret.Annotations[registration.TokenExpiresAnnotation])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(expires).To(BeTemporally("==", res.TokenExpires))
 
-	raw, kc := kubeconfigIn(g, secret, registration.DefaultSecretKey)
+	raw, kc := kubeconfigIn(g, secret, hubv1alpha1.DefaultSecretKey)
 	g.Expect(kc.CurrentContext).To(Equal("member-one"))
 	g.Expect(slices.Collect(maps.Keys(kc.Contexts))).To(Equal([]string{"member-one"}))
 	g.Expect(slices.Collect(maps.Keys(kc.Clusters))).To(Equal([]string{"member-one"}))
@@ -184,10 +186,10 @@ func TestRegisterWritesVerifiedSelfContainedKubeconfig(t *testing.T) {
 
 	// What Register applied in the member.
 	ns := &corev1.Namespace{}
-	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.DefaultNamespace}, ns)).To(Succeed())
+	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: hubv1alpha1.DefaultSecretNamespace}, ns)).To(Succeed())
 	expectManagedByRegister(g, ns)
 	sa := &corev1.ServiceAccount{}
-	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Namespace: registration.DefaultNamespace, Name: registration.ServiceAccountName}, sa)).To(Succeed())
+	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName}, sa)).To(Succeed())
 	expectManagedByRegister(g, sa)
 	role := &rbacv1.ClusterRole{}
 	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.RBACName}, role)).To(Succeed())
@@ -197,10 +199,10 @@ func TestRegisterWritesVerifiedSelfContainedKubeconfig(t *testing.T) {
 	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.RBACName}, binding)).To(Succeed())
 	expectManagedByRegister(g, binding)
 	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: registration.RBACName}))
-	g.Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: registration.DefaultNamespace, Name: registration.ServiceAccountName}}))
+	g.Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName}}))
 	// No legacy token Secret.
 	secrets := &corev1.SecretList{}
-	g.Expect(memberAdmin.List(t.Context(), secrets, client.InNamespace(registration.DefaultNamespace))).To(Succeed())
+	g.Expect(memberAdmin.List(t.Context(), secrets, client.InNamespace(hubv1alpha1.DefaultSecretNamespace))).To(Succeed())
 	g.Expect(secrets.Items).To(BeEmpty())
 }
 
@@ -221,7 +223,7 @@ func TestRegisterHonoursOptions(t *testing.T) {
 
 	secret := hubSecret(g, "fleet", "member-custom")
 	g.Expect(secret.Labels).To(HaveKeyWithValue("example.com/member-kubeconfig", "true"))
-	g.Expect(secret.Labels).NotTo(HaveKey(registration.DefaultSecretLabel))
+	g.Expect(secret.Labels).NotTo(HaveKey(hubv1alpha1.DefaultSecretLabel))
 	raw, kc := kubeconfigIn(g, secret, "config.yaml")
 	g.Expect(kc.Clusters["member-custom"].Server).To(Equal(memberURL))
 	c := memberClientFor(g, raw)
@@ -236,7 +238,7 @@ func TestRegisterHonoursOptions(t *testing.T) {
 func TestLeastPrivilege(t *testing.T) {
 	g := NewWithT(t)
 	register(t, baseOptions("member-lp"))
-	raw, _ := kubeconfigIn(g, hubSecret(g, registration.DefaultNamespace, "member-lp"), registration.DefaultSecretKey)
+	raw, _ := kubeconfigIn(g, hubSecret(g, hubv1alpha1.DefaultSecretNamespace, "member-lp"), hubv1alpha1.DefaultSecretKey)
 	hub := memberClientFor(g, raw) // the member as the hub sees it
 
 	// Fixtures, made by the member's admin.
@@ -296,7 +298,7 @@ func TestLeastPrivilege(t *testing.T) {
 		g := NewWithT(t)
 		ctx := t.Context()
 		g.Expect(hub.List(ctx, &corev1.SecretList{})).To(Satisfy(apierrors.IsForbidden), "list secrets")
-		g.Expect(hub.List(ctx, &corev1.SecretList{}, client.InNamespace(registration.DefaultNamespace))).To(Satisfy(apierrors.IsForbidden), "list secrets in the hub's own namespace")
+		g.Expect(hub.List(ctx, &corev1.SecretList{}, client.InNamespace(hubv1alpha1.DefaultSecretNamespace))).To(Satisfy(apierrors.IsForbidden), "list secrets in the hub's own namespace")
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: metav1.NamespaceDefault}, &corev1.Namespace{})).To(Satisfy(apierrors.IsForbidden), "get namespace default")
 		g.Expect(hub.List(ctx, &corev1.NamespaceList{})).To(Satisfy(apierrors.IsForbidden), "list namespaces")
 		g.Expect(hub.Delete(ctx, bundle.DeepCopy())).To(Satisfy(apierrors.IsForbidden), "delete configbundles")
@@ -393,8 +395,8 @@ func TestReRegisterRotatesTokenInPlace(t *testing.T) {
 	g := NewWithT(t)
 	opts := baseOptions("member-rotate")
 	first := register(t, opts)
-	secret1 := hubSecret(g, registration.DefaultNamespace, "member-rotate")
-	_, kc1 := kubeconfigIn(g, secret1, registration.DefaultSecretKey)
+	secret1 := hubSecret(g, hubv1alpha1.DefaultSecretNamespace, "member-rotate")
+	_, kc1 := kubeconfigIn(g, secret1, hubv1alpha1.DefaultSecretKey)
 	token1 := tokenOf(g, kc1)
 
 	// Someone widens the ClusterRole; re-registering must restore exactly the member role.
@@ -409,11 +411,11 @@ func TestReRegisterRotatesTokenInPlace(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(second.TokenExpires).To(BeTemporally(">=", first.TokenExpires))
 
-	secret2 := hubSecret(g, registration.DefaultNamespace, "member-rotate")
+	secret2 := hubSecret(g, hubv1alpha1.DefaultSecretNamespace, "member-rotate")
 	g.Expect(secret2.UID).To(Equal(secret1.UID), "the Secret is updated in place")
 	g.Expect(secret2.ResourceVersion).NotTo(Equal(secret1.ResourceVersion))
 	g.Expect(secret2.Annotations[registration.TokenExpiresAnnotation]).To(Equal(second.TokenExpires.Format(time.RFC3339)))
-	raw2, kc2 := kubeconfigIn(g, secret2, registration.DefaultSecretKey)
+	raw2, kc2 := kubeconfigIn(g, secret2, hubv1alpha1.DefaultSecretKey)
 	token2 := tokenOf(g, kc2)
 	g.Expect(token2 != token1).To(BeTrue(), "re-registering rotates the token")
 	g.Expect(memberClientFor(g, raw2).List(t.Context(), &corev1.ConfigMapList{})).To(Succeed(), "the new token works")
@@ -422,7 +424,7 @@ func TestReRegisterRotatesTokenInPlace(t *testing.T) {
 	g.Expect(role.Rules).To(Equal(memberRole(g).Rules), "the widened ClusterRole is restored")
 
 	// No duplicates, here or on the hub.
-	managed := client.MatchingLabels{registration.ManagedByLabel: registration.FieldOwner}
+	managed := client.MatchingLabels{hubv1alpha1.ManagedByLabel: registration.FieldOwner}
 	roles := &rbacv1.ClusterRoleList{}
 	g.Expect(memberAdmin.List(t.Context(), roles, managed)).To(Succeed())
 	g.Expect(roles.Items).To(HaveLen(1))
@@ -433,11 +435,11 @@ func TestReRegisterRotatesTokenInPlace(t *testing.T) {
 	g.Expect(memberAdmin.List(t.Context(), sas, managed)).To(Succeed())
 	g.Expect(sas.Items).To(HaveLen(1))
 	memberSecrets := &corev1.SecretList{}
-	g.Expect(memberAdmin.List(t.Context(), memberSecrets, client.InNamespace(registration.DefaultNamespace))).To(Succeed())
+	g.Expect(memberAdmin.List(t.Context(), memberSecrets, client.InNamespace(hubv1alpha1.DefaultSecretNamespace))).To(Succeed())
 	g.Expect(memberSecrets.Items).To(BeEmpty(), "no token Secrets in the member")
 	hubSecrets := &corev1.SecretList{}
-	g.Expect(hubAdmin.List(t.Context(), hubSecrets, client.InNamespace(registration.DefaultNamespace),
-		client.MatchingLabels{registration.DefaultSecretLabel: "true"})).To(Succeed())
+	g.Expect(hubAdmin.List(t.Context(), hubSecrets, client.InNamespace(hubv1alpha1.DefaultSecretNamespace),
+		client.MatchingLabels{hubv1alpha1.DefaultSecretLabel: "true"})).To(Succeed())
 	g.Expect(hubSecrets.Items).To(HaveLen(1))
 	g.Expect(hubSecrets.Items[0].Name).To(Equal("member-rotate"))
 }
@@ -446,7 +448,7 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 	g := NewWithT(t)
 	opts := baseOptions("member-gone")
 	register(t, opts)
-	raw, _ := kubeconfigIn(g, hubSecret(g, registration.DefaultNamespace, "member-gone"), registration.DefaultSecretKey)
+	raw, _ := kubeconfigIn(g, hubSecret(g, hubv1alpha1.DefaultSecretNamespace, "member-gone"), hubv1alpha1.DefaultSecretKey)
 	hub := memberClientFor(g, raw)
 
 	// What the hub reconciled in the member: a ConfigBundle and its ConfigMap, one in the
@@ -454,7 +456,7 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 	const tenant = "tenant"
 	g.Expect(memberAdmin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}})).To(Succeed())
 	var kept []client.Object
-	for _, ns := range []string{registration.DefaultNamespace, tenant} {
+	for _, ns := range []string{hubv1alpha1.DefaultSecretNamespace, tenant} {
 		cb := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-me"}, Spec: v1alpha1.ConfigBundleSpec{Message: "hello"}}
 		g.Eventually(func() error { return memberAdmin.Create(t.Context(), cb) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-me"}, Data: map[string]string{"message": "hello"}}
@@ -466,17 +468,17 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 	defer cancel()
 	g.Expect(registration.Unregister(ctx, opts)).To(Succeed())
 
-	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Namespace: registration.DefaultNamespace, Name: "member-gone"}, &corev1.Secret{})).
+	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "member-gone"}, &corev1.Secret{})).
 		To(Satisfy(apierrors.IsNotFound), "the hub Secret is deleted")
 	for _, obj := range []client.Object{
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.RBACName}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.RBACName}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: registration.DefaultNamespace, Name: registration.ServiceAccountName}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName}},
 	} {
 		g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Satisfy(apierrors.IsNotFound), "%T %s", obj, obj.GetName())
 	}
 	ns := &corev1.Namespace{}
-	g.Expect(memberAdmin.Get(ctx, client.ObjectKey{Name: registration.DefaultNamespace}, ns)).To(Succeed(), "the namespace stays")
+	g.Expect(memberAdmin.Get(ctx, client.ObjectKey{Name: hubv1alpha1.DefaultSecretNamespace}, ns)).To(Succeed(), "the namespace stays")
 	g.Expect(ns.DeletionTimestamp).To(BeNil())
 	for _, want := range kept {
 		got := want.DeepCopyObject().(client.Object)
@@ -515,7 +517,7 @@ func TestUnregisterUnreachableMember(t *testing.T) {
 		ContainSubstring("ServiceAccount configbundle-system/configbundle-hub"),
 		ContainSubstring("127.0.0.1:1"),
 	))
-	g.Expect(hubAdmin.Get(t.Context(), client.ObjectKey{Namespace: registration.DefaultNamespace, Name: "member-lost"}, &corev1.Secret{})).
+	g.Expect(hubAdmin.Get(t.Context(), client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "member-lost"}, &corev1.Secret{})).
 		To(Satisfy(apierrors.IsNotFound), "the hub Secret is deleted all the same")
 	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRole{})).
 		To(Succeed(), "what the error says was left behind is indeed there")
@@ -561,7 +563,7 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 			// Nothing on the hub.
 			g.Expect(hubAdmin.Get(t.Context(), client.ObjectKey{Name: opts.SecretNamespace}, &corev1.Namespace{})).To(Satisfy(apierrors.IsNotFound))
 			hubSecrets := &corev1.SecretList{}
-			g.Expect(hubAdmin.List(t.Context(), hubSecrets, client.MatchingLabels{registration.DefaultSecretLabel: "true"})).To(Succeed())
+			g.Expect(hubAdmin.List(t.Context(), hubSecrets, client.MatchingLabels{hubv1alpha1.DefaultSecretLabel: "true"})).To(Succeed())
 			g.Expect(hubSecrets.Items).To(BeEmpty())
 			// Nor in the member.
 			g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRole{})).To(Satisfy(apierrors.IsNotFound))

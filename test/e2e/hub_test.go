@@ -156,7 +156,7 @@ users: [{name: u, user: ` + user + `}]
 		{"bad-forbidden", map[string][]byte{"kubeconfig": kubeconfig(`{token: not-a-valid-token}`)}, hubv1alpha1.ForbiddenReason},
 	}
 	for _, tt := range tests {
-		putSecret(g, tt.secret, tt.data, true)
+		putSecret(g, tt.secret, tt.data)
 	}
 	for _, tt := range tests {
 		g.Eventually(memberCluster(tt.secret)).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, tt.reason), tt.secret)
@@ -194,7 +194,7 @@ clusters: [{name: c, cluster: {server: "https://` + hole + `", insecure-skip-tls
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 users: [{name: u, user: {token: t}}]
-`)}, true)
+`)})
 	defer deleteSecret(g, "hanging")
 	g.Eventually(memberCluster("hanging")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
 
@@ -292,7 +292,7 @@ func TestCredentialRotation(t *testing.T) {
 	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
 
 	// A broken credential is reported and the previous one keeps working.
-	putSecret(g, "m1", map[string][]byte{"kubeconfig": kubeconfigWithToken(secret.Data["kubeconfig"], "revoked")}, true)
+	putSecret(g, "m1", map[string][]byte{"kubeconfig": kubeconfigWithToken(secret.Data["kubeconfig"], "revoked")})
 	g.Eventually(memberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.RotationFailedReason))
 	g.Expect(memberCluster("m1")(g).Status.Conditions[0].Message).To(ContainSubstring(hubv1alpha1.ForbiddenReason))
 	tamper(g, "m1", b)
@@ -305,7 +305,7 @@ func TestCredentialRotation(t *testing.T) {
 func TestDuplicateClusterIsManagedOnce(t *testing.T) {
 	g := NewWithT(t)
 	joined(t, "m2")
-	putSecret(g, "m2-again", map[string][]byte{"kubeconfig": kubeconfigFor(members["m2"].Config)}, true)
+	putSecret(g, "m2-again", map[string][]byte{"kubeconfig": kubeconfigFor(members["m2"].Config)})
 	defer deleteSecret(g, "m2-again")
 	g.Eventually(memberCluster("m2-again")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.DuplicateClusterReason))
 	g.Expect(memberCluster("m2-again")(g).Status.Conditions[0].Message).To(ContainSubstring(`"m2"`))
@@ -318,7 +318,7 @@ func TestCRDMissing(t *testing.T) {
 	cfg, err := members["m4"].AddUser("no-crd-install", []string{"system:authenticated"})
 	g.Expect(err).NotTo(HaveOccurred())
 	allowWithoutCRDInstall(g, "no-crd-install")
-	putSecret(g, "m4", map[string][]byte{"kubeconfig": kubeconfigFor(cfg)}, true)
+	putSecret(g, "m4", map[string][]byte{"kubeconfig": kubeconfigFor(cfg)})
 	defer deleteSecret(g, "m4")
 	g.Eventually(memberCluster("m4")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.CRDMissingReason))
 	g.Expect(memberCluster("m4")(g).Status.Conditions[0].Message).To(ContainSubstring("configbundles.configbundle.dev"))

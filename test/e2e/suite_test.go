@@ -157,18 +157,15 @@ func kubeconfigFor(cfg *rest.Config) []byte {
 	return data
 }
 
-// putSecret creates or replaces a member Secret on the hub.
-func putSecret(g Gomega, name string, data map[string][]byte, labelled bool) {
+// putSecret creates or replaces a labelled member Secret on the hub.
+func putSecret(g Gomega, name string, data map[string][]byte) {
 	ctx := context.Background()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: secretNS}}
 	err := hubc.Get(ctx, client.ObjectKeyFromObject(s), s)
 	if err != nil && !apierrors.IsNotFound(err) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	s.Labels = map[string]string{}
-	if labelled {
-		s.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
-	}
+	s.Labels = map[string]string{hubv1alpha1.DefaultSecretLabel: "true"}
 	s.Data = data
 	if apierrors.IsNotFound(err) {
 		g.Expect(hubc.Create(ctx, s)).To(Succeed())

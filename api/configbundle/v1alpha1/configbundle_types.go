@@ -157,5 +157,5 @@ type ConfigBundleList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ConfigBundle{}, &ConfigBundleList{})
+	register(&ConfigBundle{}, &ConfigBundleList{})
 }

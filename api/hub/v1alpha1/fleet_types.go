@@ -94,5 +94,5 @@ type FleetList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Fleet{}, &FleetList{})
+	register(&Fleet{}, &FleetList{})
 }

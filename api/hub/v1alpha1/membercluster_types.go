@@ -145,5 +145,5 @@ type MemberClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&MemberCluster{}, &MemberClusterList{})
+	register(&MemberCluster{}, &MemberClusterList{})
 }

@@ -213,40 +213,13 @@ func start(ctx context.Context, name string, opts Options, out *output) (_ *Cont
 		}
 	}
 
-	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(opts.CRDs))
-	for _, crd := range opts.CRDs {
-		crds = append(crds, crd.DeepCopy()) // envtest's create fills in the object
-	}
-	etcdOut, etcdErr := cp.streams(out, etcdBinary)
-	apiOut, apiErr := cp.streams(out, apiServerBinary)
-	bin := opts.BinaryAssetsDirectory
-	cp.env = &envtest.Environment{
-		ControlPlane: envtest.ControlPlane{
-			Etcd: &envtest.Etcd{
-				Path:    filepath.Join(bin, etcdBinary),
-				DataDir: etcdDir,
-				Out:     etcdOut,
-				Err:     etcdErr,
-			},
-			APIServer: &envtest.APIServer{
-				Path:    filepath.Join(bin, apiServerBinary),
-				CertDir: cp.certDir,
-				Out:     apiOut,
-				Err:     apiErr,
-			},
-		},
-		BinaryAssetsDirectory:    bin,
-		CRDs:                     crds,
-		UseExistingCluster:       ptr.To(false),
-		ControlPlaneStartTimeout: opts.StartTimeout,
-		ControlPlaneStopTimeout:  stopTimeout,
-	}
+	cp.env = cp.environment(opts, etcdDir, out)
 	cfg, err := cp.env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
 	cp.Config = cfg
-	cp.host = cp.env.ControlPlane.APIServer.SecureServing.HostPort()
+	cp.host = cp.env.ControlPlane.APIServer.HostPort()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -260,11 +233,44 @@ func start(ctx context.Context, name string, opts Options, out *output) (_ *Cont
 	}
 
 	if opts.GarbageCollector {
-		if err := cp.startGarbageCollector(ctx, bin, out); err != nil {
+		if err := cp.startGarbageCollector(ctx, opts.BinaryAssetsDirectory, out); err != nil {
 			return nil, err
 		}
 	}
 	return cp, nil
+}
+
+// environment is the envtest environment of etcd and kube-apiserver, with etcd's data in
+// etcdDir.
+func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) *envtest.Environment {
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(opts.CRDs))
+	for _, crd := range opts.CRDs {
+		crds = append(crds, crd.DeepCopy()) // envtest's create fills in the object
+	}
+	etcdOut, etcdErr := c.streams(out, etcdBinary)
+	apiOut, apiErr := c.streams(out, apiServerBinary)
+	bin := opts.BinaryAssetsDirectory
+	return &envtest.Environment{
+		ControlPlane: envtest.ControlPlane{
+			Etcd: &envtest.Etcd{
+				Path:    filepath.Join(bin, etcdBinary),
+				DataDir: etcdDir,
+				Out:     etcdOut,
+				Err:     etcdErr,
+			},
+			APIServer: &envtest.APIServer{
+				Path:    filepath.Join(bin, apiServerBinary),
+				CertDir: c.certDir,
+				Out:     apiOut,
+				Err:     apiErr,
+			},
+		},
+		BinaryAssetsDirectory:    bin,
+		CRDs:                     crds,
+		UseExistingCluster:       ptr.To(false),
+		ControlPlaneStartTimeout: opts.StartTimeout,
+		ControlPlaneStopTimeout:  stopTimeout,
+	}
 }
 
 // streams returns stdout and stderr writers for binary, or io.Discard for both without output.
