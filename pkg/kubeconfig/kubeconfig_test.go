@@ -486,7 +486,7 @@ func kubeconfigCases(t testing.TB) ([]kubeconfigCase, []string) {
 	}, secrets
 }
 
-func TestRESTConfigFromKubeconfig(t *testing.T) {
+func TestRESTConfig(t *testing.T) {
 	cases, secrets := kubeconfigCases(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -546,11 +546,11 @@ func assertSafeRESTConfig(t testing.TB, cfg *rest.Config) {
 	}
 }
 
-// TestRESTConfigFromKubeconfigRunsNoProgram proves that an exec plugin in a Secret never runs:
+// TestRESTConfigRunsNoProgram proves that an exec plugin in a Secret never runs:
 // the plugin would create a file, which must not exist afterwards. The control subtests show
 // that the very same plugin does run when client-go is handed it, so a missing file means
 // something.
-func TestRESTConfigFromKubeconfigRunsNoProgram(t *testing.T) {
+func TestRESTConfigRunsNoProgram(t *testing.T) {
 	touch, err := exec.LookPath("touch")
 	if err != nil {
 		t.Skip("no touch program to act as exec plugin")
@@ -670,10 +670,10 @@ func TestKubeconfigFieldsAreClassified(t *testing.T) {
 	}
 }
 
-// FuzzRESTConfigFromKubeconfig checks that no input panics, that an accepted kubeconfig yields
+// FuzzRESTConfig checks that no input panics, that an accepted kubeconfig yields
 // a config that runs nothing and reads no file, and that refusals are *Error with a
 // known reason whose message does not repeat a token or password of the input.
-func FuzzRESTConfigFromKubeconfig(f *testing.F) {
+func FuzzRESTConfig(f *testing.F) {
 	cases, _ := kubeconfigCases(f)
 	for _, tc := range cases {
 		f.Add([]byte(tc.data))
