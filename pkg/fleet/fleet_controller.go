@@ -60,7 +60,7 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	fleet := &hubv1alpha1.Fleet{}
 	if err := r.hub.Get(ctx, req.NamespacedName, fleet); apierrors.IsNotFound(err) {
 		fleet = &hubv1alpha1.Fleet{ObjectMeta: metav1.ObjectMeta{Name: hubv1alpha1.FleetName}}
-		if err := r.hub.Create(ctx, fleet, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.hub.Create(ctx, fleet, client.FieldOwner(hubv1alpha1.FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return ctrl.Result{}, fmt.Errorf("creating Fleet: %w", err)
 		}
 	} else if err != nil {
@@ -72,7 +72,7 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	updated := fleet.DeepCopy()
 	updated.Status = want
-	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(FieldOwner)); apierrors.IsConflict(err) {
+	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(hubv1alpha1.FieldOwner)); apierrors.IsConflict(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil // a newer Fleet is on its way: compute again
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing Fleet status: %w", err)

@@ -33,9 +33,6 @@ import (
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=memberclusters;fleets,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=memberclusters/status;fleets/status,verbs=get;update;patch
 
-// FieldOwner is the field manager of the hub's writes on the hub cluster.
-const FieldOwner = "configbundle-hub"
-
 // conflictRetry is how soon a status is computed again after a write lost to a newer version:
 // the cache is about to catch up, this is no error.
 const conflictRetry = 100 * time.Millisecond
@@ -141,10 +138,10 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	mc := &hubv1alpha1.MemberCluster{}
 	if err := r.hub.Get(ctx, client.ObjectKey{Name: name}, mc); apierrors.IsNotFound(err) {
 		mc = &hubv1alpha1.MemberCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": FieldOwner}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{hubv1alpha1.ManagedByLabel: hubv1alpha1.FieldOwner}},
 			Spec:       hubv1alpha1.MemberClusterSpec{SecretRef: hubv1alpha1.SecretReference{Namespace: state.SecretNamespace, Name: state.SecretName}},
 		}
-		if err := r.hub.Create(ctx, mc, client.FieldOwner(FieldOwner)); err != nil {
+		if err := r.hub.Create(ctx, mc, client.FieldOwner(hubv1alpha1.FieldOwner)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating MemberCluster: %w", err)
 		}
 	} else if err != nil {
@@ -162,7 +159,7 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	}
 	updated := mc.DeepCopy()
 	updated.Status = want
-	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(FieldOwner)); apierrors.IsConflict(err) {
+	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(hubv1alpha1.FieldOwner)); apierrors.IsConflict(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil // a newer MemberCluster is on its way: compute again
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing MemberCluster status: %w", err)
