@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +25,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // What the reconciler needs in each member cluster.
@@ -39,8 +38,8 @@ import (
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "configbundle"
 
-// DefaultFieldOwner is the default Options.FieldOwner.
-const DefaultFieldOwner = "configbundle-hub"
+// DefaultFieldOwner is the default Options.FieldOwner: the hub's.
+const DefaultFieldOwner = hubv1alpha1.FieldOwner
 
 // Options configure the Reconciler. The zero value is ready to use; each field documents its
 // default.
@@ -110,30 +109,27 @@ func (o *Options) defaults() {
 	}
 }
 
-// Reconciler reconciles ConfigBundles in every member cluster of a multicluster manager.
+// Reconciler reconciles ConfigBundles in every member cluster of a multicluster manager. It is
+// also a runnable of that manager, engaged with every member, so that it forgets what it
+// remembers of a member's bundles when the member leaves.
 type Reconciler struct {
-	manager   mcmanager.Manager
-	opts      Options
-	sightings sightings
-	ownWrites sync.Map // mcreconcile.Request -> resourceVersion of the reconciler's last ConfigMap write
-	statuses  sync.Map // mcreconcile.Request -> writtenStatus, the reconciler's last status write
+	manager mcmanager.Manager
+	opts    Options
+	memory  memory
 }
 
-// writtenStatus is a status the reconciler wrote, and when.
-type writtenStatus struct {
-	uid    types.UID
-	status v1alpha1.ConfigBundleStatus
-	at     time.Time
-}
-
-// recentStatusWindow is how long a written status is trusted over a cache that has not caught up.
-const recentStatusWindow = 5 * time.Second
+var _ mcmanager.Runnable = &Reconciler{}
 
 // SetupWithManager builds the ConfigBundle controller on mgr: it watches ConfigBundles and
 // ConfigMaps in every member cluster the manager's provider engages.
 func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) {
 	opts.defaults()
 	r := &Reconciler{manager: mgr, opts: opts}
+	// Added before the controller, so that a member is engaged with the Reconciler before its
+	// events reach the controller.
+	if err := mgr.Add(r); err != nil {
+		return nil, fmt.Errorf("adding the %s reconciler to the manager: %w", ControllerName, err)
+	}
 	b := mcbuilder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.ConfigBundle{}, mcbuilder.WithPredicates(predicate.Or(
@@ -163,6 +159,21 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 	return r, nil
 }
 
+// Start implements mcmanager.Runnable: the Reconciler has nothing to run of its own, it waits
+// until ctx is done.
+func (r *Reconciler) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// Engage implements multicluster.Aware: the Reconciler remembers the bundles of member name
+// until ctx, the engagement, ends.
+func (r *Reconciler) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
+	e := r.memory.engage(name)
+	context.AfterFunc(ctx, func() { r.memory.forgetCluster(name, e) })
+	return nil
+}
+
 // configMapToBundle maps a ConfigMap event in a member to the ConfigBundle of the same name, if
 // there is one. The name is the link, not the ownerReference, so that a foreign ConfigMap in a
 // bundle's way wakes the bundle when it goes away. It also notes when a managed ConfigMap's
@@ -176,10 +187,10 @@ func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster
 			}
 		}
 		req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}, ClusterName: name}
-		if rv, ok := r.ownWrites.Load(req); ok && rv == cm.GetResourceVersion() {
+		if r.memory.isOwnWrite(req, cm.GetResourceVersion()) {
 			return nil // the reconciler's own write: nothing to do
 		}
-		r.sightings.seen(req)
+		r.memory.seen(req)
 		return []mcreconcile.Request{req}
 	})
 }
@@ -220,7 +231,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 			return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
 		}
 	}
-	seenAt, seen := r.sightings.take(req)
+	seenAt, seen := r.memory.take(req)
 	s, res, err := r.reconcile(ctx, req)
 	recordMetrics(req.ClusterName, s, seenAt, seen, err)
 	return res, err
@@ -235,8 +246,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (*s
 	bundle := &v1alpha1.ConfigBundle{}
 	if err := cl.GetClient().Get(ctx, req.NamespacedName, bundle); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.ownWrites.Delete(req)
-			r.statuses.Delete(req)
+			r.memory.forgetBundle(req)
 		}
 		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -245,25 +255,18 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (*s
 		return nil, ctrl.Result{}, nil
 	}
 
-	s := &scope{cluster: req.ClusterName, member: cl, bundle: bundle, fieldOwner: r.opts.FieldOwner,
-		wrote: func(cm *corev1.ConfigMap) { r.ownWrites.Store(req, cm.ResourceVersion) },
-		statusWritten: func(st v1alpha1.ConfigBundleStatus) {
-			r.statuses.Store(req, writtenStatus{uid: bundle.UID, status: st, at: time.Now()})
-		},
-	}
-	if v, ok := r.statuses.Load(req); ok {
-		if w := v.(writtenStatus); w.uid == bundle.UID && time.Since(w.at) < recentStatusWindow {
-			s.recent = &w.status
-		} else {
-			r.statuses.Delete(req) // memory is for moments, not for every bundle
+	s := &scope{req: req, member: cl, bundle: bundle, fieldOwner: r.opts.FieldOwner, memory: &r.memory}
+	// Neither error hides the other. A terminal sync error stays terminal only once the status
+	// that tells the user what to fix is written; until then it is retried.
+	syncErr := s.sync(ctx)
+	statusErr := s.writeStatus(ctx)
+	if statusErr != nil && errors.Is(syncErr, reconcile.TerminalError(nil)) {
+		if inner := errors.Unwrap(syncErr); inner != nil {
+			syncErr = inner
 		}
 	}
-	syncErr := s.sync(ctx)
-	if err := s.writeStatus(ctx); err != nil {
-		return s, ctrl.Result{}, fmt.Errorf("writing status: %w", err)
-	}
-	if syncErr != nil {
-		return s, ctrl.Result{}, syncErr
+	if err := errors.Join(syncErr, statusErr); err != nil {
+		return s, ctrl.Result{}, err
 	}
 	return s, ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod)}, nil
 }

@@ -5,7 +5,8 @@
 // ConfigBundle it renders the desired ConfigMap (DesiredConfigMap), compares it with the one in
 // the member (Drift), converges (create, update, replace, or restore an immutable bundle's spec),
 // and records the outcome once in the bundle's status. The reconciler is level-based: it never
-// asks which event woke it, only what the member holds now.
+// asks which event woke it, only what the member holds now. What it remembers between reconciles
+// only saves work, and is forgotten when a member leaves.
 //
 // ConfigureCache sets a member's cache so that ConfigMaps no bundle controls cost only their
 // metadata skeleton.

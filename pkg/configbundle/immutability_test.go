@@ -2,10 +2,12 @@ package configbundle_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/pkg/configbundle"
 )
 
 // TestAdmission runs the CRD's rules against a real API server (member-a serves the CRD as
@@ -130,4 +133,115 @@ func TestInvalidConfigMapIsTerminal(t *testing.T) {
 
 	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec.Message = "fits" })).To(Succeed())
 	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+}
+
+// TestRefusedRestoreNeverPublishesTheSpec: where the CRD lacks the rule (member-b), an admission
+// policy refuses the hub's restore of an immutable bundle's spec for a while. The forbidden spec
+// must never reach the ConfigMap meanwhile, and the spec is restored once the refusal ends.
+func TestRefusedRestoreNeverPublishesTheSpec(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	c := members[memberB]
+	original := v1alpha1.ConfigBundleSpec{Message: "original", Immutable: true}
+	b := newBundle(newNamespace(t, memberB), "refused-restore", original.Message)
+	b.Spec.Immutable = true
+	g.Expect(c.Create(ctx, b)).To(Succeed())
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	cm := configMapOf(b)
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+
+	binding := refuseSpecUpdatesByTheHub(ctx, t, c, b)
+	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec.Message = "forbidden" })).To(Succeed(), "the policy refuses the hub only")
+
+	unchanged := func(g Gomega) {
+		got := &corev1.ConfigMap{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), got)).To(Succeed())
+		g.Expect(got.UID).To(Equal(cm.UID), "the immutable ConfigMap was replaced")
+		g.Expect(got.Data).To(Equal(map[string]string{"message": "original"}), "the forbidden spec was published")
+	}
+	g.Consistently(unchanged).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed(), "while the restore is refused")
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(ctx, c, b)(g)).To(readyReason(metav1.ConditionFalse, v1alpha1.UpdateFailedReason))
+		g.Expect(meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition).Message).To(ContainSubstring("restoring the spec"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the refusal shows in the status")
+
+	g.Expect(c.Delete(ctx, binding)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(ctx, c, b)(g).Spec).To(Equal(original))
+		g.Expect(b).To(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the spec is restored once the refusal ends")
+	g.Consistently(unchanged).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed(), "after the refusal")
+	g.Expect(b.Status.Heals).To(BeZero())
+	g.Expect(events(ctx, c, b, v1alpha1.SpecRestoredEvent)).To(HaveLen(1))
+}
+
+// refuseSpecUpdatesByTheHub installs a ValidatingAdmissionPolicy and its binding in the member:
+// they refuse (Forbidden, a failure the reconciler retries) any update of the bundle's spec
+// made with the hub's field manager, and nothing else. It returns once the refusal is in force,
+// and returns the binding, whose deletion ends the refusal.
+func refuseSpecUpdatesByTheHub(ctx context.Context, t *testing.T, c client.Client, b *v1alpha1.ConfigBundle) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	t.Helper()
+	g := NewWithT(t)
+	policy, binding := specRefusal(b)
+	g.Expect(c.Create(ctx, policy)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), policy) })
+	g.Expect(c.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() { _ = client.IgnoreNotFound(c.Delete(context.Background(), binding)) })
+
+	// The API server loads policies asynchronously: probe with dry-run updates until the hub's
+	// is refused. The test's own (no field manager) must pass.
+	changed := func(g Gomega) *v1alpha1.ConfigBundle {
+		probe := &v1alpha1.ConfigBundle{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(b), probe)).To(Succeed())
+		probe.Spec.Message = "probe"
+		return probe
+	}
+	g.Eventually(func(g Gomega) {
+		err := c.Update(ctx, changed(g), client.DryRunAll, client.FieldOwner(configbundle.DefaultFieldOwner))
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(c.Update(ctx, changed(g), client.DryRunAll)).To(Succeed(), "the policy refuses the hub only")
+	return binding
+}
+
+// specRefusal returns the policy and binding of refuseSpecUpdatesByTheHub. The policy tells the
+// hub by the field manager of its request (request.options.fieldManager): in this suite the hub
+// and the tests share the admin identity.
+func specRefusal(b *v1alpha1.ConfigBundle) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	name := "refuse-hub-spec-updates-" + b.Namespace
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+						Rule: admissionregistrationv1.Rule{
+							APIGroups:   []string{v1alpha1.GroupVersion.Group},
+							APIVersions: []string{v1alpha1.GroupVersion.Version},
+							Resources:   []string{"configbundles"},
+						},
+					},
+				}},
+			},
+			MatchConditions: []admissionregistrationv1.MatchCondition{
+				{Name: "this-bundle", Expression: fmt.Sprintf("request.namespace == %q && request.name == %q", b.Namespace, b.Name)},
+				{Name: "by-the-hub", Expression: fmt.Sprintf(
+					"has(request.options) && has(request.options.fieldManager) && request.options.fieldManager == %q", configbundle.DefaultFieldOwner)},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.spec == oldObject.spec",
+				Message:    "the test refuses the hub's spec updates of this bundle",
+				Reason:     ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	return policy, binding
 }

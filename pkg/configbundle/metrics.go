@@ -2,14 +2,12 @@ package configbundle
 
 import (
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
 // Metrics of the reconciler, per member cluster, registered with controller-runtime's registry
@@ -34,23 +32,6 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(reconcilesTotal, healsTotal, healLatency)
-}
-
-// sightings remembers when a managed ConfigMap's change was first seen, until the reconcile
-// that follows it: the start of the heal latency.
-type sightings struct{ m sync.Map }
-
-func (s *sightings) seen(req mcreconcile.Request) {
-	s.m.LoadOrStore(req, time.Now())
-}
-
-// take returns and forgets when req's change was first seen.
-func (s *sightings) take(req mcreconcile.Request) (time.Time, bool) {
-	v, ok := s.m.LoadAndDelete(req)
-	if !ok {
-		return time.Time{}, false
-	}
-	return v.(time.Time), true
 }
 
 // recordMetrics counts a reconcile and, when it healed, the heal and its latency.

@@ -13,24 +13,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // scope is what one reconcile of one bundle reads and decides.
 type scope struct {
-	cluster    multicluster.ClusterName
+	req        mcreconcile.Request // the bundle, and the member it lives in
 	member     cluster.Cluster
 	bundle     *v1alpha1.ConfigBundle
 	fieldOwner string
-	// wrote is told of every ConfigMap the reconcile writes, so that the watch event of that
-	// very write does not wake the bundle again.
-	wrote func(*corev1.ConfigMap)
-	// recent is the status the reconciler wrote for this bundle in the last few seconds, if any;
-	// statusWritten is told of every status written.
-	recent        *v1alpha1.ConfigBundleStatus
-	statusWritten func(v1alpha1.ConfigBundleStatus)
+	// memory is the reconciler's: the reconcile notes there every ConfigMap and status it
+	// writes, and finds there the status it wrote moments ago.
+	memory *memory
 
 	// Set by sync, written to status by writeStatus.
 	ready  metav1.Condition  // the Ready condition; empty when nothing could be decided
@@ -76,33 +72,28 @@ func (s *scope) sync(ctx context.Context) error {
 
 // converge makes current, the bundle's ConfigMap as last read (nil: none), match the bundle.
 func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
+	if current == nil {
+		return s.create(ctx, DesiredConfigMap(s.bundle))
+	}
+	if !ownedBy(s.bundle, current) {
+		return s.conflict(current)
+	}
+	if s.specLeftPublished(current) {
+		// The immutable ConfigMap is the record of the spec it was published from.
+		if err := s.restoreSpec(ctx, current); err != nil {
+			return err
+		}
+	}
 	desired := DesiredConfigMap(s.bundle)
-	restored := false
-	for {
-		if current == nil {
-			return s.create(ctx, desired)
-		}
-		if !ownedBy(s.bundle, current) {
-			return s.conflict(current)
-		}
-		drift := Drift(desired, current)
-		frozen := ptr.Deref(current.Immutable, false) && contentDrift(drift)
-		switch {
-		case len(drift) == 0:
-			return s.synced(current)
-		case frozen && !restored && s.specChanged() && s.bundle.Spec != specFromConfigMap(current):
-			// The spec moved away from the immutable ConfigMap it was published as: the
-			// ConfigMap is the record of the previous spec.
-			if err := s.restoreSpec(ctx, current); err != nil {
-				return err
-			}
-			restored, desired = true, DesiredConfigMap(s.bundle)
-		case frozen:
-			// Frozen behind the bundle's back: only a new ConfigMap can match again.
-			return s.replace(ctx, desired, current, drift)
-		default:
-			return s.update(ctx, desired, current, drift)
-		}
+	drift := Drift(desired, current)
+	switch {
+	case len(drift) == 0:
+		return s.synced(current)
+	case ptr.Deref(current.Immutable, false) && contentDrift(drift):
+		// Frozen behind the bundle's back: only a new ConfigMap can match again.
+		return s.replace(ctx, desired, current, drift)
+	default:
+		return s.update(ctx, desired, current, drift)
 	}
 }
 
@@ -117,9 +108,19 @@ func (s *scope) liveConfigMap(ctx context.Context, key client.ObjectKey) (*corev
 	return cm, nil
 }
 
-// specChanged reports whether the bundle's spec changed since it was last reconciled.
-func (s *scope) specChanged() bool {
-	return s.bundle.Generation != s.bundle.Status.ObservedGeneration
+// specLeftPublished reports whether the bundle's spec moved away from the immutable ConfigMap
+// the hub published from it; then the spec is restored from the ConfigMap, never the ConfigMap
+// replaced. The rule rests on durable facts, not on status.observedGeneration (which a failed
+// reconcile advances too, so that one failed restore would let the next reconcile publish the
+// forbidden spec): the ConfigMap is immutable, its content is not the spec's, and it is exactly
+// the one the hub published, that is the status records it and no one has written it since
+// (!changedByOthers), or the reconciler remembers writing it (its status may not have been
+// written). An immutable ConfigMap someone else wrote is drift, healed by replacing it.
+func (s *scope) specLeftPublished(current *corev1.ConfigMap) bool {
+	if !ptr.Deref(current.Immutable, false) || s.bundle.Spec == specFromConfigMap(current) {
+		return false
+	}
+	return !s.changedByOthers(current) || s.memory.isOwnWrite(s.req, current.ResourceVersion)
 }
 
 // changedByOthers reports whether cm was written by someone else since the reconciler last saw
@@ -134,7 +135,7 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
 		return s.failed(v1alpha1.CreateFailedReason, "creating ConfigMap "+objectName(desired), err)
 	}
-	s.wrote(cm)
+	s.memory.noteWrite(s.req, cm.ResourceVersion)
 	if s.bundle.Status.ConfigMapRef != nil {
 		s.healedDrift(ctx, cm, []string{DriftDeleted})
 	}
@@ -149,7 +150,7 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 	if err := s.member.GetClient().Update(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
 		return s.failed(v1alpha1.UpdateFailedReason, "updating ConfigMap "+objectName(desired), err)
 	}
-	s.wrote(cm)
+	s.memory.noteWrite(s.req, cm.ResourceVersion)
 	if heal {
 		s.healedDrift(ctx, cm, drift)
 	}
@@ -166,7 +167,7 @@ func (s *scope) replace(ctx context.Context, desired, current *corev1.ConfigMap,
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
 		return s.failed(v1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(desired), err)
 	}
-	s.wrote(cm)
+	s.memory.noteWrite(s.req, cm.ResourceVersion)
 	s.healedDrift(ctx, cm, drift)
 	return s.synced(cm)
 }
@@ -181,7 +182,7 @@ func (s *scope) restoreSpec(ctx context.Context, current *corev1.ConfigMap) erro
 	s.bundle = bundle
 	logf.FromContext(ctx).Info("Restored the spec of an immutable bundle", "configMap", objectName(current))
 	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.bundle, current, corev1.EventTypeWarning, v1alpha1.SpecRestoredEvent, "RestoreSpec",
-		"Cluster %s: the spec changed while ConfigMap %s is immutable; restored the spec from it", s.cluster, objectName(current))
+		"Cluster %s: the spec changed while ConfigMap %s is immutable; restored the spec from it", s.req.ClusterName, objectName(current))
 	return nil
 }
 
@@ -218,7 +219,7 @@ func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []s
 	what := strings.Join(drift, ", ")
 	logf.FromContext(ctx).Info("Healed drift", "configMap", objectName(cm), "drift", drift)
 	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.bundle, cm, corev1.EventTypeNormal, v1alpha1.DriftHealedEvent, "Heal",
-		"Cluster %s: healed ConfigMap %s (drifted: %s)", s.cluster, objectName(cm), what)
+		"Cluster %s: healed ConfigMap %s (drifted: %s)", s.req.ClusterName, objectName(cm), what)
 }
 
 func (s *scope) setReady(status metav1.ConditionStatus, reason, message string) {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/pkg/configbundle"
@@ -372,6 +374,33 @@ func TestMembersAreIndependent(t *testing.T) {
 	g.Eventually(get(ctx, members[memberB], bundles[memberB])).WithTimeout(timeout).WithPolling(interval).
 		Should(WithTransform(func(b *v1alpha1.ConfigBundle) int64 { return b.Status.Heals }, BeEquivalentTo(1)))
 	g.Expect(get(ctx, members[memberA], bundles[memberA])(g).Status.Heals).To(BeZero())
+}
+
+// TestLeavingMemberIsForgotten: what the reconciler remembers of a member's bundles is forgotten
+// when the member leaves. The hub's control plane joins as a third member, and leaves.
+func TestLeavingMemberIsForgotten(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	const name = multicluster.ClusterName("member-leaving")
+	cl, err := cluster.New(hubConfig, func(o *cluster.Options) {
+		o.Scheme = scheme
+		configbundle.ConfigureCache(&o.Cache)
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(provider.Add(ctx, name, cl)).To(Succeed())
+	t.Cleanup(func() { provider.Remove(name) })
+
+	c, err := client.New(hubConfig, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "leaving-"}}
+	g.Expect(c.Create(ctx, ns)).To(Succeed())
+	b := newBundle(ns.Name, "remembered", "x")
+	g.Expect(c.Create(ctx, b)).To(Succeed())
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Expect(reconciler.Remembered(name)).To(Equal(1), "the ConfigMap's write is remembered, to ignore its watch event")
+
+	provider.Remove(name)
+	g.Eventually(func() int { return reconciler.Remembered(name) }).WithTimeout(timeout).WithPolling(interval).
+		Should(BeZero(), "the member left")
 }
 
 // update changes an object the way a careful client does: read, mutate, write, and again on a

@@ -2,6 +2,7 @@ package configbundle
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,8 +33,9 @@ func (s *scope) status(base v1alpha1.ConfigBundleStatus, now metav1.Time) v1alph
 	return st
 }
 
-// writeStatus writes the status once, and only if it changed. A conflict means the cached bundle
-// was stale: the status is computed again on the bundle as stored, so that no heal is lost.
+// writeStatus writes the status once, and only if it changed, and notes it in memory. A conflict
+// means the cached bundle was stale: the status is computed again on the bundle as stored, so
+// that no heal is lost.
 func (s *scope) writeStatus(ctx context.Context) error {
 	if s.ready.Type == "" {
 		return nil
@@ -41,7 +43,7 @@ func (s *scope) writeStatus(ctx context.Context) error {
 	now := metav1.Now()
 	// Facts already written moments ago: the cached bundle has not caught up with that write
 	// yet (the ConfigMap's watch event can overtake it). Writing again would only conflict.
-	if s.recent != nil && equality.Semantic.DeepEqual(s.status(*s.recent, now), *s.recent) {
+	if recent := s.memory.recentStatus(s.req, s.bundle.UID); recent != nil && equality.Semantic.DeepEqual(s.status(*recent, now), *recent) {
 		return nil
 	}
 	bundle := s.bundle
@@ -54,7 +56,7 @@ func (s *scope) writeStatus(ctx context.Context) error {
 		updated.Status = want
 		err := s.member.GetClient().Status().Update(ctx, updated, client.FieldOwner(s.fieldOwner))
 		if err == nil {
-			s.statusWritten(updated.Status)
+			s.memory.noteStatus(s.req, bundle.UID, updated.Status)
 		}
 		if apierrors.IsConflict(err) {
 			fresh := &v1alpha1.ConfigBundle{}
@@ -65,5 +67,8 @@ func (s *scope) writeStatus(ctx context.Context) error {
 		}
 		return err
 	})
-	return client.IgnoreNotFound(err)
+	if err := client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -53,6 +54,12 @@ var (
 	scheme  = runtime.NewScheme()
 	members = map[string]client.Client{}
 	caches  = map[string]cluster.Cluster{}
+
+	// hubConfig is the hub's control plane; it serves the ConfigBundle CRD too, so that a test
+	// can make it a member that comes and goes through provider.
+	hubConfig  *rest.Config
+	provider   *clustersprovider.Provider
+	reconciler *configbundle.Reconciler
 )
 
 func TestMain(m *testing.M) {
@@ -77,7 +84,7 @@ func runSuite(m *testing.M) int {
 	crds, err := config.MemberCRDs()
 	must(err)
 	cps, err := controlplane.Start(startCtx,
-		controlplane.Plane{Name: "hub"},
+		controlplane.Plane{Name: "hub", Options: controlplane.Options{CRDs: crds}},
 		controlplane.Plane{Name: memberA, Options: controlplane.Options{CRDs: crds, GarbageCollector: true}},
 		controlplane.Plane{Name: memberB, Options: controlplane.Options{CRDs: withoutValidation(crds), GarbageCollector: true}})
 	if err != nil {
@@ -86,7 +93,8 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() { _ = controlplane.StopAll(cps) }()
 
-	provider := clustersprovider.New()
+	hubConfig = cps[0].Config
+	provider = clustersprovider.New()
 	for _, cp := range cps[1:] {
 		cl, err := cluster.New(cp.Config, func(o *cluster.Options) {
 			o.Scheme = scheme
@@ -105,7 +113,7 @@ func runSuite(m *testing.M) int {
 		HealthProbeBindAddress: "0",
 	})
 	must(err)
-	_, err = configbundle.SetupWithManager(mgr, configbundle.Options{
+	reconciler, err = configbundle.SetupWithManager(mgr, configbundle.Options{
 		RetryBaseDelay: 100 * time.Millisecond,
 		RetryMaxDelay:  time.Second,
 	})
