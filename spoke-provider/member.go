@@ -115,14 +115,16 @@ func (m *member) connectFailed(hash, reason, message string, now time.Time, maxD
 }
 
 // failedWith publishes a failure: a member that is still connected with a previous kubeconfig
-// stays Ready and says that rotation failed.
+// stays Ready and says that rotation failed; one whose connection does not answer stays
+// Unreachable, which its probes report.
 func (m *member) failedWith(reason, message string) {
-	if m.active != nil {
+	switch {
+	case m.active != nil && m.state.Ready:
 		m.state.Reason = hubv1alpha1.RotationFailedReason
 		m.state.Message = "The Secret's new kubeconfig failed (" + reason + ": " + message + "); still connected with the previous one"
-		return
+	case m.active == nil:
+		m.state.Ready, m.state.Reason, m.state.Message = false, reason, message
 	}
-	m.state.Ready, m.state.Reason, m.state.Message = false, reason, message
 }
 
 // connected makes conn the active connection and returns the one it replaces, if any.
