@@ -52,7 +52,11 @@ type member struct {
 	phase   phase
 	hash    string        // sha256 of the kubeconfig the phase is about
 	retryAt time.Time     // phaseBackingOff: when the kubeconfig may be tried again
-	backoff time.Duration // the delay before the last retry; reset by a connection
+	backoff time.Duration // the delay before the last retry of this kubeconfig
+
+	// failReason and failMessage say why the kubeconfig failed (phaseRefused, phaseBackingOff),
+	// so that a member connected with a previous one can keep saying that rotation failed.
+	failReason, failMessage string
 
 	active   *connection // the connection in use, nil if none
 	failures int         // consecutive failed probes of active
@@ -85,12 +89,17 @@ func (m *member) next(hash string, now time.Time) (connect bool, retryIn time.Du
 	return true, 0 // a member that has not started yet
 }
 
-// connecting starts an attempt with the kubeconfig hash.
+// connecting starts an attempt with the kubeconfig hash. A new kubeconfig starts afresh
+// (Connecting, the shortest back-off); a retry of the same one keeps publishing why it failed,
+// so that a member that stays down does not flap between Connecting and its failure.
 func (m *member) connecting(hash string) {
-	m.phase, m.hash = phaseConnecting, hash
-	if m.active == nil {
-		m.state.Ready, m.state.Reason, m.state.Message = false, hubv1alpha1.ConnectingReason, "Connecting to the member"
+	if hash != m.hash {
+		m.backoff = 0
+		if m.active == nil {
+			m.state.Ready, m.state.Reason, m.state.Message = false, hubv1alpha1.ConnectingReason, "Connecting to the member"
+		}
 	}
+	m.phase, m.hash = phaseConnecting, hash
 }
 
 // attempting reports whether the attempt with hash is still the one wanted: the Secret has not
@@ -101,7 +110,7 @@ func (m *member) attempting(hash string) bool {
 
 // refused records that the kubeconfig hash is refused for good.
 func (m *member) refused(hash, reason, message string) {
-	m.phase, m.hash, m.retryAt = phaseRefused, hash, time.Time{}
+	m.phase, m.hash, m.retryAt, m.backoff = phaseRefused, hash, time.Time{}, 0
 	m.failedWith(reason, message)
 }
 
@@ -118,19 +127,31 @@ func (m *member) connectFailed(hash, reason, message string, now time.Time, maxD
 // stays Ready and says that rotation failed; one whose connection does not answer stays
 // Unreachable, which its probes report.
 func (m *member) failedWith(reason, message string) {
+	m.failReason, m.failMessage = reason, message
 	switch {
 	case m.active != nil && m.state.Ready:
-		m.state.Reason = hubv1alpha1.RotationFailedReason
-		m.state.Message = "The Secret's new kubeconfig failed (" + reason + ": " + message + "); still connected with the previous one"
+		m.setRotationFailed()
 	case m.active == nil:
 		m.state.Ready, m.state.Reason, m.state.Message = false, reason, message
 	}
+}
+
+func (m *member) setRotationFailed() {
+	m.state.Reason = hubv1alpha1.RotationFailedReason
+	m.state.Message = "The Secret's new kubeconfig failed (" + m.failReason + ": " + m.failMessage + "); still connected with the previous one"
+}
+
+// rotationFailed reports whether the Secret's kubeconfig is not the active connection's and
+// failed.
+func (m *member) rotationFailed() bool {
+	return m.active != nil && m.hash != m.active.hash && (m.phase == phaseRefused || m.phase == phaseBackingOff)
 }
 
 // connected makes conn the active connection and returns the one it replaces, if any.
 func (m *member) connected(conn *connection, now time.Time) (old *connection) {
 	old = m.active
 	m.phase, m.hash, m.retryAt, m.backoff = phaseConnected, conn.hash, time.Time{}, 0
+	m.failReason, m.failMessage = "", ""
 	m.active, m.failures = conn, 0
 	m.state = State{
 		Ready: true, Reason: hubv1alpha1.ConnectedReason, Message: connectedMessage,
@@ -141,10 +162,15 @@ func (m *member) connected(conn *connection, now time.Time) (old *connection) {
 }
 
 // engageFailed undoes connected(conn) after the manager refused to engage conn: old, the
-// connection it replaced, is active again.
+// connection it replaced, is active again, and the attempt with conn's kubeconfig is back to
+// connecting, to be recorded as failed.
 func (m *member) engageFailed(conn, old *connection) {
-	if m.active == conn {
-		m.active = old
+	if m.active != conn {
+		return
+	}
+	m.active = old
+	if m.phase == phaseConnected && m.hash == conn.hash {
+		m.phase = phaseConnecting
 	}
 }
 
@@ -171,6 +197,9 @@ func (m *member) probed(conn *connection, version string, err error, now time.Ti
 	}
 	if !m.state.Ready {
 		m.state.Ready, m.state.Reason, m.state.Message = true, hubv1alpha1.ConnectedReason, connectedMessage
+		if m.rotationFailed() {
+			m.setRotationFailed()
+		}
 		return true, true
 	}
 	return changed, false

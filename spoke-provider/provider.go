@@ -238,9 +238,13 @@ func (p *Provider) admit(secret *corev1.Secret) time.Duration {
 		p.changed(name)
 		return 0
 	}
+	before := m.state
 	m.connecting(hash)
+	changed := m.state != before
 	p.mu.Unlock()
-	p.changed(name)
+	if changed {
+		p.changed(name)
+	}
 	go p.connect(name, hash, cfg)
 	return 0
 }
@@ -314,12 +318,14 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 	p.ready(name)
 }
 
-// connectFailed records a failed attempt and has the Secret reconciled again after the
-// back-off. A member with a working connection keeps it.
+// connectFailed records a failed attempt, unless the member left or its Secret moved on
+// meanwhile, and has the Secret reconciled again after the back-off. A member with a working
+// connection keeps it.
 func (p *Provider) connectFailed(name, hash string, err error) {
 	reason, message := classify(err)
 	p.mu.Lock()
 	m, ok := p.members[name]
+	ok = ok && m.attempting(hash)
 	var retryIn time.Duration
 	if ok {
 		retryIn = m.connectFailed(hash, reason, message, time.Now(), p.opts.RetryMaxDelay)
@@ -338,8 +344,10 @@ func (p *Provider) remove(name string) {
 	m, ok := p.members[name]
 	delete(p.members, name)
 	var active *connection
+	var duplicates []string
 	if ok {
 		active = m.active
+		duplicates = p.duplicatesLocked()
 	}
 	p.mu.Unlock()
 	if !ok {
@@ -350,6 +358,22 @@ func (p *Provider) remove(name string) {
 	}
 	p.log.Info("Member left", "cluster", name)
 	p.changed(name)
+	// A member refused as a duplicate may be the cluster that just left: try it now, not after
+	// its back-off.
+	for _, d := range duplicates {
+		p.queue.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: p.opts.Namespace, Name: d}})
+	}
+}
+
+// duplicatesLocked returns the members refused as duplicates of another.
+func (p *Provider) duplicatesLocked() []string {
+	var names []string
+	for name, m := range p.members {
+		if m.phase == phaseBackingOff && m.failReason == hubv1alpha1.DuplicateClusterReason {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // duplicateLocked refuses a cluster that another member already is.
