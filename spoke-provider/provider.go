@@ -240,7 +240,7 @@ func (p *Provider) admit(secret *corev1.Secret) time.Duration {
 	}
 	before := m.state
 	m.connecting(hash)
-	changed := m.state != before
+	changed := !ok || m.state != before // a new member is news, even in its initial state
 	p.mu.Unlock()
 	if changed {
 		p.changed(name)
