@@ -10,9 +10,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
-//go:embed crd/bases/*.yaml rbac/member/role.yaml
+//go:embed crd/bases/*.yaml rbac/member/role.yaml samples/configbundle_*.yaml
 var files embed.FS
 
 // MemberCRDs returns the CRDs a member cluster needs: the ConfigBundle CRD.
@@ -37,6 +39,28 @@ func MemberClusterRole() (*rbacv1.ClusterRole, error) {
 		return nil, fmt.Errorf("decoding embedded member ClusterRole: %w", err)
 	}
 	return role, nil
+}
+
+// SampleBundles returns the example ConfigBundles of config/samples (`kubectl apply -k
+// config/samples`), without a namespace, in the order of their file names.
+func SampleBundles() ([]*configbundlev1alpha1.ConfigBundle, error) {
+	paths, err := fs.Glob(files, "samples/configbundle_*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	bundles := make([]*configbundlev1alpha1.ConfigBundle, 0, len(paths))
+	for _, p := range paths {
+		raw, err := fs.ReadFile(files, p)
+		if err != nil {
+			return nil, fmt.Errorf("reading embedded sample %s: %w", p, err)
+		}
+		b := &configbundlev1alpha1.ConfigBundle{}
+		if err := yaml.UnmarshalStrict(raw, b); err != nil {
+			return nil, fmt.Errorf("decoding embedded sample %s: %w", p, err)
+		}
+		bundles = append(bundles, b)
+	}
+	return bundles, nil
 }
 
 func loadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {

@@ -5,6 +5,11 @@
 //	hub [flags]                 run the hub
 //	hub register NAME [flags]   register a member cluster (see hub register --help)
 //	hub unregister NAME [flags] undo a registration
+//	hub status [flags]          print the fleet's health; exit 0 only if Ready and fresh
+//	hub version                 print the version
+//	hub help [command]          print help
+//
+// Exit codes: 0 success, 1 failure, 2 usage error.
 package main
 
 import (
@@ -14,58 +19,103 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
 	clientfeatures "k8s.io/client-go/features"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"configbundle.dev/hub/pkg/hubmanager"
+	"configbundle.dev/hub/pkg/version"
 )
 
-func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "register", "unregister":
-			os.Exit(registerCommand(os.Args[1], os.Args[2:]))
-		}
-	}
-	os.Exit(run())
+// subcommands build the subcommands of hub: a new one is one more constructor here.
+var subcommands = []func() *cobra.Command{
+	newRegisterCommand,
+	newUnregisterCommand,
+	newVersionCommand,
+	newStatusCommand,
 }
 
-func run() int {
-	opts := hubmanager.Options{}
-	fs := flag.CommandLine
-	opts.BindFlags(fs)
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s register|unregister NAME [flags]\n\nRuns ConfigBundle Hub against the hub cluster of --kubeconfig (or the in-cluster config).\n\nFlags:\n", os.Args[0], os.Args[0])
-		fs.PrintDefaults()
+func main() {
+	os.Exit(execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// newRootCommand returns the command hub: it runs the hub with the flags of
+// hubmanager.Options, zap's logging flags and controller-runtime's --kubeconfig, each with the
+// default it has always had.
+func newRootCommand() *cobra.Command {
+	var (
+		opts    hubmanager.Options
+		zapOpts zap.Options
+	)
+	goFlags := flag.NewFlagSet("hub", flag.ContinueOnError)
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil { // controller-runtime's, read by ctrl.GetConfig
+		goFlags.Var(f.Value, f.Name, "Kubeconfig of the hub cluster. Without it: $KUBECONFIG, else the in-cluster config, else ~/.kube/config.")
 	}
-	flag.Parse()
+	opts.BindFlags(goFlags)
+	zapOpts.BindFlags(goFlags)
+	// controller-runtime's help says 'epoch', but its default encoder is RFC 3339: say what the
+	// logs show.
+	if f := goFlags.Lookup("zap-time-encoding"); f != nil {
+		f.Usage = "Zap time encoding (one of 'epoch', 'millis', 'nano', 'iso8601', 'rfc3339' or 'rfc3339nano'). Defaults to 'rfc3339'."
+	}
+
+	root := &cobra.Command{
+		Use:   "hub",
+		Short: "ConfigBundle Hub enforces, heals and reports ConfigBundles across a fleet of clusters",
+		Long: `Runs ConfigBundle Hub against the hub cluster of --kubeconfig (or the in-cluster config): it
+discovers member clusters from labelled kubeconfig Secrets, reconciles every member's
+ConfigBundles into ConfigMaps, heals drift, and reports each member's health as a MemberCluster
+and the fleet's as the Fleet "default". Members are added with "hub register".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runHub(opts, zapOpts)
+		},
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.Flags().AddGoFlagSet(goFlags)
+	root.Flags().SortFlags = false
+	for _, newCommand := range subcommands {
+		root.AddCommand(newCommand())
+	}
+	return root
+}
+
+// runHub runs the hub until SIGTERM or SIGINT. Its failures are logged, not returned.
+func runHub(opts hubmanager.Options, zapOpts zap.Options) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("hub")
 
 	if err := disableWatchListClient(); err != nil {
 		log.Error(err, "Configuring client-go failed")
-		return 1
+		return failed(nil)
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		log.Error(err, "Loading the hub cluster's config failed")
-		return 1
+		return failed(nil)
 	}
 	ctx := ctrl.SetupSignalHandler()
+	if err := ctrlmetrics.Registry.Register(version.NewBuildInfoCollector()); err != nil {
+		log.Error(err, "Registering the build info metric failed")
+		return failed(nil)
+	}
 	hub, err := hubmanager.New(cfg, opts)
 	if err != nil {
 		log.Error(err, "Setting up the hub failed")
-		return 1
+		return failed(nil)
 	}
-	log.Info("Starting the hub", "secretNamespace", opts.SecretNamespace, "secretLabel", opts.SecretLabel)
+	info := version.Get()
+	log.Info("Starting the hub", "version", info.Version, "gitCommit", info.GitCommit,
+		"secretNamespace", opts.SecretNamespace, "secretLabel", opts.SecretLabel)
 	if err := hub.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error(err, "The hub stopped")
-		return 1
+		return failed(nil)
 	}
-	return 0
+	return nil
 }
 
 // disableWatchListClient turns off client-go's streaming lists (WatchListClient, on by default

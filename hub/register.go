@@ -2,80 +2,169 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"configbundle.dev/hub/pkg/registration"
-
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/registration"
 )
 
-// registerCommand runs `hub register NAME` or `hub unregister NAME`.
-func registerCommand(cmd string, args []string) int {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	var (
-		memberKubeconfig, memberContext, hubKubeconfig, hubContext string
-		opts                                                       registration.Options
-	)
-	fs.StringVar(&memberKubeconfig, "member-kubeconfig", "", "Kubeconfig with admin access to the member (default: $KUBECONFIG or ~/.kube/config).")
-	fs.StringVar(&memberContext, "member-context", "", "Context of --member-kubeconfig to use (default: its current context).")
-	fs.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the hub cluster (default: $KUBECONFIG or ~/.kube/config).")
-	fs.StringVar(&hubContext, "hub-context", "", "Context of --hub-kubeconfig to use (default: its current context).")
-	fs.StringVar(&opts.Server, "server", "", "API server URL the hub uses to reach the member, when it differs from the member kubeconfig's (for example kind's --internal address).")
-	fs.StringVar(&opts.SecretNamespace, "secret-namespace", hubv1alpha1.DefaultSecretNamespace, "Hub namespace of the member's kubeconfig Secret (the hub's --secret-namespace).")
-	fs.StringVar(&opts.SecretLabel, "secret-label", hubv1alpha1.DefaultSecretLabel, "Label marking the Secret as a member (the hub's --secret-label).")
-	fs.StringVar(&opts.SecretKey, "secret-key", hubv1alpha1.DefaultSecretKey, "Data key of the kubeconfig in the Secret (the hub's --secret-key).")
-	fs.StringVar(&opts.MemberNamespace, "member-namespace", hubv1alpha1.DefaultSecretNamespace, "Member namespace of the hub's ServiceAccount.")
-	fs.DurationVar(&opts.TokenDuration, "token-duration", registration.DefaultTokenDuration, "Requested lifetime of the hub's token; register again before it ends to rotate it.")
-	timeout := fs.Duration("timeout", time.Minute, "How long the whole operation may take.")
-	fs.Usage = func() {
-		if cmd == "register" {
-			fmt.Fprintf(fs.Output(), "Usage: hub register NAME [flags]\n\nRegisters a member cluster with the hub in one step: creates a ServiceAccount with least-privilege\nRBAC in the member, obtains a token, checks it, and writes the labelled kubeconfig Secret NAME on the hub.\nRunning it again rotates the token.\n\nFlags:\n")
-		} else {
-			fmt.Fprintf(fs.Output(), "Usage: hub unregister NAME [flags]\n\nRemoves a member: deletes its kubeconfig Secret on the hub, then the hub's ServiceAccount and RBAC in\nthe member. Nothing the hub reconciled in the member is touched.\n\nFlags:\n")
-		}
-		fs.PrintDefaults()
+// defaultTimeout is the default of --timeout.
+const defaultTimeout = time.Minute
+
+// clusterFlags locate the member and the hub clusters, the way kubectl does.
+type clusterFlags struct {
+	memberKubeconfig, memberContext, hubKubeconfig, hubContext string
+}
+
+func (f *clusterFlags) bindMember(fs *pflag.FlagSet) {
+	fs.StringVar(&f.memberKubeconfig, "member-kubeconfig", "", "Kubeconfig with admin access to the member (default: $KUBECONFIG or ~/.kube/config).")
+	fs.StringVar(&f.memberContext, "member-context", "", "Context of --member-kubeconfig to use (default: its current context).")
+}
+
+func (f *clusterFlags) bindHub(fs *pflag.FlagSet) {
+	fs.StringVar(&f.hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the hub cluster (default: $KUBECONFIG or ~/.kube/config).")
+	fs.StringVar(&f.hubContext, "hub-context", "", "Context of --hub-kubeconfig to use (default: its current context).")
+}
+
+// registrationFlags are the flags of hub register and hub unregister.
+type registrationFlags struct {
+	clusterFlags
+	opts    registration.Options
+	timeout time.Duration
+	labels  []string
+	wait    bool
+}
+
+// bind defines the flags register and unregister share: unregister accepts them all, and uses
+// the kubeconfig, context, namespace and label ones and --timeout.
+func (f *registrationFlags) bind(fs *pflag.FlagSet) {
+	f.bindMember(fs)
+	f.bindHub(fs)
+	fs.StringVar(&f.opts.Server, "server", "", "API server URL the hub uses to reach the member, when it differs from the member kubeconfig's (for example kind's --internal address).")
+	fs.StringVar(&f.opts.SecretNamespace, "secret-namespace", hubv1alpha1.DefaultSecretNamespace, "Hub namespace of the member's kubeconfig Secret (the hub's --secret-namespace).")
+	fs.StringVar(&f.opts.SecretLabel, "secret-label", hubv1alpha1.DefaultSecretLabel, "Label marking the Secret as a member (the hub's --secret-label).")
+	fs.StringVar(&f.opts.SecretKey, "secret-key", hubv1alpha1.DefaultSecretKey, "Data key of the kubeconfig in the Secret (the hub's --secret-key).")
+	fs.StringVar(&f.opts.MemberNamespace, "member-namespace", hubv1alpha1.DefaultSecretNamespace, "Member namespace of the hub's ServiceAccount and its token Secrets.")
+	fs.DurationVar(&f.opts.TokenDuration, "token-duration", registration.DefaultTokenDuration, "Requested lifetime of the hub's token; register again before it ends to rotate it.")
+	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "How long the whole operation may take, --wait included.")
+}
+
+func newRegisterCommand() *cobra.Command {
+	f := &registrationFlags{}
+	cmd := &cobra.Command{
+		Use:   "register NAME [flags]",
+		Short: "Register a member cluster with the hub",
+		Long: `Registers a member cluster with the hub in one step. In the member it applies a ServiceAccount and
+a ClusterRoleBinding of its own for NAME (configbundle-hub-NAME, configbundle-hub-member-NAME)
+to the least-privilege ClusterRole configbundle-hub-member, obtains a token bound to a token
+Secret of NAME, checks that the token works, and writes the labelled kubeconfig Secret NAME on
+the hub. Running it again rotates the token and revokes the previous one.
+
+It refuses a cluster that is already a member under another name (same kube-system namespace
+uid), naming that member, and a NAME registered for another cluster, unless --force.`,
+		Example: `  hub register eu-1 --member-context kind-eu-1 --hub-context kind-hub
+  hub register eu-1 --member-context kind-eu-1 --hub-context kind-hub --server https://eu-1-control-plane:6443
+  hub register eu-1 --member-context kind-eu-1 --label env=prod --label region=eu --wait --timeout 2m`,
+		Args: exactlyOneName,
+		RunE: func(cmd *cobra.Command, args []string) error { return f.register(cmd, args[0]) },
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		fs.Usage()
-		return 2
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	f.bind(fs)
+	fs.StringArrayVar(&f.labels, "label", nil, "Label KEY=VALUE of the member's MemberCluster on the hub; repeatable. The labels given replace those a previous hub register set.")
+	fs.BoolVar(&f.wait, "wait", false, "Wait until the member's MemberCluster is Ready (bounded by --timeout).")
+	fs.BoolVar(&f.opts.Force, "force", false, "Register a cluster already registered under another name, or move NAME to another cluster.")
+	return cmd
+}
+
+func newUnregisterCommand() *cobra.Command {
+	f := &registrationFlags{}
+	cmd := &cobra.Command{
+		Use:   "unregister NAME [flags]",
+		Short: "Remove a member: its Secret on the hub, the hub's ServiceAccount, RBAC and tokens in the member",
+		Long: `Removes the member NAME: deletes its kubeconfig Secret on the hub, then, in the member, the
+ServiceAccount, ClusterRoleBinding and token Secrets of NAME (which revokes its tokens), and the
+ClusterRole configbundle-hub-member once no other registration binds it. ConfigBundles and
+ConfigMaps in the member are left as they are.
+
+It refuses, changing nothing, when NAME is not a registered member on the hub, or when the member
+credentials reach another cluster than the one NAME's Secret points at.`,
+		Example: `  hub unregister eu-1 --member-context kind-eu-1 --hub-context kind-hub`,
+		Args:    exactlyOneName,
+		RunE:    func(cmd *cobra.Command, args []string) error { return f.unregister(cmd, args[0]) },
 	}
-	opts.Name = args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
+	cmd.Flags().SortFlags = false
+	f.bind(cmd.Flags())
+	return cmd
+}
+
+// complete turns the flags into registration.Options for the member name; bad flag values are
+// usage errors, kubeconfigs that do not load failures.
+func (f *registrationFlags) complete(name string) (registration.Options, error) {
+	opts := f.opts
+	opts.Name = name
 	var err error
-	if opts.Member, err = loadConfig(memberKubeconfig, memberContext); err != nil {
-		fmt.Fprintf(os.Stderr, "hub %s: member kubeconfig: %v\n", cmd, err)
-		return 1
+	if opts.Labels, err = registration.ParseLabels(f.labels); err != nil {
+		return opts, err
 	}
-	if opts.Hub, err = loadConfig(hubKubeconfig, hubContext); err != nil {
-		fmt.Fprintf(os.Stderr, "hub %s: hub kubeconfig: %v\n", cmd, err)
-		return 1
+	if opts.Member, err = loadConfig(f.memberKubeconfig, f.memberContext); err != nil {
+		return opts, failed(fmt.Errorf("member kubeconfig: %w", err))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	if opts.Hub, err = loadConfig(f.hubKubeconfig, f.hubContext); err != nil {
+		return opts, failed(fmt.Errorf("hub kubeconfig: %w", err))
+	}
+	return opts, nil
+}
+
+func (f *registrationFlags) register(cmd *cobra.Command, name string) error {
+	opts, err := f.complete(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	if cmd == "unregister" {
-		if err := registration.Unregister(ctx, opts); err != nil {
-			fmt.Fprintf(os.Stderr, "hub unregister: %v\n", err)
-			return 1
-		}
-		fmt.Printf("Unregistered member %s: its Secret is deleted from the hub and the hub's access is removed from the member.\n", opts.Name)
-		return 0
-	}
+	out := cmd.OutOrStdout()
 	res, err := registration.Register(ctx, opts)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "hub register: %v\n", err)
-		return 1
+		return failed(err)
 	}
-	fmt.Printf("Registered member %s: Secret %s/%s on the hub, server %s, token valid until %s.\n",
-		opts.Name, res.SecretNamespace, res.SecretName, res.Server, res.TokenExpires.Format(time.RFC3339))
-	return 0
+	fmt.Fprintf(out, "Registered member %s: Secret %s/%s on the hub, server %s, token valid until %s.\n",
+		name, res.SecretNamespace, res.SecretName, res.Server, res.TokenExpires.Format(time.RFC3339))
+	if res.RevokedTokens > 0 {
+		fmt.Fprintf(out, "Revoked the previous token of member %s (%d token Secret(s) deleted in the member).\n", name, res.RevokedTokens)
+	}
+	if !f.wait {
+		return nil
+	}
+	mc, err := registration.WaitReady(ctx, opts)
+	if err != nil {
+		return failed(err)
+	}
+	reason := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition).Reason
+	fmt.Fprintf(out, "Member %s is Ready (%s).\n", name, reason)
+	return nil
+}
+
+func (f *registrationFlags) unregister(cmd *cobra.Command, name string) error {
+	opts, err := f.complete(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	if err := registration.Unregister(ctx, opts); err != nil {
+		return failed(err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Unregistered member %s: deleted its Secret %s/%s on the hub, and its ServiceAccount %s/%s, ClusterRoleBinding %s and token Secrets in the member, which revokes its tokens. ConfigBundles and ConfigMaps in the member are left as they are.\n",
+		name, opts.SecretNamespace, name, opts.MemberNamespace, registration.ServiceAccountName(name), registration.ClusterRoleBindingName(name))
+	return nil
 }
 
 // loadConfig loads a client config the way kubectl does. This runs on the operator's machine

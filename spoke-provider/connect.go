@@ -30,6 +30,7 @@ type connection struct {
 	cancel    context.CancelFunc
 	clusterID string
 	version   string
+	expiry    time.Time // of the credential; zero if it does not say
 }
 
 // connectError carries the MemberCluster reason of a failed connection.
@@ -71,6 +72,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
 	}
 	conn := &connection{hash: hash, discovery: disc.RESTClient()}
+	conn.expiry, _ = kubeconfig.CredentialsExpiry(cfg)
 	if conn.version, err = conn.serverVersion(ctx); err != nil {
 		return nil, reach("reading the API server's version", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -20,6 +22,9 @@ type State struct {
 	ClusterID string
 	// LastSeen is when the member last answered.
 	LastSeen time.Time
+	// CredentialsExpiry is when the credential of the active connection expires; zero when it
+	// does not say.
+	CredentialsExpiry time.Time
 	// SecretNamespace and SecretName name the member's kubeconfig Secret.
 	SecretNamespace, SecretName string
 }
@@ -155,7 +160,7 @@ func (m *member) connected(conn *connection, now time.Time) (old *connection) {
 	m.active, m.failures = conn, 0
 	m.state = State{
 		Ready: true, Reason: hubv1alpha1.ConnectedReason, Message: connectedMessage,
-		KubernetesVersion: conn.version, ClusterID: conn.clusterID, LastSeen: now,
+		KubernetesVersion: conn.version, ClusterID: conn.clusterID, LastSeen: now, CredentialsExpiry: conn.expiry,
 		SecretNamespace: m.state.SecretNamespace, SecretName: m.state.SecretName,
 	}
 	return old
@@ -183,6 +188,13 @@ func (m *member) probed(conn *connection, version string, err error, now time.Ti
 	}
 	if err != nil {
 		m.failures++
+		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+			// A refused credential is no network blip: say so at once.
+			before := m.state
+			m.state.Ready, m.state.Reason = false, hubv1alpha1.ForbiddenReason
+			m.state.Message = fmt.Sprintf("the member refused the hub's credential (revoked or expired?): %v", err)
+			return m.state != before, false
+		}
 		if m.failures < threshold || !m.state.Ready {
 			return false, false
 		}

@@ -168,22 +168,24 @@ func (d *demo) register(ctx context.Context) error {
 	return d.table(ctx, "memberclusters")
 }
 
-// samples are the bundles applied to every member.
-func samples() []*v1alpha1.ConfigBundle {
-	return []*v1alpha1.ConfigBundle{
-		{ObjectMeta: metav1.ObjectMeta{Name: "welcome", Namespace: "default", Labels: map[string]string{"app": "web"}},
-			Spec: v1alpha1.ConfigBundleSpec{Message: "Hello from ConfigBundle Hub"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "release-notes", Namespace: "default", Annotations: map[string]string{"team": "platform"}},
-			Spec: v1alpha1.ConfigBundleSpec{Message: "v1.0: first release", Immutable: true}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "feature-flags", Namespace: "default", Labels: map[string]string{"tier": "backend"}},
-			Spec: v1alpha1.ConfigBundleSpec{Message: "dark-mode=on"}},
+// samples are the bundles applied to every member: config/samples, in the namespace default.
+func samples() ([]*v1alpha1.ConfigBundle, error) {
+	bundles, err := config.SampleBundles()
+	for _, b := range bundles {
+		b.Namespace = "default"
 	}
+	return bundles, err
 }
 
 func (d *demo) applySamples(ctx context.Context) error {
-	d.say("==> Applying %d sample ConfigBundles to every member", len(samples()))
+	bundles, err := samples()
+	if err != nil {
+		return err
+	}
+	d.say("==> Applying the %d sample ConfigBundles of config/samples to every member", len(bundles))
 	for _, m := range d.members {
-		for _, b := range samples() {
+		for _, b := range bundles {
+			b := b.DeepCopy()
 			if err := d.clients[m.Name].Create(ctx, b); err != nil {
 				return fmt.Errorf("creating ConfigBundle %s in %s: %w", b.Name, m.Name, err)
 			}
@@ -197,8 +199,8 @@ func (d *demo) applySamples(ctx context.Context) error {
 
 func (d *demo) tamper(ctx context.Context) error {
 	m := d.members[0]
-	d.say("==> Tampering with a managed ConfigMap by hand: %s default/welcome, data.message := \"tampered\"", m.Name)
-	elapsed, err := d.tamperAndWatch(ctx, m.Name, "welcome")
+	d.say("==> Tampering with a managed ConfigMap by hand: %s default/greeting, data.message := \"tampered\"", m.Name)
+	elapsed, err := d.tamperAndWatch(ctx, m.Name, "greeting")
 	if err != nil {
 		return err
 	}
@@ -263,12 +265,12 @@ func (d *demo) pause(ctx context.Context) error {
 		_ = paused.Resume()
 		return err
 	}
-	elapsed, err := d.tamperAndWatch(ctx, other.Name, "feature-flags")
+	elapsed, err := d.tamperAndWatch(ctx, other.Name, "web-banner")
 	if err != nil {
 		_ = paused.Resume()
 		return err
 	}
-	d.say("    meanwhile %s still heals: feature-flags tampered and healed in %s", other.Name, elapsed.Round(time.Microsecond))
+	d.say("    meanwhile %s still heals: web-banner tampered and healed in %s", other.Name, elapsed.Round(time.Microsecond))
 	d.say("==> Resuming %s (SIGCONT)", paused.Name)
 	if err := paused.Resume(); err != nil {
 		return err
@@ -349,7 +351,11 @@ func (d *demo) fleetReady(ctx context.Context) (bool, error) {
 	if err := d.hub.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, f); err != nil {
 		return false, nil
 	}
-	want := int64(len(d.members) * len(samples()))
+	bundles, err := samples()
+	if err != nil {
+		return false, err
+	}
+	want := int64(len(d.members) * len(bundles))
 	return meta.IsStatusConditionTrue(f.Status.Conditions, hubv1alpha1.ReadyCondition) && f.Status.Bundles.Ready == want, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,13 +22,15 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-// fleetReconciler keeps the Fleet "default" equal to the sum of the MemberClusters.
+// fleetReconciler keeps the Fleet "default" equal to the sum of the MemberClusters, and its
+// heartbeat fresh.
 type fleetReconciler struct {
-	hub client.Client
+	hub       client.Client
+	heartbeat time.Duration
 }
 
-func setupFleet(mgr manager.Manager) error {
-	r := &fleetReconciler{hub: mgr.GetClient()}
+func setupFleet(mgr manager.Manager, opts Options) error {
+	r := &fleetReconciler{hub: mgr.GetClient(), heartbeat: opts.HeartbeatInterval}
 	toDefault := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}}}
 	})
@@ -48,7 +51,8 @@ func setupFleet(mgr manager.Manager) error {
 	return nil
 }
 
-// Reconcile computes the Fleet's status from the MemberClusters and writes it if it changed.
+// Reconcile computes the Fleet's status from the MemberClusters and writes it if it changed or
+// its heartbeat is due.
 func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	if req.Name != hubv1alpha1.FleetName {
 		return ctrl.Result{}, nil
@@ -66,9 +70,13 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading Fleet: %w", err)
 	}
+	now := time.Now()
 	want := FleetStatus(fleet.Status, members.Items)
-	if equality.Semantic.DeepEqual(want, fleet.Status) {
-		return ctrl.Result{}, nil
+	beat := fleet.Status.HeartbeatTime
+	if due := beat == nil || now.Sub(beat.Time) >= r.heartbeat; due {
+		want.HeartbeatTime = &metav1.Time{Time: now.Truncate(time.Second)}
+	} else if equality.Semantic.DeepEqual(want, fleet.Status) {
+		return ctrl.Result{RequeueAfter: r.heartbeat - now.Sub(beat.Time)}, nil
 	}
 	updated := fleet.DeepCopy()
 	updated.Status = want
@@ -77,7 +85,7 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing Fleet status: %w", err)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: r.heartbeat - now.Sub(updated.Status.HeartbeatTime.Time)}, nil
 }
 
 // FleetStatus sums up MemberClusters into a Fleet status, starting from current (which keeps
@@ -85,7 +93,7 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCluster) hubv1alpha1.FleetStatus {
 	st := *current.DeepCopy()
 	st.Clusters, st.Bundles, st.Heals = hubv1alpha1.ClusterCounts{}, hubv1alpha1.BundleCounts{}, 0
-	var notReady []string
+	var notReady, failing []string
 	for _, mc := range members {
 		st.Clusters.Total++
 		if c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
@@ -101,22 +109,35 @@ func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCl
 		st.Bundles.Ready += mc.Status.Bundles.Ready
 		st.Bundles.Failed += mc.Status.Bundles.Failed
 		st.Heals += mc.Status.Heals
+		if n := mc.Status.Bundles.Failed; n > 0 {
+			failing = append(failing, fmt.Sprintf("%s (%d)", mc.Name, n))
+		}
 	}
 	slices.Sort(notReady)
+	slices.Sort(failing)
 	ready := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse}
 	switch {
 	case st.Clusters.Total == 0:
 		ready.Reason, ready.Message = hubv1alpha1.NoMembersReason, "No member cluster is registered"
 	case len(notReady) > 0:
 		ready.Reason = hubv1alpha1.MembersNotReadyReason
-		ready.Message = fmt.Sprintf("%d of %d members not Ready: %s", len(notReady), st.Clusters.Total, strings.Join(notReady, ", "))
+		ready.Message = fmt.Sprintf("%d of %d members not Ready: %s", len(notReady), st.Clusters.Total, firstNames(notReady))
 	case st.Bundles.Failed > 0:
 		ready.Reason = hubv1alpha1.BundlesFailedReason
-		ready.Message = fmt.Sprintf("%d of %d ConfigBundles have failed", st.Bundles.Failed, st.Bundles.Total)
+		ready.Message = fmt.Sprintf("%d of %d ConfigBundles have failed, in %s", st.Bundles.Failed, st.Bundles.Total, firstNames(failing))
 	default:
 		ready.Status, ready.Reason = metav1.ConditionTrue, hubv1alpha1.AllReadyReason
 		ready.Message = fmt.Sprintf("All %d members Ready, %d of %d ConfigBundles Ready", st.Clusters.Total, st.Bundles.Ready, st.Bundles.Total)
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	return st
+}
+
+// firstNames joins the first hubv1alpha1.MaxNamedMembers of names and says how many more there
+// are.
+func firstNames(names []string) string {
+	if len(names) <= hubv1alpha1.MaxNamedMembers {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:hubv1alpha1.MaxNamedMembers], ", "), len(names)-hubv1alpha1.MaxNamedMembers)
 }

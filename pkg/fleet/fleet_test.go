@@ -66,7 +66,22 @@ func TestFleetStatus(t *testing.T) {
 		want:       hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 1, Ready: 1}, Bundles: hubv1alpha1.BundleCounts{Total: 3, Ready: 1, Failed: 1}},
 		wantReady:  metav1.ConditionFalse,
 		wantReason: hubv1alpha1.BundlesFailedReason,
-		wantInMsg:  "1 of 3 ConfigBundles have failed",
+		wantInMsg:  "1 of 3 ConfigBundles have failed, in a (1)",
+	}, {
+		name: "the message names the first members with failed bundles, sorted, and counts the rest",
+		members: []hubv1alpha1.MemberCluster{
+			member("g", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Failed: 1}, 0),
+			member("f", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Failed: 1}, 0),
+			member("e", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Failed: 1}, 0),
+			member("d", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Ready: 1}, 0),
+			member("c", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Failed: 1}, 0),
+			member("b", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 2, Failed: 2}, 0),
+			member("a", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Failed: 1}, 0),
+		},
+		want:       hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 7, Ready: 7}, Bundles: hubv1alpha1.BundleCounts{Total: 8, Ready: 1, Failed: 7}},
+		wantReady:  metav1.ConditionFalse,
+		wantReason: hubv1alpha1.BundlesFailedReason,
+		wantInMsg:  "7 of 8 ConfigBundles have failed, in a (1), b (2), c (1), e (1), f (1) and 1 more",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

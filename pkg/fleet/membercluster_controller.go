@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,9 +30,11 @@ import (
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
-// What the hub needs on the hub cluster for its health reports.
+// What the hub needs on the hub cluster for its health reports, and the Events it records on
+// MemberClusters (cluster-scoped objects, whose Events go to the namespace default).
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=memberclusters;fleets,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=memberclusters/status;fleets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // conflictRetry is how soon a status is computed again after a write lost to a newer version:
 // the cache is about to catch up, this is no error.
@@ -57,7 +60,21 @@ type Options struct {
 
 	// CountTimeout bounds counting a member's bundles from its cache. Defaults to 5 seconds.
 	CountTimeout time.Duration
+
+	// CredentialsExpiryWarning is how long before its credential expires a member's
+	// CredentialsValid condition turns False (ExpiresSoon). Defaults to 30 days.
+	CredentialsExpiryWarning time.Duration
+
+	// HeartbeatInterval is how often the Fleet's status.heartbeatTime is refreshed. Defaults to
+	// 10 seconds.
+	HeartbeatInterval time.Duration
 }
+
+// Defaults of Options.
+const (
+	DefaultCredentialsExpiryWarning = 30 * 24 * time.Hour
+	DefaultHeartbeatInterval        = 10 * time.Second
+)
 
 func (o *Options) defaults() {
 	if o.MinWriteInterval <= 0 {
@@ -69,6 +86,12 @@ func (o *Options) defaults() {
 	if o.CountTimeout <= 0 {
 		o.CountTimeout = 5 * time.Second
 	}
+	if o.CredentialsExpiryWarning <= 0 {
+		o.CredentialsExpiryWarning = DefaultCredentialsExpiryWarning
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
 }
 
 // MemberClusterReconciler keeps one MemberCluster per member.
@@ -77,6 +100,8 @@ type MemberClusterReconciler struct {
 	members         Members
 	opts            Options
 	secretNamespace string
+
+	recorder events.EventRecorder
 
 	mu         sync.Mutex
 	lastWrites map[string]time.Time
@@ -89,6 +114,7 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 	r := &MemberClusterReconciler{
 		hub: mgr.GetLocalManager().GetClient(), members: members, opts: opts,
 		secretNamespace: secretNamespace, lastWrites: map[string]time.Time{},
+		recorder: mgr.GetLocalManager().GetEventRecorder(hubv1alpha1.FieldOwner),
 	}
 	byMemberName := func(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 		return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []mcreconcile.Request {
@@ -110,7 +136,7 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 	if err != nil {
 		return fmt.Errorf("building the membercluster controller: %w", err)
 	}
-	return setupFleet(mgr.GetLocalManager())
+	return setupFleet(mgr.GetLocalManager(), opts)
 }
 
 // stateChanges enqueues a member whenever the provider's view of it changes.
@@ -134,26 +160,18 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	if !known { // the provider has not admitted the Secret yet; it will say when it does
 		return ctrl.Result{}, nil
 	}
-
-	mc := &hubv1alpha1.MemberCluster{}
-	if err := r.hub.Get(ctx, client.ObjectKey{Name: name}, mc); apierrors.IsNotFound(err) {
-		mc = &hubv1alpha1.MemberCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{hubv1alpha1.ManagedByLabel: hubv1alpha1.FieldOwner}},
-			Spec:       hubv1alpha1.MemberClusterSpec{SecretRef: hubv1alpha1.SecretReference{Namespace: state.SecretNamespace, Name: state.SecretName}},
-		}
-		if err := r.hub.Create(ctx, mc, client.FieldOwner(hubv1alpha1.FieldOwner)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("creating MemberCluster: %w", err)
-		}
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading MemberCluster: %w", err)
+	mc, err := r.getOrCreate(ctx, name, state)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-
-	want := r.status(ctx, name, state, mc.Status)
+	now := time.Now()
+	setCredentialsMetric(name, state.CredentialsExpiry)
+	want := r.status(ctx, name, state, mc.Status, now)
 	if equality.Semantic.DeepEqual(want, mc.Status) {
-		return r.refreshLater(state), nil
+		return r.requeue(state, now), nil
 	}
-	// A change of readiness is written at once; counts and lastSeenTime wait for the budget.
-	transition := !equality.Semantic.DeepEqual(readyOf(want), readyOf(mc.Status))
+	// A change of a condition is written at once; counts and lastSeenTime wait for the budget.
+	transition := !equality.Semantic.DeepEqual(conditionsOf(want), conditionsOf(mc.Status))
 	if wait := r.writeBudget(name, transition); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
@@ -164,7 +182,46 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing MemberCluster status: %w", err)
 	}
-	return r.refreshLater(state), nil
+	r.recordTransitions(mc, updated)
+	return r.requeue(state, now), nil
+}
+
+// getOrCreate reads the member's MemberCluster, creating it if it does not exist. The hub never
+// changes an existing MemberCluster's metadata: labels set by users and by `hub register
+// --label` stay.
+func (r *MemberClusterReconciler) getOrCreate(ctx context.Context, name string, state spokeprovider.State) (*hubv1alpha1.MemberCluster, error) {
+	mc := &hubv1alpha1.MemberCluster{}
+	err := r.hub.Get(ctx, client.ObjectKey{Name: name}, mc)
+	if err == nil {
+		return mc, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading MemberCluster: %w", err)
+	}
+	mc = &hubv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{hubv1alpha1.ManagedByLabel: hubv1alpha1.FieldOwner}},
+		Spec:       hubv1alpha1.MemberClusterSpec{SecretRef: hubv1alpha1.SecretReference{Namespace: state.SecretNamespace, Name: state.SecretName}},
+	}
+	if err := r.hub.Create(ctx, mc, client.FieldOwner(hubv1alpha1.FieldOwner)); err != nil {
+		return nil, fmt.Errorf("creating MemberCluster: %w", err)
+	}
+	return mc, nil
+}
+
+// recordTransitions records an Event on the MemberCluster for each condition whose status or
+// reason the write changed: Normal when it became True, Warning otherwise.
+func (r *MemberClusterReconciler) recordTransitions(before, after *hubv1alpha1.MemberCluster) {
+	for _, t := range []string{hubv1alpha1.ReadyCondition, hubv1alpha1.CredentialsValidCondition} {
+		was, now := meta.FindStatusCondition(before.Status.Conditions, t), meta.FindStatusCondition(after.Status.Conditions, t)
+		if now == nil || (was != nil && was.Status == now.Status && was.Reason == now.Reason) {
+			continue
+		}
+		eventType := corev1.EventTypeWarning
+		if now.Status == metav1.ConditionTrue {
+			eventType = corev1.EventTypeNormal
+		}
+		r.recorder.Eventf(after, nil, eventType, now.Reason, t, "Member %s: %s is %s (%s): %s", after.Name, t, now.Status, now.Reason, now.Message)
+	}
 }
 
 // secretGone reports whether the member's labelled Secret is gone (the hub's cache holds only
@@ -188,66 +245,8 @@ func (r *MemberClusterReconciler) deleteStale(ctx context.Context, name string, 
 	r.mu.Lock()
 	delete(r.lastWrites, name)
 	r.mu.Unlock()
+	deleteCredentialsMetric(name)
 	return nil
-}
-
-// status computes a MemberCluster's status. The counts come from the member's cache while the
-// member is Ready; otherwise the last ones stay, with the lastSeenTime they were observed at.
-func (r *MemberClusterReconciler) status(ctx context.Context, name string, state spokeprovider.State, current hubv1alpha1.MemberClusterStatus) hubv1alpha1.MemberClusterStatus {
-	st := *current.DeepCopy()
-	ready := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: state.Reason, Message: state.Message}
-	if state.Ready {
-		ready.Status = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&st.Conditions, ready)
-	if state.KubernetesVersion != "" {
-		st.KubernetesVersion = state.KubernetesVersion
-	}
-	if state.ClusterID != "" {
-		st.ClusterID = state.ClusterID
-	}
-	if state.Ready {
-		if counts, heals, err := r.count(ctx, name); err == nil {
-			st.Bundles, st.Heals = counts, heals
-		}
-	}
-	if !state.LastSeen.IsZero() {
-		seen := metav1.NewTime(state.LastSeen.Truncate(time.Second))
-		stale := st.LastSeenTime == nil || seen.Sub(st.LastSeenTime.Time) >= r.opts.LastSeenRefresh
-		if stale || !equality.Semantic.DeepEqual(st, current) {
-			st.LastSeenTime = &seen
-		}
-	}
-	return st
-}
-
-// count counts a member's bundles from its cache, without copying them.
-func (r *MemberClusterReconciler) count(ctx context.Context, name string) (hubv1alpha1.BundleCounts, int64, error) {
-	cl, err := r.members.Get(ctx, multicluster.ClusterName(name))
-	if err != nil {
-		return hubv1alpha1.BundleCounts{}, 0, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.CountTimeout)
-	defer cancel()
-	list := &v1alpha1.ConfigBundleList{}
-	if err := cl.GetCache().List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return hubv1alpha1.BundleCounts{}, 0, err
-	}
-	var counts hubv1alpha1.BundleCounts
-	var heals int64
-	for i := range list.Items {
-		b := &list.Items[i]
-		counts.Total++
-		heals += b.Status.Heals
-		switch c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); {
-		case c == nil:
-		case c.Status == metav1.ConditionTrue:
-			counts.Ready++
-		case c.Status == metav1.ConditionFalse:
-			counts.Failed++
-		}
-	}
-	return counts, heals, nil
 }
 
 // writeBudget rate-limits status writes per member: it returns how long to wait before the
@@ -262,19 +261,19 @@ func (r *MemberClusterReconciler) writeBudget(name string, now bool) time.Durati
 	return 0
 }
 
-// readyOf returns the status and reason of the Ready condition.
-func readyOf(st hubv1alpha1.MemberClusterStatus) [2]string {
-	c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition)
-	if c == nil {
-		return [2]string{}
-	}
-	return [2]string{string(c.Status), c.Reason}
-}
-
-// refreshLater comes back to refresh lastSeenTime of a Ready member.
-func (r *MemberClusterReconciler) refreshLater(state spokeprovider.State) ctrl.Result {
+// requeue comes back to refresh lastSeenTime of a Ready member, and when the member's
+// credential enters the warning window or expires.
+func (r *MemberClusterReconciler) requeue(state spokeprovider.State, now time.Time) ctrl.Result {
+	var next time.Duration
 	if state.Ready {
-		return ctrl.Result{RequeueAfter: r.opts.LastSeenRefresh}
+		next = r.opts.LastSeenRefresh
 	}
-	return ctrl.Result{}
+	if exp := state.CredentialsExpiry; !exp.IsZero() {
+		for _, at := range []time.Time{exp.Add(-r.opts.CredentialsExpiryWarning), exp} {
+			if d := at.Sub(now) + time.Second; d > time.Second && (next == 0 || d < next) {
+				next = d
+			}
+		}
+	}
+	return ctrl.Result{RequeueAfter: next}
 }

@@ -63,6 +63,12 @@ type Options struct {
 	MetricsBindAddress, HealthProbeBindAddress string
 	// LeaderElect elects one active hub among replicas. Defaults to false.
 	LeaderElect bool
+	// CredentialsExpiryWarning is how long before a member's credential expires its
+	// CredentialsValid condition turns False (ExpiresSoon). Defaults to 30 days.
+	CredentialsExpiryWarning time.Duration
+	// HeartbeatInterval is how often the Fleet's status.heartbeatTime is refreshed. Defaults to
+	// 10 seconds.
+	HeartbeatInterval time.Duration
 	// RetryBaseDelay and RetryMaxDelay tune the ConfigBundle reconciler's back-off (see
 	// configbundle.Options). Default to 3 seconds and 1 minute. No flags.
 	RetryBaseDelay, RetryMaxDelay time.Duration
@@ -80,6 +86,8 @@ func (o Options) complete() Options {
 	o.InstallCRDs = cmp.Or(o.InstallCRDs, ptr.To(true))
 	o.MetricsBindAddress = cmp.Or(o.MetricsBindAddress, DefaultMetricsBindAddress)
 	o.HealthProbeBindAddress = cmp.Or(o.HealthProbeBindAddress, DefaultHealthProbeBindAddress)
+	o.CredentialsExpiryWarning = cmp.Or(o.CredentialsExpiryWarning, fleet.DefaultCredentialsExpiryWarning)
+	o.HeartbeatInterval = cmp.Or(o.HeartbeatInterval, fleet.DefaultHeartbeatInterval)
 	return o
 }
 
@@ -100,6 +108,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", d.MetricsBindAddress, `Address of the Prometheus metrics endpoint; "0" disables it.`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", d.HealthProbeBindAddress, `Address of the /healthz and /readyz endpoints; "0" disables them.`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", d.LeaderElect, "Elect a leader among hub replicas (a Lease in --secret-namespace), so that only one reconciles.")
+	fs.DurationVar(&o.CredentialsExpiryWarning, "credentials-expiry-warning", d.CredentialsExpiryWarning, "How long before a member's credential expires its MemberCluster's CredentialsValid condition turns False (ExpiresSoon).")
+	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "How often the hub refreshes Fleet status.heartbeatTime, which hub status --max-age checks (one write per interval).")
 }
 
 // float32Value is a flag.Value for a float32.
@@ -158,7 +168,10 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := fleet.SetupWithManager(mgr, provider, opts.SecretNamespace, fleet.Options{}); err != nil {
+	if err := fleet.SetupWithManager(mgr, provider, opts.SecretNamespace, fleet.Options{
+		CredentialsExpiryWarning: opts.CredentialsExpiryWarning,
+		HeartbeatInterval:        opts.HeartbeatInterval,
+	}); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

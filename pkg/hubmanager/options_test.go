@@ -3,6 +3,7 @@ package hubmanager
 import (
 	"flag"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
@@ -32,12 +33,14 @@ func TestFlagsSetOptions(t *testing.T) {
 	opts.BindFlags(fs)
 	err := fs.Parse([]string{"--secret-namespace=ns", "--secret-label=l", "--secret-key=k", "--resync-period=1m",
 		"--probe-interval=2s", "--member-qps=7.5", "--member-burst=9", "--install-crds=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=:9", "--leader-elect"})
+		"--metrics-bind-address=0", "--health-probe-bind-address=:9", "--leader-elect",
+		"--credentials-expiry-warning=48h", "--heartbeat-interval=3s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Options{SecretNamespace: "ns", SecretLabel: "l", SecretKey: "k", ResyncPeriod: 60e9, ProbeInterval: 2e9,
-		MemberQPS: 7.5, MemberBurst: 9, InstallCRDs: ptr.To(false), MetricsBindAddress: "0", HealthProbeBindAddress: ":9", LeaderElect: true}
+		MemberQPS: 7.5, MemberBurst: 9, InstallCRDs: ptr.To(false), MetricsBindAddress: "0", HealthProbeBindAddress: ":9", LeaderElect: true,
+		CredentialsExpiryWarning: 48 * time.Hour, HeartbeatInterval: 3 * time.Second}
 	if diff := cmp.Diff(want, opts); diff != "" {
 		t.Errorf("options from flags (-want +got):\n%s", diff)
 	}

@@ -9,22 +9,17 @@ import (
 	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/config"
-	"configbundle.dev/hub/pkg/kubeconfig"
 )
 
 // Defaults of Options; the Secret contract's (namespace, label, key) are the hub API's.
@@ -37,30 +32,61 @@ const (
 
 // Names and markers of what Register writes.
 const (
-	// ServiceAccountName is the hub's identity in the member, in Options.MemberNamespace.
-	ServiceAccountName = hubv1alpha1.HubName
-	// RBACName names the ClusterRole and the ClusterRoleBinding granting the hub's identity the
-	// rules of config.MemberClusterRole.
+	// ServiceAccountPrefix begins the name of every registration's ServiceAccount in the member
+	// (ServiceAccountName).
+	ServiceAccountPrefix = hubv1alpha1.HubName + "-"
+	// RBACName names the ClusterRole granting the hub the rules of config.MemberClusterRole,
+	// shared by the registrations of a member: each binds it with its own ClusterRoleBinding
+	// (ClusterRoleBindingName). Unregister deletes it with the last binding that refers to it.
 	RBACName = "configbundle-hub-member"
+	// LegacyServiceAccountName is the ServiceAccount every registration of a member shared
+	// before each had its own, bound by the ClusterRoleBinding RBACName. Register and Unregister
+	// delete both once no registration on the hub may still use them.
+	LegacyServiceAccountName = hubv1alpha1.HubName
 	// FieldOwner is the server-side apply field manager of everything Register writes.
 	FieldOwner = "configbundle-register"
 	// TokenExpiresAnnotation on the hub Secret holds the token's expiry, RFC 3339, UTC.
 	TokenExpiresAnnotation = "configbundle.dev/token-expires"
+	// ClusterIDAnnotation on the hub Secret holds the uid of the member's kube-system namespace,
+	// which identifies the cluster: the hub API's contract.
+	ClusterIDAnnotation = hubv1alpha1.ClusterIDAnnotation
+	// RegistrationAnnotation on the ServiceAccount, ClusterRoleBinding and token Secrets that
+	// Register creates in the member names the registration (the member name on the hub) they
+	// belong to.
+	RegistrationAnnotation = "hub.configbundle.dev/registration"
 )
 
-// Options of Register and Unregister; each field documents its default.
+// Refusals: Register and Unregister return errors wrapping these, and change nothing, when
+// they refuse.
+var (
+	// ErrNotRegistered: Unregister was asked for a name that is not a member on the hub.
+	ErrNotRegistered = errors.New("not a registered member")
+	// ErrDuplicateCluster: Register was asked to register a cluster that already is a member
+	// under another name (without Options.Force).
+	ErrDuplicateCluster = errors.New("the cluster is already a member under another name")
+	// ErrOtherCluster: the member credentials reach another cluster than the one the name is
+	// registered for (Unregister; Register without Options.Force).
+	ErrOtherCluster = errors.New("the member credentials reach another cluster than the registered one")
+	// ErrUnknownCluster: Unregister cannot tell which cluster the name is registered for.
+	ErrUnknownCluster = errors.New("the registered cluster is unknown")
+)
+
+// Options of Register, Unregister and WaitReady; each field documents its default.
 type Options struct {
-	// Name of the member: the name of the hub Secret, and of the kubeconfig's cluster, user and
-	// context. Required; a DNS-1123 subdomain.
+	// Name of the member: the name of the hub Secret and of the MemberCluster, of the
+	// kubeconfig's cluster, user and context, and (through ServiceAccountName and
+	// ClusterRoleBindingName) of the hub's identity in the member. Required; a DNS-1123 subdomain.
 	Name string
 
 	// Member holds admin-ish credentials for the member cluster: enough to create namespaces,
-	// ServiceAccounts, ClusterRoles and ClusterRoleBindings and to request ServiceAccount tokens.
-	// Required. It is copied, never modified, and never written anywhere.
+	// ServiceAccounts, Secrets, ClusterRoles and ClusterRoleBindings, to request ServiceAccount
+	// tokens, and to read the namespace kube-system. Required (but by WaitReady). It is copied,
+	// never modified, and never written anywhere.
 	Member *rest.Config
 
-	// Hub holds credentials for the hub cluster: enough to apply and delete Secrets in
-	// SecretNamespace (and to create it when it is missing). Required.
+	// Hub holds credentials for the hub cluster: enough to list, apply and delete Secrets in
+	// SecretNamespace (and to create it when it is missing), and to list and apply
+	// MemberClusters. Required.
 	Hub *rest.Config
 
 	// Server is the API server URL written into the Secret's kubeconfig, for addresses only the
@@ -73,23 +99,37 @@ type Options struct {
 	// hubv1alpha1.DefaultSecretNamespace ("configbundle-system"); created if missing.
 	SecretNamespace string
 
-	// SecretLabel is the label key set to "true" on the Secret. Defaults to
-	// hubv1alpha1.DefaultSecretLabel ("sigs.k8s.io/multicluster-runtime-kubeconfig").
+	// SecretLabel is the label key set to "true" on the Secret; a Secret in SecretNamespace with
+	// it is a registered member. Defaults to hubv1alpha1.DefaultSecretLabel
+	// ("sigs.k8s.io/multicluster-runtime-kubeconfig").
 	SecretLabel string
 
 	// SecretKey is the key of the Secret's data holding the kubeconfig. Defaults to
 	// hubv1alpha1.DefaultSecretKey ("kubeconfig").
 	SecretKey string
 
-	// MemberNamespace is the member namespace of the ServiceAccount. Defaults to
-	// hubv1alpha1.DefaultSecretNamespace ("configbundle-system"); created if missing, never
-	// deleted.
+	// MemberNamespace is the member namespace of the ServiceAccount and its token Secrets.
+	// Defaults to hubv1alpha1.DefaultSecretNamespace ("configbundle-system"); created if missing,
+	// never deleted.
 	MemberNamespace string
 
 	// TokenDuration is the requested lifetime of the ServiceAccount token; at least
 	// MinTokenDuration. The API server may shorten it: Result.TokenExpires is the real expiry.
 	// Defaults to DefaultTokenDuration (one year).
 	TokenDuration time.Duration
+
+	// Labels are set on the MemberCluster Name on the hub by server-side apply (field manager
+	// FieldOwner, which then owns exactly these labels: one given the previous time and not now
+	// is removed); the MemberCluster is created, with spec.secretRef, if the hub has not created
+	// it yet. Keys and values are validated as Kubernetes labels; ManagedByLabel is reserved.
+	// Defaults to nil: the MemberCluster's labels are left alone. Register and WaitReady only.
+	Labels map[string]string
+
+	// Force lets Register register a cluster that is already a member under another name (the
+	// hub then manages it once, and reports the second name as DuplicateCluster), and point a
+	// registered name at another cluster than the one it was registered for (whose identity for
+	// the name is then left behind). Defaults to false: Register refuses both.
+	Force bool
 }
 
 // Result describes a registration.
@@ -100,6 +140,13 @@ type Result struct {
 	TokenExpires time.Time
 	// Server is the API server URL written into the kubeconfig.
 	Server string
+	// ClusterID is the uid of the member's kube-system namespace.
+	ClusterID string
+	// ServiceAccount is the hub's identity in the member, namespace/name.
+	ServiceAccount string
+	// RevokedTokens counts the token Secrets of previous registrations of Name in this member
+	// that Register deleted, revoking their tokens.
+	RevokedTokens int
 }
 
 // verifyTimeout bounds how long Register waits for a freshly issued credential to be accepted by
@@ -147,16 +194,11 @@ func (o Options) validate() (*options, error) {
 	if o.Member.Host == "" {
 		return nil, errors.New("the member's credentials name no API server (Options.Member.Host is empty)")
 	}
-	for what, ns := range map[string]string{"hub Secret namespace": o.SecretNamespace, "member namespace": o.MemberNamespace} {
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return nil, fmt.Errorf("invalid %s %q: %s", what, ns, strings.Join(errs, "; "))
-		}
+	if err := o.validateHub(); err != nil {
+		return nil, err
 	}
-	if errs := validation.IsQualifiedName(o.SecretLabel); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid Secret label %q: %s", o.SecretLabel, strings.Join(errs, "; "))
-	}
-	if errs := validation.IsConfigMapKey(o.SecretKey); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid Secret key %q: %s", o.SecretKey, strings.Join(errs, "; "))
+	if errs := validation.IsDNS1123Label(o.MemberNamespace); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid member namespace %q: %s", o.MemberNamespace, strings.Join(errs, "; "))
 	}
 	u, _, err := rest.DefaultServerUrlFor(o.Member)
 	if err != nil {
@@ -166,6 +208,20 @@ func (o Options) validate() (*options, error) {
 		u.Path = "" // https://host:6443/ and https://host:6443 are the same server
 	}
 	return &options{Options: o, memberURL: u.String()}, nil
+}
+
+// validateHub checks what locates the member on the hub.
+func (o Options) validateHub() error {
+	if errs := validation.IsDNS1123Label(o.SecretNamespace); len(errs) > 0 {
+		return fmt.Errorf("invalid hub Secret namespace %q: %s", o.SecretNamespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsQualifiedName(o.SecretLabel); len(errs) > 0 {
+		return fmt.Errorf("invalid Secret label %q: %s", o.SecretLabel, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsConfigMapKey(o.SecretKey); len(errs) > 0 {
+		return fmt.Errorf("invalid Secret key %q: %s", o.SecretKey, strings.Join(errs, "; "))
+	}
+	return validateLabels(o.Labels)
 }
 
 // validateForRegister checks what only Register uses, and defaults Server to the member's URL.
@@ -183,21 +239,30 @@ func (o *options) validateForRegister() error {
 
 // Register registers the member opts.Name with the hub:
 //
-//  1. in the member, it server-side applies (field manager FieldOwner, forced) the namespace
-//     MemberNamespace if missing, the ServiceAccount ServiceAccountName, and the ClusterRole and
-//     ClusterRoleBinding RBACName granting it exactly the rules of config.MemberClusterRole,
-//     all labelled ManagedByLabel=FieldOwner;
-//  2. it requests a token for the ServiceAccount with the TokenRequest API;
-//  3. it renders a self-contained kubeconfig with that token;
-//  4. it verifies, through Member.Host, that the member accepts the credential (get namespace
-//     kube-system, list configmaps);
+//  1. it reads the member's identity, the uid of its kube-system namespace, and refuses (changing
+//     nothing) if another registered member is the same cluster (ErrDuplicateCluster), or if
+//     Name is registered for another cluster (ErrOtherCluster), unless opts.Force;
+//  2. in the member, it server-side applies (field manager FieldOwner, forced) the namespace
+//     MemberNamespace if missing, the ClusterRole RBACName with exactly the rules of
+//     config.MemberClusterRole, and the registration's own ServiceAccount
+//     ServiceAccountName(Name) and ClusterRoleBinding ClusterRoleBindingName(Name), all labelled
+//     ManagedByLabel=FieldOwner, the last two annotated RegistrationAnnotation=Name;
+//  3. it creates a token Secret (type Opaque, no data, annotated like the ServiceAccount) and
+//     requests a token for the ServiceAccount with the TokenRequest API, bound to that Secret:
+//     the API server refuses the token once the Secret is deleted;
+//  4. it renders a self-contained kubeconfig with the token, runs it through the hub's
+//     sanitiser, and verifies, through Member.Host, that the member accepts the credential (get
+//     namespace kube-system, list configmaps);
 //  5. only then it applies, on the hub, the Secret opts.Name in SecretNamespace (created if
 //     missing): type Opaque, data[SecretKey] = kubeconfig, labels SecretLabel="true" and
-//     ManagedByLabel=FieldOwner, annotation TokenExpiresAnnotation.
+//     ManagedByLabel=FieldOwner, annotations TokenExpiresAnnotation and ClusterIDAnnotation;
+//  6. it deletes the registration's previous token Secrets, which revokes the previous tokens,
+//     and the ServiceAccount and ClusterRoleBinding of registrations made before each had its
+//     own (LegacyServiceAccountName), once no registration on the hub may still use them;
+//  7. with opts.Labels, it sets them on the MemberCluster Name on the hub.
 //
-// Register is idempotent: running it again rotates the token and updates the Secret in place.
-// The previous token stays valid until it expires or the ServiceAccount is deleted (Unregister).
-// If it fails before step 5, nothing has been written to the hub.
+// Register is idempotent: running it again rotates the token, updates the Secret in place and
+// revokes the previous token. If it fails before step 5, nothing has been written to the hub.
 func Register(ctx context.Context, opts Options) (*Result, error) {
 	o, err := opts.complete(true)
 	if err != nil {
@@ -211,81 +276,87 @@ func Register(ctx context.Context, opts Options) (*Result, error) {
 }
 
 func (o *options) register(ctx context.Context) (*Result, error) {
-	role, err := config.MemberClusterRole()
-	if err != nil {
-		return nil, err
-	}
-	member, err := newClient(o.Member)
-	if err != nil {
-		return nil, fmt.Errorf("building a client for the member: %w", err)
-	}
-	hub, err := newClient(o.Hub)
-	if err != nil {
-		return nil, fmt.Errorf("building a client for the hub: %w", err)
-	}
-
-	// 1. The hub's identity in the member.
-	sa := corev1ac.ServiceAccount(ServiceAccountName, o.MemberNamespace).WithLabels(managedBy())
-	if err := applyInNamespace(ctx, member, o.MemberNamespace, sa); err != nil {
-		return nil, fmt.Errorf("applying ServiceAccount %s/%s in the member (%s): %w", o.MemberNamespace, ServiceAccountName, o.memberURL, err)
-	}
-	if err := apply(ctx, member, clusterRole(role.Rules)); err != nil {
-		return nil, fmt.Errorf("applying ClusterRole %s in the member: %w", RBACName, err)
-	}
-	if err := apply(ctx, member, clusterRoleBinding(o.MemberNamespace)); err != nil {
-		return nil, fmt.Errorf("applying ClusterRoleBinding %s in the member: %w", RBACName, err)
-	}
-
-	// 2. A token for it.
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: ptr.To(int64(o.TokenDuration / time.Second)),
-	}}
-	saObj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName, Namespace: o.MemberNamespace}}
-	if err := member.SubResource("token").Create(ctx, saObj, tr); err != nil {
-		return nil, fmt.Errorf("requesting a token for ServiceAccount %s/%s in the member: %w", o.MemberNamespace, ServiceAccountName, err)
-	}
-	if tr.Status.Token == "" {
-		return nil, fmt.Errorf("requesting a token for ServiceAccount %s/%s in the member: the API server returned no token", o.MemberNamespace, ServiceAccountName)
-	}
-	expires := tr.Status.ExpirationTimestamp.UTC()
-
-	// 3. The kubeconfig.
-	kc, err := buildKubeconfig(o.Name, o.Server, o.Member, tr.Status.Token)
+	c, err := o.clients()
 	if err != nil {
 		return nil, err
 	}
 
-	// 4. Proof that the hub will accept it and that it works, before the hub is touched.
-	if _, err := kubeconfig.RESTConfig(kc); err != nil {
-		return nil, fmt.Errorf("the kubeconfig written for the hub would be refused by it: %w", err)
+	// 1. Which cluster this is, and whether it may be registered as Name.
+	id, err := clusterID(ctx, c.member)
+	if err != nil {
+		return nil, fmt.Errorf("reading the member's identity (%s): %w", o.memberURL, err)
 	}
-	if err := verify(ctx, kc, o.Member, o.memberURL); err != nil {
+	members, err := o.registeredMembers(ctx, c.hub)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.mayRegister(members, id); err != nil {
+		return nil, err
+	}
+
+	// 2. to 4. The registration's identity in the member and a verified credential.
+	if err := o.applyIdentity(ctx, c.member); err != nil {
+		return nil, err
+	}
+	cred, err := o.issueCredential(ctx, c.member)
+	if err != nil {
 		return nil, err
 	}
 
 	// 5. The Secret on the hub.
+	if err := o.applySecret(ctx, c.hub, cred, id); err != nil {
+		o.deleteTokenSecret(c.member, cred.tokenSecret)
+		return nil, err
+	}
+	res := &Result{SecretName: o.Name, SecretNamespace: o.SecretNamespace, TokenExpires: cred.expires, Server: o.Server,
+		ClusterID: id, ServiceAccount: o.MemberNamespace + "/" + ServiceAccountName(o.Name)}
+
+	// 6. Revoke what the hub no longer uses; 7. the MemberCluster's labels.
+	if res.RevokedTokens, err = o.revokePrevious(ctx, c.member, cred.tokenSecret.Name, members, id); err != nil {
+		return nil, fmt.Errorf("the hub Secret %s/%s holds the new credential, but the previous ones are not revoked: %w", o.SecretNamespace, o.Name, err)
+	}
+	if o.Labels != nil {
+		if err := o.labelMemberCluster(ctx, c.hub); err != nil {
+			return nil, fmt.Errorf("the hub Secret %s/%s holds the new credential, but labelling MemberCluster %s failed: %w", o.SecretNamespace, o.Name, o.Name, err)
+		}
+	}
+	return res, nil
+}
+
+// applySecret applies the hub Secret holding the credential.
+func (o *options) applySecret(ctx context.Context, hub client.Client, cred *credential, id string) error {
 	secret := corev1ac.Secret(o.Name, o.SecretNamespace).
 		WithLabels(managedBy()).
 		WithLabels(map[string]string{o.SecretLabel: "true"}).
-		WithAnnotations(map[string]string{TokenExpiresAnnotation: expires.Format(time.RFC3339)}).
+		WithAnnotations(map[string]string{
+			TokenExpiresAnnotation: cred.expires.Format(time.RFC3339),
+			ClusterIDAnnotation:    id,
+		}).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{o.SecretKey: kc})
+		WithData(map[string][]byte{o.SecretKey: cred.kubeconfig})
 	if err := applyInNamespace(ctx, hub, o.SecretNamespace, secret); err != nil {
-		return nil, fmt.Errorf("applying Secret %s/%s on the hub (%s): %w", o.SecretNamespace, o.Name, o.Hub.Host, err)
+		return fmt.Errorf("applying Secret %s/%s on the hub (%s): %w", o.SecretNamespace, o.Name, o.Hub.Host, err)
 	}
-	return &Result{SecretName: o.Name, SecretNamespace: o.SecretNamespace, TokenExpires: expires, Server: o.Server}, nil
+	return nil
 }
 
-// Unregister undoes Register: it deletes the hub Secret opts.Name in SecretNamespace, then, in
-// the member, the ClusterRoleBinding and ClusterRole RBACName and the ServiceAccount
-// ServiceAccountName in MemberNamespace (which invalidates every token issued for it). Objects
-// already gone are skipped. Namespaces and everything else, such as the ConfigBundles and
-// ConfigMaps the hub reconciled, are left untouched. Only Name, Member, Hub, SecretNamespace and
-// MemberNamespace are used.
+// Unregister undoes Register. It refuses, and changes nothing, if Name is not a registered member
+// (no Secret Name labelled SecretLabel="true" in SecretNamespace: ErrNotRegistered), or if the
+// cluster Member reaches is not the one Name is registered for (ErrOtherCluster), or if that one
+// is unknown (ErrUnknownCluster: the Secret has no ClusterIDAnnotation and the MemberCluster no
+// status.clusterID). The registered cluster is the Secret's ClusterIDAnnotation, else the
+// MemberCluster's status.clusterID.
+//
+// Otherwise it deletes the hub Secret, then, in the member, the registration's
+// ClusterRoleBinding, ServiceAccount and token Secrets (which revokes every token issued for it),
+// the legacy ServiceAccount and ClusterRoleBinding once no registration on the hub may use them,
+// and the ClusterRole RBACName once no binding refers to it. Objects already gone are skipped.
+// Namespaces and everything else, such as the ConfigBundles and ConfigMaps the hub reconciled,
+// are left untouched. Labels, Force, Server, SecretKey and TokenDuration are not used.
 //
 // If the hub Secret cannot be deleted, the member is not touched. If the member cannot be
-// cleaned up (for instance because it is unreachable), the hub Secret is still deleted and the
-// error names what was left behind in the member.
+// reached (nor its identity read), the hub Secret is still deleted, since nothing in any member
+// is changed, and the error names what was left behind in the member.
 func Unregister(ctx context.Context, opts Options) error {
 	o, err := opts.complete(false)
 	if err != nil {
@@ -298,53 +369,72 @@ func Unregister(ctx context.Context, opts Options) error {
 }
 
 func (o *options) unregister(ctx context.Context) error {
-	hub, err := newClient(o.Hub)
+	c, err := o.clients()
 	if err != nil {
-		return fmt.Errorf("building a client for the hub: %w", err)
+		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.SecretNamespace}}
-	if err := client.IgnoreNotFound(hub.Delete(ctx, secret)); err != nil {
-		return fmt.Errorf("deleting Secret %s/%s on the hub (%s); nothing was deleted in the member: %w", o.SecretNamespace, o.Name, o.Hub.Host, err)
+	members, err := o.registeredMembers(ctx, c.hub)
+	if err != nil {
+		return err
+	}
+	secret, err := o.registeredSecret(members)
+	if err != nil {
+		return err
+	}
+	id, idErr := clusterID(ctx, c.member)
+	if idErr == nil {
+		if err := o.mayUnregister(members, id); err != nil {
+			return err
+		}
 	}
 
-	objects := []struct {
-		what string
-		obj  client.Object
-	}{
-		{"ClusterRoleBinding " + RBACName, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: RBACName}}},
-		{"ClusterRole " + RBACName, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: RBACName}}},
-		{"ServiceAccount " + o.MemberNamespace + "/" + ServiceAccountName, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName, Namespace: o.MemberNamespace}}},
+	precondition := client.Preconditions{UID: &secret.UID}
+	if err := client.IgnoreNotFound(c.hub.Delete(ctx, secret, precondition)); err != nil {
+		return fmt.Errorf("deleting Secret %s/%s on the hub (%s); nothing was deleted in the member: %w", o.SecretNamespace, o.Name, o.Hub.Host, err)
 	}
-	var (
-		leftBehind []string
-		errs       []error
-	)
+	if idErr != nil {
+		return o.leftBehind(o.memberObjects(), fmt.Errorf("reading the member's identity: %w", idErr))
+	}
+	return o.cleanUpMember(ctx, c.member, members, id)
+}
+
+// leftBehind is the error of an unregistration that deleted the hub Secret but not all of what
+// the registration has in the member.
+func (o *options) leftBehind(what []string, err error) error {
+	return fmt.Errorf("deleted Secret %s/%s on the hub, but could not clean up the member (%s); left behind in the member: %s: %w",
+		o.SecretNamespace, o.Name, o.memberURL, strings.Join(what, ", "), err)
+}
+
+// clients are uncached clients of the member and the hub.
+type clients struct {
+	member, hub client.Client
+}
+
+func (o *options) clients() (*clients, error) {
 	member, err := newClient(o.Member)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("building a client for the member: %w", err))
-		for _, x := range objects {
-			leftBehind = append(leftBehind, x.what)
-		}
-	} else {
-		for _, x := range objects {
-			if err := client.IgnoreNotFound(member.Delete(ctx, x.obj)); err != nil {
-				leftBehind = append(leftBehind, x.what)
-				errs = append(errs, fmt.Errorf("deleting %s: %w", x.what, err))
-			}
-		}
+		return nil, fmt.Errorf("building a client for the member: %w", err)
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("deleted Secret %s/%s on the hub, but could not clean up the member (%s); left behind in the member: %s: %w",
-			o.SecretNamespace, o.Name, o.memberURL, strings.Join(leftBehind, ", "), errors.Join(errs...))
+	hub, err := newClient(o.Hub)
+	if err != nil {
+		return nil, fmt.Errorf("building a client for the hub: %w", err)
 	}
-	return nil
+	return &clients{member: member, hub: hub}, nil
 }
+
+// scheme knows the kinds Register and Unregister read and write.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(hubv1alpha1.AddToScheme(s))
+	return s
+}()
 
 // newClient returns an uncached client for cfg, which it copies.
 func newClient(cfg *rest.Config) (client.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = FieldOwner
-	return client.New(cfg, client.Options{})
+	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
 func managedBy() map[string]string {
@@ -375,23 +465,4 @@ func isNamespaceNotFound(err error) bool {
 	}
 	d := status.Status().Details
 	return d != nil && d.Kind == "namespaces"
-}
-
-func clusterRole(rules []rbacv1.PolicyRule) *rbacv1ac.ClusterRoleApplyConfiguration {
-	cr := rbacv1ac.ClusterRole(RBACName).WithLabels(managedBy())
-	for _, r := range rules {
-		cr.WithRules(rbacv1ac.PolicyRule().
-			WithAPIGroups(r.APIGroups...).
-			WithResources(r.Resources...).
-			WithResourceNames(r.ResourceNames...).
-			WithVerbs(r.Verbs...).
-			WithNonResourceURLs(r.NonResourceURLs...))
-	}
-	return cr
-}
-
-func clusterRoleBinding(namespace string) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
-	return rbacv1ac.ClusterRoleBinding(RBACName).WithLabels(managedBy()).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(RBACName)).
-		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithNamespace(namespace).WithName(ServiceAccountName))
 }

@@ -2,6 +2,9 @@ package registration_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -55,7 +58,7 @@ func register(t *testing.T, opts registration.Options) *registration.Result {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 		defer cancel()
-		if err := registration.Unregister(ctx, opts); err != nil {
+		if err := registration.Unregister(ctx, opts); err != nil && !errors.Is(err, registration.ErrNotRegistered) {
 			t.Errorf("cleaning up: %v", err)
 		}
 	})
@@ -189,21 +192,34 @@ func TestRegisterWritesVerifiedSelfContainedKubeconfig(t *testing.T) {
 	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: hubv1alpha1.DefaultSecretNamespace}, ns)).To(Succeed())
 	expectManagedByRegister(g, ns)
 	sa := &corev1.ServiceAccount{}
-	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName}, sa)).To(Succeed())
+	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "configbundle-hub-member-one"}, sa)).To(Succeed(),
+		"the registration's own ServiceAccount")
 	expectManagedByRegister(g, sa)
+	g.Expect(sa.Annotations).To(HaveKeyWithValue(registration.RegistrationAnnotation, "member-one"))
 	role := &rbacv1.ClusterRole{}
 	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.RBACName}, role)).To(Succeed())
 	expectManagedByRegister(g, role)
 	g.Expect(role.Rules).To(Equal(memberRole(g).Rules), "exactly the rules of config.MemberClusterRole()")
 	binding := &rbacv1.ClusterRoleBinding{}
-	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.RBACName}, binding)).To(Succeed())
+	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: "configbundle-hub-member-member-one"}, binding)).To(Succeed(),
+		"the registration's own ClusterRoleBinding")
 	expectManagedByRegister(g, binding)
+	g.Expect(binding.Annotations).To(HaveKeyWithValue(registration.RegistrationAnnotation, "member-one"))
 	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: registration.RBACName}))
-	g.Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName}}))
-	// No legacy token Secret.
-	secrets := &corev1.SecretList{}
-	g.Expect(memberAdmin.List(t.Context(), secrets, client.InNamespace(hubv1alpha1.DefaultSecretNamespace))).To(Succeed())
-	g.Expect(secrets.Items).To(BeEmpty())
+	g.Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: hubv1alpha1.DefaultSecretNamespace, Name: sa.Name}}))
+
+	// The token is bound to the registration's one token Secret: no data, not a legacy
+	// service-account-token Secret.
+	tokenSecrets := tokenSecretsOf(g, hubv1alpha1.DefaultSecretNamespace, "member-one")
+	g.Expect(tokenSecrets).To(HaveLen(1))
+	g.Expect(tokenSecrets[0].Type).To(Equal(corev1.SecretTypeOpaque))
+	g.Expect(tokenSecrets[0].Data).To(BeEmpty())
+	expectBoundTo(g, tokenOf(g, kc), tokenSecrets[0])
+
+	// The hub Secret records which cluster it points at.
+	g.Expect(secret.Annotations).To(HaveKeyWithValue(registration.ClusterIDAnnotation, memberClusterID(g)))
+	g.Expect(res.ClusterID).To(Equal(memberClusterID(g)))
+	g.Expect(res.ServiceAccount).To(Equal(hubv1alpha1.DefaultSecretNamespace + "/configbundle-hub-member-one"))
 }
 
 func TestRegisterHonoursOptions(t *testing.T) {
@@ -230,9 +246,10 @@ func TestRegisterHonoursOptions(t *testing.T) {
 	g.Expect(c.List(t.Context(), &corev1.ConfigMapList{})).To(Succeed())
 
 	binding := &rbacv1.ClusterRoleBinding{}
-	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.RBACName}, binding)).To(Succeed())
+	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.ClusterRoleBindingName("member-custom")}, binding)).To(Succeed())
 	g.Expect(binding.Subjects).To(ConsistOf(HaveField("Namespace", "hub-access")))
-	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Namespace: "hub-access", Name: registration.ServiceAccountName}, &corev1.ServiceAccount{})).To(Succeed())
+	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Namespace: "hub-access", Name: registration.ServiceAccountName("member-custom")}, &corev1.ServiceAccount{})).To(Succeed())
+	g.Expect(tokenSecretsOf(g, "hub-access", "member-custom")).To(HaveLen(1), "the token Secret is beside the ServiceAccount")
 }
 
 func TestLeastPrivilege(t *testing.T) {
@@ -434,9 +451,7 @@ func TestReRegisterRotatesTokenInPlace(t *testing.T) {
 	sas := &corev1.ServiceAccountList{}
 	g.Expect(memberAdmin.List(t.Context(), sas, managed)).To(Succeed())
 	g.Expect(sas.Items).To(HaveLen(1))
-	memberSecrets := &corev1.SecretList{}
-	g.Expect(memberAdmin.List(t.Context(), memberSecrets, client.InNamespace(hubv1alpha1.DefaultSecretNamespace))).To(Succeed())
-	g.Expect(memberSecrets.Items).To(BeEmpty(), "no token Secrets in the member")
+	g.Expect(tokenSecretsOf(g, hubv1alpha1.DefaultSecretNamespace, "member-rotate")).To(HaveLen(1), "the previous token Secret is deleted")
 	hubSecrets := &corev1.SecretList{}
 	g.Expect(hubAdmin.List(t.Context(), hubSecrets, client.InNamespace(hubv1alpha1.DefaultSecretNamespace),
 		client.MatchingLabels{hubv1alpha1.DefaultSecretLabel: "true"})).To(Succeed())
@@ -471,12 +486,13 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "member-gone"}, &corev1.Secret{})).
 		To(Satisfy(apierrors.IsNotFound), "the hub Secret is deleted")
 	for _, obj := range []client.Object{
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.RBACName}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterRoleBindingName("member-gone")}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.RBACName}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName("member-gone")}},
 	} {
 		g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Satisfy(apierrors.IsNotFound), "%T %s", obj, obj.GetName())
 	}
+	g.Expect(tokenSecretsOf(g, hubv1alpha1.DefaultSecretNamespace, "member-gone")).To(BeEmpty())
 	ns := &corev1.Namespace{}
 	g.Expect(memberAdmin.Get(ctx, client.ObjectKey{Name: hubv1alpha1.DefaultSecretNamespace}, ns)).To(Succeed(), "the namespace stays")
 	g.Expect(ns.DeletionTimestamp).To(BeNil())
@@ -493,7 +509,9 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 		return hub.Get(t.Context(), client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{})
 	}).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
 
-	g.Expect(registration.Unregister(ctx, opts)).To(Succeed(), "unregistering twice is fine")
+	err := registration.Unregister(ctx, opts)
+	g.Expect(err).To(MatchError(registration.ErrNotRegistered), "unregistering twice is refused: it is not a member any more")
+	t.Logf("error: %v", err)
 }
 
 func TestUnregisterUnreachableMember(t *testing.T) {
@@ -521,6 +539,21 @@ func TestUnregisterUnreachableMember(t *testing.T) {
 		To(Satisfy(apierrors.IsNotFound), "the hub Secret is deleted all the same")
 	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRole{})).
 		To(Succeed(), "what the error says was left behind is indeed there")
+
+	// The member is no longer registered: what was left behind is removed by hand, as the error
+	// says.
+	g.Expect(registration.Unregister(ctx, opts)).To(MatchError(registration.ErrNotRegistered))
+	ns := hubv1alpha1.DefaultSecretNamespace
+	for _, obj := range []client.Object{
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterRoleBindingName("member-lost")}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: registration.ServiceAccountName("member-lost")}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.RBACName}},
+	} {
+		g.Expect(memberAdmin.Delete(t.Context(), obj)).To(Succeed(), "%T %s", obj, obj.GetName())
+	}
+	for _, s := range tokenSecretsOf(g, ns, "member-lost") {
+		g.Expect(memberAdmin.Delete(t.Context(), &s)).To(Succeed())
+	}
 }
 
 func TestRegisterRejectsBadInput(t *testing.T) {
@@ -542,6 +575,9 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 		{"token too short", func(o *registration.Options) { o.TokenDuration = 5 * time.Minute }, "token duration 5m0s is too short"},
 		{"bad label", func(o *registration.Options) { o.SecretLabel = "not a label" }, `invalid Secret label "not a label"`},
 		{"bad member namespace", func(o *registration.Options) { o.MemberNamespace = "Hub" }, `invalid member namespace "Hub"`},
+		{"bad label key", func(o *registration.Options) { o.Labels = map[string]string{"not a key": "x"} }, `invalid label key "not a key"`},
+		{"bad label value", func(o *registration.Options) { o.Labels = map[string]string{"env": "no spaces"} }, `invalid value "no spaces" of label "env"`},
+		{"reserved label", func(o *registration.Options) { o.Labels = map[string]string{hubv1alpha1.ManagedByLabel: "me"} }, "reserved"},
 		{"unreachable member", func(o *registration.Options) { o.Member = rest.CopyConfig(unreachable) }, "127.0.0.1:1"},
 	}
 	for i, tc := range cases {
@@ -611,4 +647,41 @@ func TestVerificationRefusesCredentialsThatDoNotWork(t *testing.T) {
 			g.Expect(err.Error()).NotTo(ContainSubstring(tc.token), "the error does not carry the token")
 		})
 	}
+}
+
+// tokenSecretsOf lists the token Secrets of the registration name in the member namespace ns.
+func tokenSecretsOf(g Gomega, ns, name string) []corev1.Secret {
+	list := &corev1.SecretList{}
+	g.Expect(memberAdmin.List(context.Background(), list, client.InNamespace(ns),
+		client.MatchingLabels{hubv1alpha1.ManagedByLabel: registration.FieldOwner})).To(Succeed())
+	var owned []corev1.Secret
+	for _, s := range list.Items {
+		if s.Annotations[registration.RegistrationAnnotation] == name {
+			owned = append(owned, s)
+		}
+	}
+	return owned
+}
+
+// memberClusterID is the member's identity: the uid of its kube-system namespace.
+func memberClusterID(g Gomega) string {
+	ns := &corev1.Namespace{}
+	g.Expect(memberAdmin.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns)).To(Succeed())
+	return string(ns.UID)
+}
+
+// expectBoundTo checks, from the token's claims, that it is bound to the Secret s.
+func expectBoundTo(g Gomega, token string, s corev1.Secret) {
+	parts := strings.Split(token, ".")
+	g.Expect(parts).To(HaveLen(3), "a JWT")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	g.Expect(err).NotTo(HaveOccurred())
+	var claims struct {
+		Kubernetes struct {
+			Secret *struct{ Name, UID string } `json:"secret"`
+		} `json:"kubernetes.io"`
+	}
+	g.Expect(json.Unmarshal(payload, &claims)).To(Succeed())
+	g.Expect(claims.Kubernetes.Secret).NotTo(BeNil(), "the token is bound to a Secret")
+	g.Expect(*claims.Kubernetes.Secret).To(Equal(struct{ Name, UID string }{s.Name, string(s.UID)}))
 }

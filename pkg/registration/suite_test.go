@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
 )
@@ -41,9 +42,9 @@ const (
 	watchTimeout = 2 * time.Second
 )
 
-// The suite runs one hub and one member, each a real control plane; the member serves the
-// ConfigBundle CRD. The tests share them and run one after the other: every registration of the
-// member uses the same ServiceAccount and ClusterRole names.
+// The suite runs one hub and one member, each a real control plane; the hub serves the hub API
+// (MemberCluster), the member the ConfigBundle CRD. No hub process runs. The tests share them and
+// run one after the other: every registration of the member shares the ClusterRole.
 var (
 	scheme = runtime.NewScheme()
 
@@ -65,7 +66,7 @@ func runSuite(m *testing.M) int {
 			"or set KUBEBUILDER_ASSETS to the directory that `bash hack/testbin.sh` prints")
 		return 1
 	}
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, hubv1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -75,7 +76,14 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	began := time.Now()
-	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{StartTimeout: startTimeout}, "hub", "member")...)
+	hubCRDs, err := config.HubCRDs()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "reading the hub CRDs: %v\n", err)
+		return 1
+	}
+	cps, err := controlplane.Start(ctx,
+		controlplane.Plane{Name: "hub", Options: controlplane.Options{StartTimeout: startTimeout, CRDs: hubCRDs}},
+		controlplane.Plane{Name: "member", Options: controlplane.Options{StartTimeout: startTimeout}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the control planes: %v\n", err)
 		return 1

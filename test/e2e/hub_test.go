@@ -99,7 +99,10 @@ func TestJoinReconcileAndReport(t *testing.T) {
 	g.Eventually(counts("m3")).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.BundleCounts{Total: 1, Failed: 1}))
 	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(And(
 		readyIs(metav1.ConditionFalse, hubv1alpha1.BundlesFailedReason),
-		WithTransform(func(f *hubv1alpha1.Fleet) hubv1alpha1.FleetStatus { f.Status.Conditions = nil; return f.Status },
+		WithTransform(func(f *hubv1alpha1.Fleet) hubv1alpha1.FleetStatus {
+			f.Status.Conditions, f.Status.HeartbeatTime = nil, nil
+			return f.Status
+		},
 			Equal(hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 3, Ready: 3}, Bundles: hubv1alpha1.BundleCounts{Total: 4, Ready: 3, Failed: 1}})),
 	))
 

@@ -35,7 +35,9 @@ const (
 	interval      = 100 * time.Millisecond
 	quietPeriod   = 3 * time.Second
 	probeInterval = time.Second
-	secretNS      = hubv1alpha1.DefaultSecretNamespace
+	// heartbeatInterval is the hub's --heartbeat-interval in the suite.
+	heartbeatInterval = time.Second
+	secretNS          = hubv1alpha1.DefaultSecretNamespace
 )
 
 // The fleet: a hub and four members. m1 to m3 are registered with the registration command;
@@ -120,7 +122,7 @@ type hubProcess struct {
 func (h *hubProcess) start() error {
 	var err error
 	h.proc, err = hubprocess.Start(context.Background(), hubprocess.Options{Binary: h.bin, Kubeconfig: h.kubeconfig, LogPath: h.logPath,
-		Args: []string{"--probe-interval=" + probeInterval.String()}, ReadyTimeout: timeout})
+		Args: []string{"--probe-interval=" + probeInterval.String(), "--heartbeat-interval=" + heartbeatInterval.String()}, ReadyTimeout: timeout})
 	return err
 }
 

@@ -145,12 +145,14 @@ func TestDefault(t *testing.T) {
 
 	t.Run("RBAC", func(t *testing.T) {
 		g := NewWithT(t)
-		// Cluster-wide: the health reports only; none of the member-side rules (ConfigMaps,
+		// Cluster-wide: the health reports and their Events (a cluster-scoped MemberCluster's
+		// Events go to the namespace default) only; none of the member-side rules (ConfigMaps,
 		// ConfigBundles, CRDs, namespaces) may leak in from the packages the hub imports.
 		cr := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", hubName))
 		g.Expect(rules(cr.Rules)).To(ConsistOf(slices.Concat(
 			expand([]string{"hub.configbundle.dev/memberclusters", "hub.configbundle.dev/fleets"}, "get", "list", "watch", "create", "delete"),
 			expand([]string{"hub.configbundle.dev/memberclusters/status", "hub.configbundle.dev/fleets/status"}, "get", "update", "patch"),
+			expand([]string{"events.k8s.io/events"}, "create", "patch"),
 		)))
 		// In its namespace: the members' Secrets read-only, and leader election.
 		role := convert[rbacv1.Role](t, find(t, objs, "Role", namespace, hubName))
@@ -183,7 +185,7 @@ func TestDefault(t *testing.T) {
 		g.Expect(pod.Containers).To(HaveLen(1))
 
 		c := pod.Containers[0]
-		g.Expect(c.Image).To(Equal("ghcr.io/configbundle/hub:latest"))
+		g.Expect(c.Image).To(Equal("ghcr.io/configbundle/hub:dev"))
 		g.Expect(c.Command).To(BeEmpty(), "the image's entrypoint is the hub")
 		g.Expect(c.Args).To(ContainElements("--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
 		g.Expect(c.Args).To(ContainElement("--secret-namespace=$(POD_NAMESPACE)"))

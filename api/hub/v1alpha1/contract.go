@@ -33,4 +33,10 @@ const (
 	// ManagedByLabel is the well-known label the hub sets on what it creates
 	// (app.kubernetes.io/managed-by), with the value FieldOwner.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
+
+	// ClusterIDAnnotation on a member's kubeconfig Secret records the uid of the member's
+	// kube-system namespace (the cluster's identity, as MemberCluster status.clusterID) when the
+	// Secret was written by `hub register`, so that the same cluster is not registered twice
+	// under two names and `hub unregister` cleans up only the cluster the Secret points at.
+	ClusterIDAnnotation = "hub.configbundle.dev/cluster-id"
 )

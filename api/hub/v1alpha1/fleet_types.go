@@ -9,10 +9,12 @@ const (
 	// AllReadyReason (True): every member is Ready and no bundle has failed.
 	AllReadyReason = "AllReady"
 
-	// MembersNotReadyReason (False): at least one member is not Ready; the message names them.
+	// MembersNotReadyReason (False): at least one member is not Ready; the message names the
+	// first MaxNamedMembers of them.
 	MembersNotReadyReason = "MembersNotReady"
 
-	// BundlesFailedReason (False): every member is Ready, but some bundles are not.
+	// BundlesFailedReason (False): every member is Ready, but some bundles are not; the message
+	// names the first MaxNamedMembers members with failing bundles, and how many each has.
 	BundlesFailedReason = "BundlesFailed"
 
 	// NoMembersReason (False): no member is registered.
@@ -21,6 +23,9 @@ const (
 
 // FleetName is the name of the one Fleet the hub maintains.
 const FleetName = "default"
+
+// MaxNamedMembers is the most members the Fleet's Ready message names.
+const MaxNamedMembers = 5
 
 // ClusterCounts counts member clusters.
 type ClusterCounts struct {
@@ -57,10 +62,18 @@ type FleetStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Heals int64 `json:"heals"`
+
+	// heartbeatTime is when the hub last confirmed this status, refreshed every
+	// --heartbeat-interval (10 seconds by default) while a hub runs. A heartbeat older than a
+	// few intervals means no hub is watching the fleet, and the rest of the status may be stale:
+	// gate on fresh health with `hub status --max-age`, which checks both.
+	// +optional
+	HeartbeatTime *metav1.Time `json:"heartbeatTime,omitempty"`
 }
 
 // Fleet is the health of the whole fleet; the hub maintains one, named "default".
-// `kubectl wait --for=condition=Ready fleet/default` waits for a healthy fleet.
+// `kubectl wait --for=condition=Ready fleet/default` waits for a healthy fleet, but cannot tell
+// whether a hub still watches it: `hub status --max-age=30s` also checks status.heartbeatTime.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -74,6 +87,7 @@ type FleetStatus struct {
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
 // +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
+// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.heartbeatTime`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Fleet struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -20,7 +20,8 @@ const (
 	// probes, failed or timed out). Its bundle counts are those last observed, at lastSeenTime.
 	UnreachableReason = "Unreachable"
 
-	// ForbiddenReason (False): the member refused the hub's credential (401 or 403).
+	// ForbiddenReason (False): the member refused the hub's credential (401 or 403), when
+	// connecting or on the first probe that gets the refusal (a revoked or expired token).
 	ForbiddenReason = "Forbidden"
 
 	// CRDMissingReason (False): the ConfigBundle CRD is absent from the member and the hub may
@@ -48,6 +49,59 @@ const (
 	FileReferenceNotAllowedReason = "FileReferenceNotAllowed"
 )
 
+// CredentialsValidCondition is the condition type that says whether the credential of a
+// member's kubeconfig is valid for long enough. It is separate from Ready, which is about
+// reachability, so that alerts can tell an expiring credential from an outage.
+const CredentialsValidCondition = "CredentialsValid"
+
+// Reasons of a MemberCluster's CredentialsValid condition.
+const (
+	// CredentialsValidReason (True): the credential expires after the warning window (the hub's
+	// --credentials-expiry-warning, 30 days by default) or never.
+	CredentialsValidReason = "Valid"
+
+	// ExpiresSoonReason (False): the credential expires within the warning window; the message
+	// says when. Register the member again (`hub register`) to rotate it.
+	ExpiresSoonReason = "ExpiresSoon"
+
+	// ExpiredReason (False): the credential has expired.
+	ExpiredReason = "Expired"
+
+	// ExpiryUnknownReason (Unknown): the credential does not say when it expires (a token that
+	// is not a JWT, for example) or the member is not connected yet.
+	ExpiryUnknownReason = "ExpiryUnknown"
+)
+
+// MaxFailedBundles is the most failing bundles a MemberCluster lists in status.failedBundles;
+// status.bundles.failed counts them all.
+const MaxFailedBundles = 10
+
+// FailedBundle names a ConfigBundle whose Ready condition is False, and why.
+type FailedBundle struct {
+	// namespace of the ConfigBundle in the member.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// name of the ConfigBundle.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// reason of the bundle's Ready condition, such as ConfigMapConflict or CreateFailed.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason"`
+
+	// message of the bundle's Ready condition, shortened to 1024 bytes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
 // SecretReference names a Secret.
 type SecretReference struct {
 	// namespace of the Secret.
@@ -73,7 +127,8 @@ type MemberClusterSpec struct {
 // MemberClusterStatus is the member's health as the hub sees it.
 type MemberClusterStatus struct {
 	// conditions hold Ready: whether the hub is connected and reconciling the member, and if
-	// not, why (see the *Reason constants of this package).
+	// not, why; and CredentialsValid: whether the credential of the member's kubeconfig is
+	// valid for long enough (see the *Reason constants of this package).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -95,6 +150,19 @@ type MemberClusterStatus struct {
 	// member is not Ready they are the counts last observed, at lastSeenTime.
 	// +optional
 	Bundles BundleCounts `json:"bundles"`
+
+	// failedBundles lists the member's failing ConfigBundles (Ready False), sorted by namespace
+	// and name: at most MaxFailedBundles (10) of them; bundles.failed counts them all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	FailedBundles []FailedBundle `json:"failedBundles,omitempty"`
+
+	// credentialsExpiry is when the credential of the member's kubeconfig expires: the exp
+	// claim of a ServiceAccount token, or the notAfter of a client certificate. Absent when the
+	// credential does not say.
+	// +optional
+	CredentialsExpiry *metav1.Time `json:"credentialsExpiry,omitempty"`
 
 	// heals is the sum of the member's ConfigBundles' status.heals.
 	// +optional
@@ -121,6 +189,8 @@ type MemberClusterStatus struct {
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
 // +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
 // +kubebuilder:printcolumn:name="Last-Seen",type=date,JSONPath=`.status.lastSeenTime`,priority=1
+// +kubebuilder:printcolumn:name="Credentials",type=string,JSONPath=`.status.conditions[?(@.type=="CredentialsValid")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Credentials-Expiry",type=date,JSONPath=`.status.credentialsExpiry`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MemberCluster struct {
 	metav1.TypeMeta   `json:",inline"`

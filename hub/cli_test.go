@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// run runs hub with args and returns its exit code, stdout and stderr. KUBECONFIG names a file
+// that does not exist, so that a hub started by mistake fails at once instead of connecting
+// anywhere.
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "absent"))
+	var out, errOut bytes.Buffer
+	code = execute(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"}, {"-h"}, {"-help"}, {"help"},
+		{"register", "--help"}, {"register", "NAME", "--help"}, {"help", "register"},
+		{"unregister", "-h"}, {"help", "unregister"}, {"version", "--help"},
+	} {
+		code, stdout, stderr := run(t, args...)
+		if code != exitOK || !strings.Contains(stdout, "Usage:") || stderr != "" {
+			t.Errorf("hub %s: exit %d, stdout %q, stderr %q; want exit 0 and the help on stdout", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	_, stdout, _ := run(t, "register", "--help")
+	for _, flag := range []string{"--member-context", "--hub-kubeconfig", "--label", "--wait", "--force", "--timeout"} {
+		if !strings.Contains(stdout, flag) {
+			t.Errorf("hub register --help does not mention %s", flag)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, stderr := run(t, "version")
+	if code != exitOK || stderr != "" || !strings.Contains(stdout, runtime.Version()) || !strings.Contains(stdout, "Version:") {
+		t.Errorf("hub version: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"register"}, "NAME is missing"},
+		{[]string{"unregister"}, "NAME is missing"},
+		{[]string{"register", "a", "b"}, "want one NAME"},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"register", "eu-1", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"register", "eu-1", "--timeout", "soon"}, "invalid argument"},
+		{[]string{"register", "eu-1", "--label", "no-value"}, "want KEY=VALUE"},
+		{[]string{"register", "eu-1", "--label", "env=a", "--label", "env=b"}, "given twice"},
+		{[]string{"unregister", "eu-1", "--force"}, "unknown flag: --force"},
+		{[]string{"version", "extra"}, "unknown command"},
+		{[]string{"--probe-interval=often"}, "invalid argument"},
+	} {
+		code, stdout, stderr := run(t, tc.args...)
+		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.says) || !strings.Contains(stderr, "--help' for usage") {
+			t.Errorf("hub %s: exit %d, stdout %q, stderr %q; want exit 2 and %q on stderr", strings.Join(tc.args, " "), code, stdout, stderr, tc.says)
+		}
+	}
+}
+
+func TestFlagsBeforeOrAfterName(t *testing.T) {
+	// A member kubeconfig that does not exist: the command line is fine (not a usage error),
+	// the command fails (exit 1) on loading it, the same way whatever the order.
+	missing := filepath.Join(t.TempDir(), "member.kubeconfig")
+	for _, args := range [][]string{
+		{"register", "eu-1", "--member-kubeconfig", missing, "--label", "env=prod"},
+		{"register", "--member-kubeconfig", missing, "eu-1", "--label", "env=prod"},
+		{"register", "--label=env=prod", "--member-kubeconfig=" + missing, "eu-1"},
+		{"register", "-member-kubeconfig", missing, "eu-1"}, // Go's flag style, as before
+		{"unregister", "--member-kubeconfig", missing, "eu-1"},
+	} {
+		code, stdout, stderr := run(t, args...)
+		if code != exitFailure || stdout != "" || !strings.Contains(stderr, "member kubeconfig") || !strings.Contains(stderr, missing) {
+			t.Errorf("hub %s: exit %d, stdout %q, stderr %q; want exit 1 on loading %s", strings.Join(args, " "), code, stdout, stderr, missing)
+		}
+	}
+}
+
+// TestRootFlagsKeepTheirDefaults: every flag the hub has always had, with its default, in both
+// the Go style (-flag) and the double-dash style.
+func TestRootFlagsKeepTheirDefaults(t *testing.T) {
+	defaults := map[string]string{
+		"kubeconfig":                "",
+		"secret-namespace":          "configbundle-system",
+		"secret-label":              "sigs.k8s.io/multicluster-runtime-kubeconfig",
+		"secret-key":                "kubeconfig",
+		"resync-period":             "10m0s",
+		"probe-interval":            "10s",
+		"member-qps":                "50",
+		"member-burst":              "100",
+		"install-crds":              "true",
+		"metrics-bind-address":      ":8080",
+		"health-probe-bind-address": ":8081",
+		"leader-elect":              "false",
+		"zap-devel":                 "false",
+		"zap-encoder":               "",
+		"zap-log-level":             "",
+		"zap-stacktrace-level":      "",
+		"zap-time-encoding":         "",
+	}
+	root := newRootCommand()
+	for name, def := range defaults {
+		f := root.Flags().Lookup(name)
+		if f == nil {
+			t.Errorf("no flag --%s", name)
+			continue
+		}
+		if f.DefValue != def {
+			t.Errorf("--%s defaults to %q, want %q", name, f.DefValue, def)
+		}
+	}
+
+	root = newRootCommand()
+	args := goStyleFlags(root, []string{"-secret-namespace=fleet", "--probe-interval", "2s", "-install-crds=false", "-leader-elect",
+		"-zap-log-level=debug", "--member-qps=7.5", "-metrics-bind-address", "127.0.0.1:0"})
+	if err := root.ParseFlags(args); err != nil {
+		t.Fatalf("parsing %v: %v", args, err)
+	}
+	for name, want := range map[string]string{
+		"secret-namespace": "fleet", "probe-interval": "2s", "install-crds": "false", "leader-elect": "true",
+		"zap-log-level": "debug", "member-qps": "7.5", "metrics-bind-address": "127.0.0.1:0",
+	} {
+		if got := root.Flags().Lookup(name).Value.String(); got != want {
+			t.Errorf("--%s = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestGoStyleFlags(t *testing.T) {
+	root := newRootCommand()
+	got := goStyleFlags(root, []string{"register", "-member-context", "-x", "-h", "-help", "--timeout=1s", "-timeout=2s", "-unknown", "--", "-timeout"})
+	want := []string{"register", "--member-context", "-x", "-h", "--help", "--timeout=1s", "--timeout=2s", "-unknown", "--", "-timeout"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("goStyleFlags = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,151 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	spokeprovider "configbundle.dev/hub/spoke-provider"
+)
+
+// maxFailedBundleMessage bounds the message of an entry of status.failedBundles.
+const maxFailedBundleMessage = 1024
+
+// status computes a MemberCluster's status at now. The counts come from the member's cache
+// while the member is Ready; otherwise the last ones stay, with the lastSeenTime they were
+// observed at.
+func (r *MemberClusterReconciler) status(ctx context.Context, name string, state spokeprovider.State, current hubv1alpha1.MemberClusterStatus, now time.Time) hubv1alpha1.MemberClusterStatus {
+	st := *current.DeepCopy()
+	ready := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: state.Reason, Message: state.Message}
+	if state.Ready {
+		ready.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	meta.SetStatusCondition(&st.Conditions, credentialsCondition(state, now, r.opts.CredentialsExpiryWarning))
+	st.CredentialsExpiry = nil
+	if !state.CredentialsExpiry.IsZero() {
+		st.CredentialsExpiry = &metav1.Time{Time: state.CredentialsExpiry}
+	}
+	if state.KubernetesVersion != "" {
+		st.KubernetesVersion = state.KubernetesVersion
+	}
+	if state.ClusterID != "" {
+		st.ClusterID = state.ClusterID
+	}
+	if state.Ready {
+		if counts, failed, heals, err := r.count(ctx, name); err == nil {
+			st.Bundles, st.FailedBundles, st.Heals = counts, failed, heals
+		}
+	}
+	if !state.LastSeen.IsZero() {
+		seen := metav1.NewTime(state.LastSeen.Truncate(time.Second))
+		stale := st.LastSeenTime == nil || seen.Sub(st.LastSeenTime.Time) >= r.opts.LastSeenRefresh
+		if stale || !equality.Semantic.DeepEqual(st, current) {
+			st.LastSeenTime = &seen
+		}
+	}
+	return st
+}
+
+// credentialsCondition says whether the member's credential is valid for longer than warning.
+func credentialsCondition(state spokeprovider.State, now time.Time, warning time.Duration) metav1.Condition {
+	c := metav1.Condition{Type: hubv1alpha1.CredentialsValidCondition}
+	exp := state.CredentialsExpiry
+	switch {
+	case exp.IsZero() && state.ClusterID == "":
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason, "Not connected yet"
+	case exp.IsZero():
+		c.Status, c.Reason = metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason
+		c.Message = "The credential does not say when it expires"
+	case !now.Before(exp):
+		c.Status, c.Reason = metav1.ConditionFalse, hubv1alpha1.ExpiredReason
+		c.Message = fmt.Sprintf("The credential expired at %s; register the member again to renew it", exp.UTC().Format(time.RFC3339))
+	case exp.Sub(now) <= warning:
+		c.Status, c.Reason = metav1.ConditionFalse, hubv1alpha1.ExpiresSoonReason
+		c.Message = fmt.Sprintf("The credential expires at %s, within %s; register the member again to renew it", exp.UTC().Format(time.RFC3339), warning)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason
+		c.Message = fmt.Sprintf("The credential expires at %s", exp.UTC().Format(time.RFC3339))
+	}
+	return c
+}
+
+// count counts a member's bundles from its cache, without copying them, and lists the first
+// failing ones.
+func (r *MemberClusterReconciler) count(ctx context.Context, name string) (hubv1alpha1.BundleCounts, []hubv1alpha1.FailedBundle, int64, error) {
+	cl, err := r.members.Get(ctx, multicluster.ClusterName(name))
+	if err != nil {
+		return hubv1alpha1.BundleCounts{}, nil, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.CountTimeout)
+	defer cancel()
+	list := &v1alpha1.ConfigBundleList{}
+	if err := cl.GetCache().List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return hubv1alpha1.BundleCounts{}, nil, 0, err
+	}
+	var counts hubv1alpha1.BundleCounts
+	var failed []hubv1alpha1.FailedBundle
+	var heals int64
+	for i := range list.Items {
+		b := &list.Items[i]
+		counts.Total++
+		heals += b.Status.Heals
+		switch c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); {
+		case c == nil:
+		case c.Status == metav1.ConditionTrue:
+			counts.Ready++
+		case c.Status == metav1.ConditionFalse:
+			counts.Failed++
+			failed = append(failed, hubv1alpha1.FailedBundle{Namespace: b.Namespace, Name: b.Name, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	return counts, firstFailed(failed), heals, nil
+}
+
+// firstFailed sorts failed bundles by namespace and name and keeps the first
+// hubv1alpha1.MaxFailedBundles, their messages shortened.
+func firstFailed(failed []hubv1alpha1.FailedBundle) []hubv1alpha1.FailedBundle {
+	slices.SortFunc(failed, func(a, b hubv1alpha1.FailedBundle) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	failed = failed[:min(len(failed), hubv1alpha1.MaxFailedBundles)]
+	for i := range failed {
+		failed[i].Message = truncate(failed[i].Message, maxFailedBundleMessage)
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
+}
+
+// truncate shortens s to at most n bytes, on a rune boundary, marking the cut with "...".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// conditionsOf returns the status and reason of each condition, what a transition changes.
+func conditionsOf(st hubv1alpha1.MemberClusterStatus) map[string][2]string {
+	out := map[string][2]string{}
+	for _, c := range st.Conditions {
+		out[c.Type] = [2]string{string(c.Status), c.Reason}
+	}
+	return out
+}

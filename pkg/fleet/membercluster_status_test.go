@@ -1,0 +1,67 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	spokeprovider "configbundle.dev/hub/spoke-provider"
+)
+
+func TestCredentialsCondition(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const warning = 30 * 24 * time.Hour
+	tests := []struct {
+		name       string
+		state      spokeprovider.State
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		{"not connected yet", spokeprovider.State{}, metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason},
+		{"a credential that does not say", spokeprovider.State{ClusterID: "uid"}, metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason},
+		{"a year left", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(365 * 24 * time.Hour)}, metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason},
+		{"just outside the window", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(warning + time.Second)}, metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason},
+		{"at the window's edge", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(warning)}, metav1.ConditionFalse, hubv1alpha1.ExpiresSoonReason},
+		{"ten minutes left", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(10 * time.Minute)}, metav1.ConditionFalse, hubv1alpha1.ExpiresSoonReason},
+		{"expired now", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now}, metav1.ConditionFalse, hubv1alpha1.ExpiredReason},
+		{"expired long ago, not connected", spokeprovider.State{CredentialsExpiry: now.Add(-time.Hour)}, metav1.ConditionFalse, hubv1alpha1.ExpiredReason},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := credentialsCondition(tt.state, now, warning)
+			if c.Type != hubv1alpha1.CredentialsValidCondition || c.Status != tt.wantStatus || c.Reason != tt.wantReason || c.Message == "" {
+				t.Errorf("condition = %+v, want %s/%s with a message", c, tt.wantStatus, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestFirstFailed(t *testing.T) {
+	var failed []hubv1alpha1.FailedBundle
+	for i := 12; i >= 0; i-- {
+		failed = append(failed, hubv1alpha1.FailedBundle{Namespace: fmt.Sprintf("ns-%02d", i%3), Name: fmt.Sprintf("b-%02d", i), Reason: "ConfigMapConflict", Message: "m"})
+	}
+	failed[0].Message = strings.Repeat("é", 1000) // 2000 bytes
+	got := firstFailed(failed)
+	if len(got) != hubv1alpha1.MaxFailedBundles {
+		t.Fatalf("kept %d, want %d", len(got), hubv1alpha1.MaxFailedBundles)
+	}
+	for i := 1; i < len(got); i++ {
+		if a, b := got[i-1], got[i]; a.Namespace > b.Namespace || (a.Namespace == b.Namespace && a.Name >= b.Name) {
+			t.Errorf("not sorted at %d: %s/%s then %s/%s", i, a.Namespace, a.Name, b.Namespace, b.Name)
+		}
+	}
+	for _, f := range got {
+		if len(f.Message) > maxFailedBundleMessage || !utf8.ValidString(f.Message) {
+			t.Errorf("message of %s/%s: %d bytes, valid UTF-8 %v", f.Namespace, f.Name, len(f.Message), utf8.ValidString(f.Message))
+		}
+	}
+	if firstFailed(nil) != nil {
+		t.Errorf("no failed bundles must be nil, not an empty list")
+	}
+}

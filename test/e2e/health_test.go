@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// TestMemberClusterLabelsAreKept: labels users put on a MemberCluster stay while the hub keeps
+// writing its status, so that members can be selected by them.
+func TestMemberClusterLabelsAreKept(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	joined(t, "m1")
+	mc := memberCluster("m1")(g)
+	patch := client.MergeFrom(mc.DeepCopy())
+	if mc.Labels == nil {
+		mc.Labels = map[string]string{}
+	}
+	mc.Labels["env"] = "prod"
+	g.Expect(hubc.Patch(ctx, mc, patch)).To(Succeed()) // kubectl label mc m1 env=prod
+	before := mc.Status.Bundles.Total
+
+	createBundle(g, "m1", "labels", "web", "counted")
+	g.Eventually(func(g Gomega) int64 { return memberCluster("m1")(g).Status.Bundles.Total }).
+		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">", before), "the hub wrote the MemberCluster's status")
+	g.Expect(memberCluster("m1")(g).Labels).To(HaveKeyWithValue("env", "prod"))
+	selected := &hubv1alpha1.MemberClusterList{}
+	g.Expect(hubc.List(ctx, selected, client.MatchingLabels{"env": "prod"})).To(Succeed())
+	g.Expect(selected.Items).To(ContainElement(HaveField("Name", "m1")))
+}
+
+// TestFailingBundlesAreNamedOnTheHub: the hub says which bundles fail, and where, not only how
+// many.
+func TestFailingBundlesAreNamedOnTheHub(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	joined(t, "m2")
+	ensureNamespace(g, "m2", "failing")
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Data: map[string]string{"owner": "someone else"}}
+	g.Expect(memberc["m2"].Create(ctx, foreign)).To(Succeed())
+	b := createBundle(g, "m2", "failing", "blocked", "cannot land")
+	defer func() {
+		g.Expect(memberc["m2"].Delete(ctx, b)).To(Succeed())
+		g.Expect(memberc["m2"].Delete(ctx, foreign)).To(Succeed())
+	}()
+
+	g.Eventually(func(g Gomega) []hubv1alpha1.FailedBundle { return memberCluster("m2")(g).Status.FailedBundles }).
+		WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
+		HaveField("Namespace", "failing"), HaveField("Name", "blocked"),
+		HaveField("Reason", "ConfigMapConflict"), HaveField("Message", ContainSubstring("not managed by this ConfigBundle")))))
+	g.Eventually(func(g Gomega) string {
+		c := meta.FindStatusCondition(fleet(g).Status.Conditions, hubv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		return c.Reason + ": " + c.Message
+	}).WithTimeout(timeout).WithPolling(interval).Should(SatisfyAny(
+		MatchRegexp(`^BundlesFailed: .* in (.*, )?m2 \(1\)`),
+		HavePrefix(hubv1alpha1.MembersNotReadyReason), // another test's member may be down meanwhile
+	))
+}
+
+// TestCredentialLifecycle: an expiring credential is reported on its own condition, with its
+// expiry, a metric and an Event; a revoked one makes the member Forbidden at the first probe;
+// registering again brings it back.
+func TestCredentialLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m3")
+	defer register(t, "m3")
+
+	// A ServiceAccount token of ten minutes, inside the 30-day warning window.
+	token, revoke := shortLivedToken(g, "m3", 10*time.Minute)
+	cfg := rest.CopyConfig(members["m3"].Config)
+	cfg.CertData, cfg.KeyData, cfg.BearerToken = nil, nil, token.Status.Token
+	putSecret(g, "m3", map[string][]byte{"kubeconfig": kubeconfigFor(cfg)})
+	g.Eventually(credentialsOf("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("False/" + hubv1alpha1.ExpiresSoonReason))
+	mc := memberCluster("m3")(g)
+	g.Expect(mc).To(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), "an expiring credential is not an outage")
+	g.Expect(mc.Status.CredentialsExpiry).NotTo(BeNil())
+	g.Expect(mc.Status.CredentialsExpiry.Time).To(BeTemporally("~", token.Status.ExpirationTimestamp.Time, time.Second))
+	g.Expect(scrape(g)).To(ContainSubstring(fmt.Sprintf(`configbundle_member_credentials_expiry_timestamp_seconds{cluster="m3"} %d`, token.Status.ExpirationTimestamp.Unix())))
+	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
+		HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", hubv1alpha1.ExpiresSoonReason))))
+
+	// Revoked: the member answers 401, and the hub says Forbidden at the first probe that gets it,
+	// without first calling it Unreachable.
+	revoke()
+	revoked := time.Now()
+	var seen []string
+	g.Eventually(func(g Gomega) string {
+		c := meta.FindStatusCondition(memberCluster("m3")(g).Status.Conditions, hubv1alpha1.ReadyCondition)
+		seen = append(seen, c.Reason)
+		return c.Reason
+	}).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.ForbiddenReason))
+	t.Logf("Forbidden %v after the revocation (probe interval %v)", time.Since(revoked).Round(time.Millisecond), probeInterval)
+	g.Expect(seen).NotTo(ContainElement(hubv1alpha1.UnreachableReason))
+	g.Expect(time.Since(revoked)).To(BeNumerically("<", 2*probeInterval+time.Second), "at the first probe, not after two")
+	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
+		HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", hubv1alpha1.ForbiddenReason),
+		HaveField("Note", ContainSubstring("Member m3")))))
+
+	register(t, "m3")
+	g.Eventually(memberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	g.Eventually(credentialsOf("m3")).WithTimeout(timeout).WithPolling(interval).Should(Equal("True/" + hubv1alpha1.CredentialsValidReason))
+	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
+		HaveField("Type", corev1.EventTypeNormal), HaveField("Reason", hubv1alpha1.ConnectedReason))))
+}
+
+// TestHubStatusGatesOnFreshHealth: `hub status --max-age` passes while a hub keeps the Fleet
+// fresh, and fails once no hub is watching, even though the last status said Ready.
+func TestHubStatusGatesOnFreshHealth(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m1", "m2")
+	status := func() (int, string) {
+		code, stdout, stderr := hubCommand(t, "status", "--hub-kubeconfig", hubCP.KubeconfigPath, "--max-age", gateMaxAge.String())
+		return code, stdout + stderr
+	}
+	g.Eventually(func() int { code, _ := status(); return code }).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero())
+	_, out := status()
+	g.Expect(out).To(ContainSubstring("m1"))
+
+	hub.stop(syscall.SIGKILL)
+	defer func() { g.Expect(hub.start()).To(Succeed()) }()
+	g.Expect(fleet(g)).To(readyIs(metav1.ConditionTrue, hubv1alpha1.AllReadyReason), "the last status stays behind, green")
+	g.Eventually(func() string {
+		code, out := status()
+		return fmt.Sprintf("%d %s", code, out)
+	}).WithTimeout(gateMaxAge + timeout).WithPolling(time.Second).Should(And(HavePrefix("1 "), ContainSubstring("no hub is watching")))
+}
+
+// gateMaxAge is the --max-age of the gate test: a few of the suite's heartbeat intervals.
+const gateMaxAge = 4 * heartbeatInterval
+
+// credentialsOf returns the status and reason of a member's CredentialsValid condition.
+func credentialsOf(name string) func(Gomega) string {
+	return func(g Gomega) string {
+		c := meta.FindStatusCondition(memberCluster(name)(g).Status.Conditions, hubv1alpha1.CredentialsValidCondition)
+		if c == nil {
+			return "no CredentialsValid condition"
+		}
+		return string(c.Status) + "/" + c.Reason
+	}
+}
+
+// memberEvents returns the Events the hub recorded on a MemberCluster (cluster-scoped objects'
+// Events live in the namespace default).
+func memberEvents(name string) func(Gomega) []eventsv1.Event {
+	return func(g Gomega) []eventsv1.Event {
+		list := &eventsv1.EventList{}
+		g.Expect(hubc.List(context.Background(), list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "MemberCluster" && e.Regarding.Name == name {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+}
+
+// shortLivedToken creates, in a member, a ServiceAccount with cluster-admin rights and a token of
+// the given lifetime for it; revoke deletes the ServiceAccount, which invalidates the token.
+func shortLivedToken(g Gomega, member string, lifetime time.Duration) (token *authenticationv1.TokenRequest, revoke func()) {
+	ctx, c := context.Background(), memberc[member]
+	name := "short-lived-" + strings.ToLower(fmt.Sprint(time.Now().UnixNano()%100000))
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault}}
+	g.Expect(c.Create(ctx, sa)).To(Succeed())
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
+	}
+	g.Expect(c.Create(ctx, binding)).To(Succeed())
+	token = &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(lifetime / time.Second))}}
+	g.Expect(c.SubResource("token").Create(ctx, sa, token)).To(Succeed())
+	return token, func() {
+		g.Expect(c.Delete(ctx, sa)).To(Succeed())
+		g.Expect(c.Delete(ctx, binding)).To(Succeed())
+	}
+}

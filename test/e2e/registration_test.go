@@ -1,0 +1,270 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/registration"
+)
+
+// commandTimeout bounds one run of the hub binary's commands (--wait included).
+const commandTimeout = 2 * time.Minute
+
+// hubCommand runs the hub binary with args, as a user would, and returns its exit code, stdout
+// and stderr.
+func hubCommand(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hub.bin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("running hub %s: %v", strings.Join(args, " "), err)
+	}
+	t.Logf("$ hub %s\nexit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out.String(), errOut.String())
+	return code, out.String(), errOut.String()
+}
+
+// fleetKubeconfig writes one kubeconfig holding a context per member, named after it (as an
+// operator's kubeconfig with contexts member-1, member-2 does), and returns its path.
+func fleetKubeconfig(t *testing.T, names ...string) string {
+	t.Helper()
+	merged := clientcmdapi.NewConfig()
+	for _, name := range names {
+		kc, err := clientcmd.Load(members[name].Kubeconfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		merged.Clusters[name], merged.AuthInfos[name] = kc.Clusters[name], kc.AuthInfos[name]
+		merged.Contexts[name] = kc.Contexts[name]
+	}
+	merged.CurrentContext = names[0]
+	path := filepath.Join(t.TempDir(), "fleet.kubeconfig")
+	if err := clientcmd.WriteToFile(*merged, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// stayReady checks that the members stay Ready for the quiet period.
+func stayReady(g Gomega, names ...string) {
+	g.Consistently(func(g Gomega) {
+		for _, name := range names {
+			g.Expect(memberCluster(name)(g)).To(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), name)
+		}
+	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
+}
+
+// hubCredential returns a client of the member name with the credential the hub holds for it.
+func hubCredential(g Gomega, name, member string) client.Client {
+	s := &corev1.Secret{}
+	g.Expect(hubc.Get(context.Background(), client.ObjectKey{Namespace: secretNS, Name: name}, s)).To(Succeed())
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[hubv1alpha1.DefaultSecretKey])
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.TrimSuffix(cfg.Host, "/")).To(Equal(strings.TrimSuffix(members[member].Config.Host, "/")), "the credential is for %s", member)
+	return c
+}
+
+// identify returns a function reading the kube-system namespace with c, as the hub does first.
+func identify(c client.Client) func() error {
+	return func() error {
+		return c.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{})
+	}
+}
+
+// registrationObjects returns the resourceVersions of the hub Secret of the member name and of
+// its ServiceAccount and ClusterRoleBinding in member: equal results, nothing changed.
+func registrationObjects(g Gomega, name, member string) []string {
+	ctx := context.Background()
+	secret, sa, binding := &corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.ClusterRoleBinding{}
+	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, secret)).To(Succeed())
+	g.Expect(memberc[member].Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName(name)}, sa)).To(Succeed())
+	g.Expect(memberc[member].Get(ctx, client.ObjectKey{Name: registration.ClusterRoleBindingName(name)}, binding)).To(Succeed())
+	return []string{secret.ResourceVersion, sa.ResourceVersion, binding.ResourceVersion}
+}
+
+// The first of two harmful cases: unregistering a name that was never registered, with the
+// context of a healthy member, used to revoke that member's access and exit 0.
+func TestUnregisterRefusesANameNeverRegistered(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m1", "m2")
+	fleetConfig := fleetKubeconfig(t, "m1", "m2")
+	before := registrationObjects(g, "m2", "m2")
+
+	code, stdout, stderr := hubCommand(t, "unregister", "ghost", "--member-kubeconfig", fleetConfig, "--member-context", "m2",
+		"--hub-kubeconfig", hubCP.KubeconfigPath)
+	g.Expect(code).To(Equal(1))
+	g.Expect(stdout).To(BeEmpty(), "it does not claim to have unregistered anything")
+	g.Expect(stderr).To(And(ContainSubstring(`"ghost"`), ContainSubstring("not a registered member"), ContainSubstring("nothing was changed")))
+
+	g.Expect(registrationObjects(g, "m2", "m2")).To(Equal(before), "nothing of m2 changed")
+	g.Expect(identify(hubCredential(g, "m2", "m2"))()).To(Succeed(), "the hub's credential for m2 still works")
+	stayReady(g, "m1", "m2")
+}
+
+// Unregistering a registered name with the context of another member is refused too: it would
+// clean up the wrong cluster.
+func TestUnregisterRefusesAnotherMembersCluster(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m1", "m2")
+	fleetConfig := fleetKubeconfig(t, "m1", "m2")
+	before := [][]string{registrationObjects(g, "m1", "m1"), registrationObjects(g, "m2", "m2")}
+
+	code, stdout, stderr := hubCommand(t, "unregister", "m1", "--member-kubeconfig", fleetConfig, "--member-context", "m2",
+		"--hub-kubeconfig", hubCP.KubeconfigPath)
+	g.Expect(code).To(Equal(1))
+	g.Expect(stdout).To(BeEmpty())
+	g.Expect(stderr).To(And(ContainSubstring(`member "m1" is the cluster`), ContainSubstring(`which is member "m2"`), ContainSubstring("nothing was changed")))
+
+	g.Expect([][]string{registrationObjects(g, "m1", "m1"), registrationObjects(g, "m2", "m2")}).To(Equal(before))
+	stayReady(g, "m1", "m2")
+}
+
+// The second harmful case: registering a cluster already registered under another name, and
+// then unregistering that second name, used to revoke the first's access too.
+func TestRegisterRefusesAClusterRegisteredUnderAnotherName(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	joined(t, "m1")
+	m1Config := members["m1"].KubeconfigPath
+	before := registrationObjects(g, "m1", "m1")
+
+	// Refused, naming the member it already is; nothing is written.
+	code, stdout, stderr := hubCommand(t, "register", "dup", "--member-kubeconfig", m1Config, "--hub-kubeconfig", hubCP.KubeconfigPath)
+	g.Expect(code).To(Equal(1))
+	g.Expect(stdout).To(BeEmpty())
+	g.Expect(stderr).To(And(ContainSubstring(`already registered as member "m1"`), ContainSubstring("--force")))
+	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "dup"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(memberc["m1"].Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("dup")}, &corev1.ServiceAccount{})).
+		To(Satisfy(apierrors.IsNotFound))
+	g.Expect(registrationObjects(g, "m1", "m1")).To(Equal(before))
+
+	// Forced, it is registered with its own identity, and the hub manages the cluster once.
+	code, _, _ = hubCommand(t, "register", "dup", "--force", "--member-kubeconfig", m1Config, "--hub-kubeconfig", hubCP.KubeconfigPath)
+	g.Expect(code).To(Equal(0))
+	defer deleteSecret(g, "dup")
+	g.Eventually(memberCluster("dup")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.DuplicateClusterReason))
+	dup := hubCredential(g, "dup", "m1")
+
+	// The obvious undo revokes dup's access, and only dup's.
+	code, stdout, _ = hubCommand(t, "unregister", "dup", "--member-kubeconfig", m1Config, "--hub-kubeconfig", hubCP.KubeconfigPath)
+	g.Expect(code).To(Equal(0))
+	g.Expect(stdout).To(ContainSubstring("Unregistered member dup"))
+	g.Eventually(identify(dup)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized), "dup's token is revoked")
+	g.Expect(identify(hubCredential(g, "m1", "m1"))()).To(Succeed(), "m1's token still works")
+	g.Expect(registrationObjects(g, "m1", "m1")).To(Equal(before))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "dup"}, &hubv1alpha1.MemberCluster{}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	stayReady(g, "m1")
+}
+
+func TestRegisterAgainRevokesTheOldToken(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m2")
+	old := hubCredential(g, "m2", "m2")
+	g.Expect(identify(old)()).To(Succeed())
+
+	register(t, "m2")
+	registered := time.Now()
+	g.Eventually(identify(old)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
+	t.Logf("the old token was refused %s after hub register returned", time.Since(registered).Round(time.Millisecond))
+	g.Expect(identify(hubCredential(g, "m2", "m2"))()).To(Succeed(), "the new one works")
+	g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	stayReady(g, "m2")
+}
+
+// A member unregistered and registered again from scratch, with labels, waiting for it to be
+// Ready; flags before and after NAME.
+func TestUnregisterThenRegisterWithLabelsAndWait(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	joined(t, "m3")
+	b := createBundle(g, "m3", "labels", "web", "kept")
+	m3Config := members["m3"].KubeconfigPath
+
+	code, stdout, _ := hubCommand(t, "unregister", "m3", "--member-kubeconfig", m3Config, "--hub-kubeconfig", hubCP.KubeconfigPath)
+	g.Expect(code).To(Equal(0))
+	g.Expect(stdout).To(ContainSubstring("Unregistered member m3"))
+	g.Expect(memberc["m3"].Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("m3")}, &corev1.ServiceAccount{})).
+		To(Satisfy(apierrors.IsNotFound), "unregister deletes the hub's ServiceAccount in the member")
+	g.Expect(memberc["m3"].Get(ctx, client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRole{})).
+		To(Satisfy(apierrors.IsNotFound), "and its RBAC")
+	g.Expect(message("m3", b)(g)).To(Equal("kept"), "and nothing the hub reconciled")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+
+	// Flags before NAME; --wait returns once the MemberCluster is Ready, labelled.
+	code, stdout, _ = hubCommand(t, "register", "--member-kubeconfig", m3Config, "--hub-kubeconfig", hubCP.KubeconfigPath,
+		"--label", "env=e2e", "--label", "example.com/tier=gold", "--wait", "--timeout", joinTimeout.String(), "m3")
+	g.Expect(code).To(Equal(0))
+	g.Expect(stdout).To(And(ContainSubstring("Registered member m3"), ContainSubstring("Member m3 is Ready (Connected)")))
+	mc := memberCluster("m3")(g)
+	g.Expect(mc).To(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), "Ready when register --wait returns")
+	g.Expect(mc.Labels).To(And(HaveKeyWithValue("env", "e2e"), HaveKeyWithValue("example.com/tier", "gold")))
+	g.Consistently(func(g Gomega) map[string]string { return memberCluster("m3")(g).Labels }).
+		WithTimeout(quietPeriod).WithPolling(interval).Should(HaveKeyWithValue("env", "e2e"), "the hub keeps the labels")
+
+	// Flags after NAME; the labels given replace those register set before.
+	code, _, _ = hubCommand(t, "register", "m3", "--member-kubeconfig", m3Config, "--hub-kubeconfig", hubCP.KubeconfigPath,
+		"--label", "env=staging", "--wait")
+	g.Expect(code).To(Equal(0))
+	g.Expect(memberCluster("m3")(g).Labels).To(And(HaveKeyWithValue("env", "staging"), Not(HaveKey("example.com/tier"))))
+	tamper(g, "m3", b)
+	g.Eventually(message("m3", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("kept"))
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	g := NewWithT(t)
+	for _, args := range [][]string{{"--help"}, {"register", "--help"}, {"unregister", "--help"}, {"help"}, {"help", "register"}} {
+		code, stdout, stderr := hubCommand(t, args...)
+		g.Expect(code).To(Equal(0), "hub %s", strings.Join(args, " "))
+		g.Expect(stdout).To(ContainSubstring("Usage:"), "hub %s prints its help on stdout", strings.Join(args, " "))
+		g.Expect(stderr).To(BeEmpty())
+	}
+
+	// hub help and hub version never start the hub: with the hub cluster's kubeconfig at hand
+	// they print and exit, logging nothing.
+	t.Setenv("KUBECONFIG", hubCP.KubeconfigPath)
+	code, stdout, stderr := hubCommand(t, "version")
+	g.Expect(code).To(Equal(0))
+	g.Expect(stdout).To(And(ContainSubstring("Version:"), ContainSubstring("GitCommit:"), ContainSubstring(runtime.Version())))
+	g.Expect(stderr).To(BeEmpty())
+	code, _, stderr = hubCommand(t, "help")
+	g.Expect(code).To(Equal(0))
+	g.Expect(stderr).NotTo(ContainSubstring("Starting the hub"))
+
+	// Usage errors exit 2.
+	code, _, stderr = hubCommand(t, "register")
+	g.Expect(code).To(Equal(2))
+	g.Expect(stderr).To(ContainSubstring("NAME is missing"))
+
+	// The running hub says which build it is.
+	g.Eventually(scrape).WithTimeout(timeout).WithPolling(interval).Should(MatchRegexp(
+		`configbundle_build_info\{gitCommit="[^"]+",goVersion="` + runtime.Version() + `",version="[^"]+"\} 1`))
+}
