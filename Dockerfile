@@ -12,9 +12,14 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
 
 COPY . .
+# What `hub version` and the configbundle_build_info metric say (make docker-build passes them).
+ARG VERSION=devel
+ARG GIT_COMMIT=unknown
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /hub ./hub
+    CGO_ENABLED=0 go build -trimpath \
+      -ldflags="-s -w -X configbundle.dev/hub/pkg/version.Version=${VERSION} -X configbundle.dev/hub/pkg/version.GitCommit=${GIT_COMMIT}" \
+      -o /hub ./hub
 
 # A static binary on distroless: no shell, no package manager, a non-root user.
 FROM gcr.io/distroless/static:nonroot

@@ -9,6 +9,11 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 GOLANGCI_LINT := $(GO) tool -modfile=hack/tools/go.mod golangci-lint
 
 
+# What `hub version` and the configbundle_build_info metric say of a build from this checkout.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X configbundle.dev/hub/pkg/version.Version=$(VERSION) -X configbundle.dev/hub/pkg/version.GitCommit=$(GIT_COMMIT)
+
 # Go test flags; for example `make test TESTFLAGS='-run TestDrift -v'`.
 TESTFLAGS ?=
 
@@ -71,20 +76,20 @@ test: ## Build what the tests need, then run every test on real control planes, 
 .PHONY: demo
 demo: ## Run the hub on an embedded local fleet (real control planes on loopback) and show it at work.
 	@dir="$$(bash hack/testbin.sh)"; \
-	$(GO) build -o bin/hub ./hub; \
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/demo --hub-binary bin/hub $(DEMO_ARGS)
 
 .PHONY: bench
 bench: ## Measure heal latency, convergence and cost per member on real control planes; prints a table (about 10 minutes).
 	@dir="$$(bash hack/testbin.sh)"; \
-	$(GO) build -o bin/hub ./hub; \
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/bench --hub-binary bin/hub $(BENCH_ARGS)
 
 ##@ Build
 
 .PHONY: build
 build: ## Build the hub binary into bin/.
-	$(GO) build -o bin/hub ./hub
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub
 
 # Image of `make docker-build`; `make kind-up` loads it into the kind hub cluster.
 IMG ?= ghcr.io/configbundle/hub:dev
@@ -93,7 +98,7 @@ DOCKER_BUILD_FLAGS ?=
 
 .PHONY: docker-build
 docker-build: ## Build the hub container image IMG (default ghcr.io/configbundle/hub:dev; needs Docker with BuildKit).
-	docker build $(DOCKER_BUILD_FLAGS) -t $(IMG) .
+	docker build $(DOCKER_BUILD_FLAGS) --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) -t $(IMG) .
 
 ##@ kind
 

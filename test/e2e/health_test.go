@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -53,10 +55,13 @@ func TestFailingBundlesAreNamedOnTheHub(t *testing.T) {
 	ensureNamespace(g, "m2", "failing")
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Data: map[string]string{"owner": "someone else"}}
 	g.Expect(memberc["m2"].Create(ctx, foreign)).To(Succeed())
-	b := createBundle(g, "m2", "failing", "blocked", "cannot land")
+	defer func() { g.Expect(memberc["m2"].Delete(ctx, foreign)).To(Succeed()) }()
+	b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Spec: v1alpha1.ConfigBundleSpec{Message: "cannot land"}}
+	g.Expect(memberc["m2"].Create(ctx, b)).To(Succeed())
 	defer func() {
 		g.Expect(memberc["m2"].Delete(ctx, b)).To(Succeed())
-		g.Expect(memberc["m2"].Delete(ctx, foreign)).To(Succeed())
+		g.Eventually(func(g Gomega) int64 { return memberCluster("m2")(g).Status.Bundles.Failed }).
+			WithTimeout(timeout).WithPolling(interval).Should(BeZero(), "no failing bundle is left for the next test")
 	}()
 
 	g.Eventually(func(g Gomega) []hubv1alpha1.FailedBundle { return memberCluster("m2")(g).Status.FailedBundles }).
@@ -91,7 +96,8 @@ func TestCredentialLifecycle(t *testing.T) {
 	g.Expect(mc).To(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), "an expiring credential is not an outage")
 	g.Expect(mc.Status.CredentialsExpiry).NotTo(BeNil())
 	g.Expect(mc.Status.CredentialsExpiry.Time).To(BeTemporally("~", token.Status.ExpirationTimestamp.Time, time.Second))
-	g.Expect(scrape(g)).To(ContainSubstring(fmt.Sprintf(`configbundle_member_credentials_expiry_timestamp_seconds{cluster="m3"} %d`, token.Status.ExpirationTimestamp.Unix())))
+	g.Expect(scrape(g)).To(ContainSubstring(`configbundle_member_credentials_expiry_timestamp_seconds{cluster="m3"} ` +
+		strconv.FormatFloat(float64(token.Status.ExpirationTimestamp.Unix()), 'g', -1, 64)))
 	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
 		HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", hubv1alpha1.ExpiresSoonReason))))
 
