@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -38,7 +39,12 @@ func TestMemberClusterLabelsAreKept(t *testing.T) {
 	g.Expect(hubc.Patch(ctx, mc, patch)).To(Succeed()) // kubectl label mc m1 env=prod
 	before := mc.Status.Bundles.Total
 
-	createBundle(g, "m1", "labels", "web", "counted")
+	b := createBundle(g, "m1", "labels", "web", "counted")
+	defer func() { // leave the counts as they were, for the tests that check them
+		g.Expect(memberc["m1"].Delete(ctx, b)).To(Succeed())
+		g.Eventually(func(g Gomega) int64 { return memberCluster("m1")(g).Status.Bundles.Total }).
+			WithTimeout(timeout).WithPolling(interval).Should(Equal(before))
+	}()
 	g.Eventually(func(g Gomega) int64 { return memberCluster("m1")(g).Status.Bundles.Total }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">", before), "the hub wrote the MemberCluster's status")
 	g.Expect(memberCluster("m1")(g).Labels).To(HaveKeyWithValue("env", "prod"))
@@ -101,9 +107,11 @@ func TestCredentialLifecycle(t *testing.T) {
 	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
 		HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", hubv1alpha1.ExpiresSoonReason))))
 
-	// Revoked: the member answers 401, and the hub says Forbidden at the first probe that gets it,
-	// without first calling it Unreachable.
+	// Revoked: once the member answers 401 (its API server trusts a token it checked for up to
+	// 10 s more), the hub says Forbidden at the first probe that gets it, without first calling it
+	// Unreachable.
 	revoke()
+	g.Eventually(func() error { return probeWith(cfg) }).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
 	revoked := time.Now()
 	var seen []string
 	g.Eventually(func(g Gomega) string {
@@ -111,7 +119,7 @@ func TestCredentialLifecycle(t *testing.T) {
 		seen = append(seen, c.Reason)
 		return c.Reason
 	}).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.ForbiddenReason))
-	t.Logf("Forbidden %v after the revocation (probe interval %v)", time.Since(revoked).Round(time.Millisecond), probeInterval)
+	t.Logf("Forbidden %v after the member first refused the token (probe interval %v)", time.Since(revoked).Round(time.Millisecond), probeInterval)
 	g.Expect(seen).NotTo(ContainElement(hubv1alpha1.UnreachableReason))
 	g.Expect(time.Since(revoked)).To(BeNumerically("<", 2*probeInterval+time.Second), "at the first probe, not after two")
 	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
@@ -175,6 +183,15 @@ func memberEvents(name string) func(Gomega) []eventsv1.Event {
 		}
 		return out
 	}
+}
+
+// probeWith asks the member of cfg for namespace default, as a probe would.
+func probeWith(cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	return c.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceDefault}, &corev1.Namespace{})
 }
 
 // shortLivedToken creates, in a member, a ServiceAccount with cluster-admin rights and a token of
