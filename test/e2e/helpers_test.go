@@ -88,9 +88,11 @@ func table(g Gomega, path string) *metav1.Table {
 	return t
 }
 
-func columns(t *metav1.Table) (names []string) {
+// columns returns the names of a table's columns of the given priority (0: kubectl get, 1: the
+// ones -o wide adds).
+func columns(t *metav1.Table, priority int32) (names []string) {
 	for _, c := range t.ColumnDefinitions {
-		if c.Priority == 0 {
+		if c.Priority == priority {
 			names = append(names, c.Name)
 		}
 	}
@@ -103,7 +105,8 @@ func TestPrinterColumns(t *testing.T) {
 	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
 
 	mcs := table(g, "/apis/hub.configbundle.dev/v1alpha1/memberclusters")
-	g.Expect(columns(mcs)).To(Equal([]string{"Name", "Ready", "Reason", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
+	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
+	g.Expect(columns(mcs, 1)).To(Equal([]string{"Last-Seen", "Credentials", "Credentials-Expiry"}))
 	var m1 []any
 	for _, row := range mcs.Rows {
 		if row.Cells[0] == "m1" {
@@ -115,7 +118,8 @@ func TestPrinterColumns(t *testing.T) {
 	g.Expect(m1[3]).To(HavePrefix("v1.36"))
 
 	fl := table(g, "/apis/hub.configbundle.dev/v1alpha1/fleets")
-	g.Expect(columns(fl)).To(Equal([]string{"Name", "Ready", "Reason", "Clusters", "Clusters-Ready", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
+	g.Expect(columns(fl, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Clusters", "Clusters-Ready", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
+	g.Expect(columns(fl, 1)).To(Equal([]string{"Heartbeat"}))
 	g.Expect(fl.Rows).To(HaveLen(1))
 	g.Expect(fl.Rows[0].Cells[0]).To(Equal("default"))
 
