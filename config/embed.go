@@ -19,26 +19,22 @@ var files embed.FS
 
 // MemberCRDs returns the CRDs a member cluster needs: the ConfigBundle CRD.
 func MemberCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	return loadCRDs("crd/bases/configbundle.dev_configbundles.yaml")
+	return load[apiextensionsv1.CustomResourceDefinition]("crd/bases/configbundle.dev_configbundles.yaml")
 }
 
 // HubCRDs returns the CRDs of the hub cluster: MemberCluster and Fleet.
 func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	return loadCRDs("crd/bases/hub.configbundle.dev_memberclusters.yaml", "crd/bases/hub.configbundle.dev_fleets.yaml")
+	return load[apiextensionsv1.CustomResourceDefinition]("crd/bases/hub.configbundle.dev_memberclusters.yaml", "crd/bases/hub.configbundle.dev_fleets.yaml")
 }
 
 // MemberClusterRole returns the ClusterRole the hub's credential needs in a member cluster
 // (generated from the reconciler's and the provider's RBAC markers).
 func MemberClusterRole() (*rbacv1.ClusterRole, error) {
-	raw, err := fs.ReadFile(files, "rbac/member/role.yaml")
+	roles, err := load[rbacv1.ClusterRole]("rbac/member/role.yaml")
 	if err != nil {
-		return nil, fmt.Errorf("reading embedded member ClusterRole: %w", err)
+		return nil, err
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(raw, role); err != nil {
-		return nil, fmt.Errorf("decoding embedded member ClusterRole: %w", err)
-	}
-	return role, nil
+	return roles[0], nil
 }
 
 // SampleBundles returns the example ConfigBundles of config/samples (`kubectl apply -k
@@ -48,33 +44,22 @@ func SampleBundles() ([]*configbundlev1alpha1.ConfigBundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	bundles := make([]*configbundlev1alpha1.ConfigBundle, 0, len(paths))
-	for _, p := range paths {
-		raw, err := fs.ReadFile(files, p)
-		if err != nil {
-			return nil, fmt.Errorf("reading embedded sample %s: %w", p, err)
-		}
-		b := &configbundlev1alpha1.ConfigBundle{}
-		if err := yaml.UnmarshalStrict(raw, b); err != nil {
-			return nil, fmt.Errorf("decoding embedded sample %s: %w", p, err)
-		}
-		bundles = append(bundles, b)
-	}
-	return bundles, nil
+	return load[configbundlev1alpha1.ConfigBundle](paths...)
 }
 
-func loadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(paths))
+// load decodes embedded YAML files, one object of type T each, strictly.
+func load[T any](paths ...string) ([]*T, error) {
+	objs := make([]*T, 0, len(paths))
 	for _, p := range paths {
 		raw, err := fs.ReadFile(files, p)
 		if err != nil {
-			return nil, fmt.Errorf("reading embedded CRD %s: %w", p, err)
+			return nil, fmt.Errorf("reading embedded %s: %w", p, err)
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
-			return nil, fmt.Errorf("decoding embedded CRD %s: %w", p, err)
+		obj := new(T)
+		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+			return nil, fmt.Errorf("decoding embedded %s: %w", p, err)
 		}
-		crds = append(crds, crd)
+		objs = append(objs, obj)
 	}
-	return crds, nil
+	return objs, nil
 }
