@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -73,7 +74,12 @@ func (f *fleet) hubWrites() (writeCounts, error) {
 	if err != nil {
 		return writeCounts{}, err
 	}
-	hubHost := strings.TrimPrefix(strings.TrimPrefix(f.hubCP.Config.Host, "https://"), "http://")
+	// The label is the URL's host:port; the config's Host is a URL, often with a trailing slash.
+	u, err := url.Parse(f.hubCP.Config.Host)
+	if err != nil {
+		return writeCounts{}, fmt.Errorf("parsing the hub's address: %w", err)
+	}
+	hubHost := u.Host
 	wc := writeCounts{memberWrites: map[string]float64{}}
 	for _, verb := range writeVerbs {
 		wc.memberWrites[verb] = m.sum("rest_client_requests_total", func(l map[string]string) bool {
