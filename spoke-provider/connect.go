@@ -55,13 +55,26 @@ func classify(err error) (reason, message string) {
 	return hubv1alpha1.UnreachableReason, err.Error()
 }
 
-// reach wraps an error of a request to the member with its reason.
-func reach(what string, err error) error {
-	reason := hubv1alpha1.UnreachableReason
-	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
-		reason = hubv1alpha1.ForbiddenReason
+// reach wraps an error of a request to the member with its reason. A refusal of a credential
+// whose expiry (zero: unknown) has passed says so: the member only answers "Unauthorized".
+func reach(what string, err error, expiry time.Time) error {
+	if !refused(err) {
+		return &connectError{reason: hubv1alpha1.UnreachableReason, err: fmt.Errorf("%s: %w", what, err)}
 	}
-	return &connectError{reason: reason, err: fmt.Errorf("%s: %w", what, err)}
+	return &connectError{reason: hubv1alpha1.ForbiddenReason, err: fmt.Errorf("%s: %s: %w", what, refusal(expiry, time.Now()), err)}
+}
+
+// refused reports whether the member refused the credential (401 or 403).
+func refused(err error) bool {
+	return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)
+}
+
+// refusal explains a refused credential whose expiry (zero: unknown) is known.
+func refusal(expiry, now time.Time) string {
+	if !expiry.IsZero() && !now.Before(expiry) {
+		return "the member refused the hub's credential, which expired at " + expiry.UTC().Format(time.RFC3339)
+	}
+	return "the member refused the hub's credential (revoked, or not allowed?)"
 }
 
 // dial connects to a member: it checks that the member answers and who it is, makes sure its
@@ -74,7 +87,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	conn := &connection{hash: hash, discovery: disc.RESTClient()}
 	conn.expiry, _ = kubeconfig.CredentialsExpiry(cfg)
 	if conn.version, err = conn.serverVersion(ctx); err != nil {
-		return nil, reach("reading the API server's version", err)
+		return nil, reach("reading the API server's version", err, conn.expiry)
 	}
 	direct, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -82,7 +95,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	}
 	kubeSystem := &corev1.Namespace{}
 	if err := direct.Get(ctx, client.ObjectKey{Name: "kube-system"}, kubeSystem); err != nil {
-		return nil, reach("reading namespace kube-system", err)
+		return nil, reach("reading namespace kube-system", err, conn.expiry)
 	}
 	conn.clusterID = string(kubeSystem.UID)
 	if err := p.ensureCRDs(ctx, cfg, disc); err != nil {

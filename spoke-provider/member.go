@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -188,11 +186,11 @@ func (m *member) probed(conn *connection, version string, err error, now time.Ti
 	}
 	if err != nil {
 		m.failures++
-		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+		if refused(err) {
 			// A refused credential is no network blip: say so at once.
 			before := m.state
 			m.state.Ready, m.state.Reason = false, hubv1alpha1.ForbiddenReason
-			m.state.Message = fmt.Sprintf("the member refused the hub's credential (revoked or expired?): %v", err)
+			m.state.Message = fmt.Sprintf("%s: %v", refusal(conn.expiry, now), err)
 			return m.state != before, false
 		}
 		if m.failures < threshold || !m.state.Ready {

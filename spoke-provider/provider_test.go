@@ -1,10 +1,15 @@
 package spokeprovider
 
 import (
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,5 +55,32 @@ func TestMemberClientLimits(t *testing.T) {
 		t.Errorf("a Secret without the key must be refused")
 	} else if reason, _ := classify(err); reason != hubv1alpha1.InvalidKubeconfigReason {
 		t.Errorf("missing key: reason %q, want %q", reason, hubv1alpha1.InvalidKubeconfigReason)
+	}
+}
+
+// TestReach: a refused credential is Forbidden and says when it expired, if it did; anything
+// else is Unreachable.
+func TestReach(t *testing.T) {
+	now := time.Now()
+	unauthorized := apierrors.NewUnauthorized("Unauthorized")
+	tests := []struct {
+		name       string
+		err        error
+		expiry     time.Time
+		wantReason string
+		wantInMsg  string
+	}{
+		{"expired credential", unauthorized, now.Add(-time.Hour), hubv1alpha1.ForbiddenReason, "which expired at " + now.Add(-time.Hour).UTC().Format(time.RFC3339)},
+		{"refused, not expired", unauthorized, now.Add(time.Hour), hubv1alpha1.ForbiddenReason, "revoked"},
+		{"refused, expiry unknown", apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "kube-system", errors.New("no")), time.Time{}, hubv1alpha1.ForbiddenReason, "revoked"},
+		{"connection refused", errors.New("dial tcp: connection refused"), now.Add(-time.Hour), hubv1alpha1.UnreachableReason, "connection refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reason, message := classify(reach("reading the API server's version", tt.err, tt.expiry))
+			if reason != tt.wantReason || !strings.Contains(message, tt.wantInMsg) {
+				t.Errorf("reach = %s: %q; want %s saying %q", reason, message, tt.wantReason, tt.wantInMsg)
+			}
+		})
 	}
 }
