@@ -23,8 +23,11 @@ import (
 // connection is a working connection to a member: its started cluster and what was learnt
 // while connecting.
 type connection struct {
+	name      string // the member's
 	hash      string
 	cluster   cluster.Cluster
+	cfg       *rest.Config
+	disc      discovery.DiscoveryInterface
 	discovery rest.Interface
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -84,7 +87,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	if err != nil {
 		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
 	}
-	conn := &connection{hash: hash, discovery: disc.RESTClient()}
+	conn := &connection{name: name, hash: hash, cfg: cfg, disc: disc, discovery: disc.RESTClient()}
 	conn.expiry, _ = kubeconfig.CredentialsExpiry(cfg)
 	if conn.version, err = conn.serverVersion(ctx); err != nil {
 		return nil, reach("reading the API server's version", err, conn.expiry)

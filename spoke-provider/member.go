@@ -1,6 +1,7 @@
 package spokeprovider
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -186,6 +187,12 @@ func (m *member) probed(conn *connection, version string, err error, now time.Ti
 	}
 	if err != nil {
 		m.failures++
+		if cerr := (*connectError)(nil); errors.As(err, &cerr) && cerr.reason == hubv1alpha1.CRDMissingReason {
+			// Not a blip either: the CRD is gone, and the hub may not install it.
+			before := m.state
+			m.state.Ready, m.state.Reason, m.state.Message = false, hubv1alpha1.CRDMissingReason, cerr.Error()
+			return m.state != before, false
+		}
 		if refused(err) {
 			// A refused credential is no network blip: say so at once.
 			before := m.state

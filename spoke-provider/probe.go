@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
 )
 
 // probe checks a member every ProbeInterval until its connection ends.
@@ -21,6 +26,9 @@ func (p *Provider) probe(name string, conn *connection) {
 		}
 		ctx, cancel := context.WithTimeout(conn.ctx, p.opts.ProbeTimeout)
 		version, err := conn.serverVersion(ctx)
+		if err == nil {
+			err = p.checkCRDs(ctx, conn)
+		}
 		cancel()
 		if conn.ctx.Err() != nil {
 			return
@@ -52,6 +60,19 @@ func (p *Provider) observe(name string, conn *connection, version string, err er
 	}
 }
 
+// checkCRDs makes sure the member still serves the CRDs: one discovery request per probe, and
+// only when one is gone, the install of ensureCRDs (with InstallCRDs) or a CRDMissing error.
+func (p *Provider) checkCRDs(ctx context.Context, conn *connection) error {
+	if len(p.opts.CRDs) == 0 {
+		return nil
+	}
+	if missing, err := crdsMissing(conn.disc, p.opts.CRDs); err != nil || !missing {
+		return err // a failed discovery request counts as a failed probe, not as a missing CRD
+	}
+	p.log.Info("Member CRD missing", "cluster", conn.name, "crd", p.opts.CRDs[0].Name, "reinstalling", p.opts.InstallCRDs)
+	return p.ensureCRDs(ctx, conn.cfg, conn.disc)
+}
+
 // serverVersion asks the member for its version: the probe.
 func (c *connection) serverVersion(ctx context.Context) (string, error) {
 	raw, err := c.discovery.Get().AbsPath("/version").Do(ctx).Raw()
@@ -63,4 +84,27 @@ func (c *connection) serverVersion(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("decoding /version: %w", err)
 	}
 	return info.GitVersion, nil
+}
+
+// crdsMissing reports whether the member does not serve a version of one of the CRDs, from
+// discovery; an error is a request that failed for another reason than NotFound.
+func crdsMissing(disc discovery.DiscoveryInterface, crds []*apiextensionsv1.CustomResourceDefinition) (bool, error) {
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			list, err := disc.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + v.Name)
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			if err != nil {
+				return false, fmt.Errorf("reading discovery for %s/%s: %w", crd.Spec.Group, v.Name, err)
+			}
+			if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == crd.Spec.Names.Plural }) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
