@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -81,7 +81,10 @@ type Options struct {
 	// ResyncOn, if set, is called once, when the controller starts, with a function that
 	// enqueues every bundle of a member cluster; the caller calls it whenever a member's bundles
 	// must all be reconciled now, so that a member that comes back after an outage is healed at
-	// once (the hub passes its provider's OnReady). The function does not block. Defaults to nil.
+	// once (the hub passes its provider's OnReady). As the member's cache may still hold what
+	// it held before the outage, the bundles whose bundle or ConfigMap changed meanwhile (two
+	// lists of metadata tell) are reconciled on a live read. The function does not block.
+	// Defaults to nil.
 	ResyncOn func(resync func(name string))
 }
 
@@ -176,47 +179,43 @@ func (r *Reconciler) Engage(ctx context.Context, name multicluster.ClusterName, 
 
 // configMapToBundle maps a ConfigMap event in a member to the ConfigBundle of the same name, if
 // there is one. The name is the link, not the ownerReference, so that a foreign ConfigMap in a
-// bundle's way wakes the bundle when it goes away. It also notes when a managed ConfigMap's
-// change was seen, the start of the heal latency.
+// bundle's way wakes the bundle when it goes away. A created or updated ConfigMap that is the
+// reconciler's own last write wakes nobody; a deletion always wakes the bundle, even one reported
+// by a re-list (a tombstone carrying the last state the hub saw, which may be its own write). It
+// also notes when a change was seen, the start of the heal latency.
 func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
-	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, cm client.Object) []mcreconcile.Request {
+	type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	enqueue := func(ctx context.Context, cm client.Object, deleted bool, q queue) {
 		key := client.ObjectKeyFromObject(cm)
-		if !isControlledByBundle(cm.(*corev1.ConfigMap)) {
+		if configMap, ok := cm.(*corev1.ConfigMap); !ok || !isControlledByBundle(configMap) {
 			if err := cl.GetCache().Get(ctx, key, &v1alpha1.ConfigBundle{}); err != nil {
-				return nil
+				return
 			}
 		}
 		req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}, ClusterName: name}
-		if r.memory.isOwnWrite(req, cm.GetResourceVersion()) {
-			return nil // the reconciler's own write: nothing to do
+		if !deleted && r.memory.isOwnWrite(req, cm.GetResourceVersion()) {
+			return // the reconciler's own write: nothing to do
 		}
 		r.memory.seen(req)
-		return []mcreconcile.Request{req}
-	})
-}
-
-// resyncSource hands Options.ResyncOn a function that enqueues every bundle of a member.
-func (r *Reconciler) resyncSource() source.TypedSource[mcreconcile.Request] {
-	return source.TypedFunc[mcreconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
-		r.opts.ResyncOn(func(name string) { r.enqueueAll(ctx, multicluster.ClusterName(name), q) })
-		return nil
-	})
-}
-
-func (r *Reconciler) enqueueAll(ctx context.Context, name multicluster.ClusterName, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	cl, err := r.manager.GetCluster(ctx, name)
-	if err != nil {
-		return
+		q.Add(req)
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.ReconcileTimeout)
-	defer cancel()
-	bundles := &v1alpha1.ConfigBundleList{}
-	if err := cl.GetCache().List(ctx, bundles, client.UnsafeDisableDeepCopy); err != nil {
-		r.manager.GetLogger().Error(err, "Listing bundles to resync failed", "cluster", name)
-		return
-	}
-	for _, b := range bundles.Items {
-		q.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)}, ClusterName: name})
+	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			enqueue(ctx, e.Object, false, q)
+		},
+		// The old object is not looked at: it is never the reconciler's own last write. An update
+		// that changes nothing (a re-list, a resync of the informer) wakes nobody either.
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+			if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
+				enqueue(ctx, e.ObjectNew, false, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			enqueue(ctx, e.Object, true, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q queue) {
+			enqueue(ctx, e.Object, true, q)
+		},
 	}
 }
 
@@ -232,43 +231,88 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		}
 	}
 	seenAt, seen := r.memory.take(req)
-	s, res, err := r.reconcile(ctx, req)
+	live := r.memory.takeVerifyLive(req)
+	s, res, err := r.reconcile(ctx, req, live)
+	if err != nil && live {
+		r.memory.verifyLive(req) // the retry reads live too
+	}
 	recordMetrics(req.ClusterName, s, seenAt, seen, err)
 	return res, err
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (*scope, ctrl.Result, error) {
+// reconcile converges one bundle, on what the cache holds, or on what the API server holds if
+// live.
+func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request, live bool) (*scope, ctrl.Result, error) {
 	cl, err := r.manager.GetCluster(ctx, req.ClusterName)
 	if err != nil {
 		return nil, ctrl.Result{}, fmt.Errorf("getting cluster %q: %w", req.ClusterName, err)
 	}
 
-	bundle := &v1alpha1.ConfigBundle{}
-	if err := cl.GetClient().Get(ctx, req.NamespacedName, bundle); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.memory.forgetBundle(req)
-		}
-		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
+	bundle, live, err := r.readBundle(ctx, cl, req, live)
+	if bundle == nil {
+		return nil, ctrl.Result{}, err
 	}
 	// A bundle being deleted leaves its ConfigMap to the garbage collector.
 	if !bundle.DeletionTimestamp.IsZero() {
 		return nil, ctrl.Result{}, nil
 	}
 
-	s := &scope{req: req, member: cl, bundle: bundle, fieldOwner: r.opts.FieldOwner, memory: &r.memory}
+	r.memory.observe(req, bundle.UID)
+	s := &scope{req: req, member: cl, bundle: bundle, live: live, fieldOwner: r.opts.FieldOwner, memory: &r.memory}
 	// Neither error hides the other. A terminal sync error stays terminal only once the status
-	// that tells the user what to fix is written; until then it is retried.
+	// that tells the user what to fix is written; until then it is retried. An outcome the
+	// status could not tell is kept for the hub's reports (Unreported).
 	syncErr := s.sync(ctx)
-	statusErr := s.writeStatus(ctx)
-	if statusErr != nil && errors.Is(syncErr, reconcile.TerminalError(nil)) {
+	s.statusErr = s.writeStatus(ctx)
+	if s.ready.Type != "" {
+		r.memory.noteUnreported(req, s.unreported())
+	}
+	if s.statusErr != nil && errors.Is(syncErr, reconcile.TerminalError(nil)) {
 		if inner := errors.Unwrap(syncErr); inner != nil {
 			syncErr = inner
 		}
 	}
-	if err := errors.Join(syncErr, statusErr); err != nil {
+	if err := outcomeError(syncErr, s.statusErr); err != nil {
 		return s, ctrl.Result{}, err
 	}
 	return s, ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod)}, nil
+}
+
+// readBundle reads the bundle of req from the cache; or from the API server if live, or if the
+// cache has not caught up with what an earlier live read found (memory.liveBundle), and then it
+// says so. A bundle that is gone is forgotten and returned as nil.
+func (r *Reconciler) readBundle(ctx context.Context, cl cluster.Cluster, req mcreconcile.Request, live bool) (*v1alpha1.ConfigBundle, bool, error) {
+	bundle := &v1alpha1.ConfigBundle{}
+	reader := client.Reader(cl.GetClient())
+	if live {
+		reader = cl.GetAPIReader()
+	}
+	err := reader.Get(ctx, req.NamespacedName, bundle)
+	if err == nil && !live && r.memory.cacheLagsBundle(req, bundle.ResourceVersion) {
+		live, err = true, cl.GetAPIReader().Get(ctx, req.NamespacedName, bundle)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		r.memory.forgetBundle(req)
+		return nil, live, nil
+	case err != nil:
+		return nil, live, err
+	case live:
+		r.memory.readLive(req, bundle.ResourceVersion)
+	}
+	return bundle, live, nil
+}
+
+// outcomeError is the error of a reconcile, on one line: the sync's first, the cause, then the
+// status write's.
+func outcomeError(syncErr, statusErr error) error {
+	switch {
+	case syncErr == nil:
+		return statusErr
+	case statusErr == nil:
+		return syncErr
+	}
+	return fmt.Errorf("%w (and the status could not tell it: %w)", syncErr, statusErr)
 }
 
 func jitter(d time.Duration) time.Duration {

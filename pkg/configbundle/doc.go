@@ -5,8 +5,12 @@
 // ConfigBundle it renders the desired ConfigMap (DesiredConfigMap), compares it with the one in
 // the member (Drift), converges (create, update, replace, or restore an immutable bundle's spec),
 // and records the outcome once in the bundle's status. The reconciler is level-based: it never
-// asks which event woke it, only what the member holds now. What it remembers between reconciles
-// only saves work, and is forgotten when a member leaves.
+// asks which event woke it, only what the member holds now; it reads that from the member's
+// cache, and from the API server where the cache cannot be trusted yet (after an outage, before
+// recreating a deleted ConfigMap). What it remembers between reconciles backs up durable facts
+// (which write was its own, heals and outcomes its status could not record yet) and is forgotten
+// when a member leaves. A heal is counted when, and only when, someone else changed the
+// ConfigMap; a ConfigMap healed FightHeals times within FightWindow is reported as a fight.
 //
 // ConfigureCache sets a member's cache so that ConfigMaps no bundle controls cost only their
 // metadata skeleton.

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -15,17 +16,38 @@ import (
 const recentStatusWindow = 5 * time.Second
 
 // memory is what the reconciler remembers of the bundles of the member clusters it is engaged
-// with, between reconciles. It backs up durable facts, never replaces them: losing an entry
-// costs one needless reconcile, one status write that conflicts, one heal-latency sample, or the
-// fallback of specLeftPublished for a ConfigMap its status could not record. Of each bundle it
-// remembers:
+// with, between reconciles. It backs up durable facts, never replaces them: losing an entry (a
+// restart of the hub) costs one needless reconcile, one status write that conflicts, one
+// heal-latency sample, a live read, the fallback of specLeftPublished for a ConfigMap its status
+// could not record, a fight reported late, an outcome no longer reported (until the next
+// reconcile), or a heal that status.heals misses because its status could not be written before
+// the restart. Of each bundle it remembers:
 //
+//   - uid: the bundle's, once a reconcile has read it. What was remembered of an earlier bundle
+//     of the same name is forgotten when a reconcile finds a new uid.
 //   - ownWrite: the resourceVersion of the reconciler's last write of the bundle's ConfigMap, so
 //     that the watch event of that very write does not wake the bundle, and so that the
-//     ConfigMap is known as the hub's own even if its status could not record it. Kept while the
-//     bundle exists.
+//     ConfigMap is known as the hub's own even if its status (or the cached copy of the bundle,
+//     which lags the hub's own status writes) does not record it: a ConfigMap at that
+//     resourceVersion was not changed by others. Kept while the bundle exists.
+//   - unrecorded: heals made but not yet counted in a written status, and when the last was
+//     made; the next status written adds them, so that status.heals agrees with the heals
+//     logged, recorded as Events and counted in the metric even when a status write fails.
+//   - fight: the times of the last FightHeals heals and what they healed, to report a fight
+//     once. Kept while the bundle exists.
+//   - unreported: the Ready condition the bundle's status should show, when the last status
+//     could not be written (Reconciler.Unreported). Dropped by the next status written, or not
+//     needed.
 //   - status: the last status the reconciler wrote, trusted for recentStatusWindow over a cache
 //     that has not caught up with it. Dropped by the first look after the window.
+//   - verifyLive: the next reconcile must read the bundle and its ConfigMap from the API server,
+//     not from the cache, which has not caught up with them (a resync after an outage). Kept
+//     until a reconcile that read them succeeds.
+//   - liveBundle: the bundle's resourceVersion as a live read found it (or as the reconciler's
+//     own write of the bundle left it since), while the cache may not have caught up: a
+//     reconcile that finds another resourceVersion in the cache reads the bundle live again, so
+//     that a stale cached bundle never undoes what was done on the live one. Dropped once the
+//     cache holds it.
 //   - seenAt: when a change of the managed ConfigMap was first seen, the start of the heal
 //     latency. Dropped by the reconcile that follows.
 //
@@ -50,9 +72,21 @@ type engagement struct {
 
 // bundleMemory is what is remembered of one bundle; see memory.
 type bundleMemory struct {
-	ownWrite string
-	status   *writtenStatus
-	seenAt   time.Time // zero: no change seen
+	uid        types.UID
+	ownWrite   string
+	unrecorded unrecordedHeals
+	fight      fight
+	unreported *metav1.Condition
+	status     *writtenStatus
+	verifyLive bool
+	liveBundle string
+	seenAt     time.Time // zero: no change seen
+}
+
+// unrecordedHeals are heals not yet counted in a written status.
+type unrecordedHeals struct {
+	count int64
+	last  time.Time // when the last of them was made
 }
 
 // writtenStatus is a status the reconciler wrote, and when.
@@ -94,6 +128,17 @@ func (m *memory) forgetBundle(req mcreconcile.Request) {
 	}
 }
 
+// observe notes that the bundle of req has uid uid, and forgets what was remembered of an
+// earlier bundle of the same name (but not the change seen, which woke this one).
+func (m *memory) observe(req mcreconcile.Request, uid types.UID) {
+	m.update(req, func(b *bundleMemory) {
+		if b.uid != "" && b.uid != uid {
+			*b = bundleMemory{seenAt: b.seenAt}
+		}
+		b.uid = uid
+	})
+}
+
 // noteWrite remembers the resourceVersion of the reconciler's write of the ConfigMap of req.
 func (m *memory) noteWrite(req mcreconcile.Request, resourceVersion string) {
 	m.update(req, func(b *bundleMemory) { b.ownWrite = resourceVersion })
@@ -105,6 +150,70 @@ func (m *memory) isOwnWrite(req mcreconcile.Request, resourceVersion string) boo
 	own := false
 	m.update(req, func(b *bundleMemory) { own = b.ownWrite != "" && b.ownWrite == resourceVersion })
 	return own
+}
+
+// lagsOwnWrite reports whether resourceVersion, that of a cached ConfigMap of req, is not the
+// reconciler's last write of it: the cache has not caught up with that write yet (or someone
+// wrote the ConfigMap since).
+func (m *memory) lagsOwnWrite(req mcreconcile.Request, resourceVersion string) bool {
+	lags := false
+	m.update(req, func(b *bundleMemory) { lags = b.ownWrite != "" && b.ownWrite != resourceVersion })
+	return lags
+}
+
+// wrote reports whether the reconciler remembers writing a ConfigMap for the bundle of req.
+func (m *memory) wrote(req mcreconcile.Request) bool {
+	wrote := false
+	m.update(req, func(b *bundleMemory) { wrote = b.ownWrite != "" })
+	return wrote
+}
+
+// noteHeal remembers a heal of drift in the ConfigMap of req, made at, until a status counts it.
+// It returns the report of the fight this heal makes if it is not reported yet, nil otherwise.
+func (m *memory) noteHeal(req mcreconcile.Request, at time.Time, drift []string) *fightReport {
+	var fighting *fightReport
+	m.update(req, func(b *bundleMemory) {
+		b.unrecorded = unrecordedHeals{count: b.unrecorded.count + 1, last: at}
+		fighting = b.fight.heal(at, drift)
+	})
+	return fighting
+}
+
+// unrecordedHeals returns the heals of the ConfigMap of req that no written status counts yet.
+func (m *memory) unrecordedHeals(req mcreconcile.Request) unrecordedHeals {
+	var u unrecordedHeals
+	m.update(req, func(b *bundleMemory) { u = b.unrecorded })
+	return u
+}
+
+// recordedHeals notes that a written status counts n of the unrecorded heals of req.
+func (m *memory) recordedHeals(req mcreconcile.Request, n int64) {
+	m.update(req, func(b *bundleMemory) {
+		if b.unrecorded.count -= n; b.unrecorded.count <= 0 {
+			b.unrecorded = unrecordedHeals{}
+		}
+	})
+}
+
+// noteUnreported remembers the Ready condition the status of the bundle of req could not show;
+// nil forgets it.
+func (m *memory) noteUnreported(req mcreconcile.Request, ready *metav1.Condition) {
+	m.update(req, func(b *bundleMemory) { b.unreported = ready })
+}
+
+// unreported returns the Ready conditions the statuses of member name's bundles could not show.
+func (m *memory) unreported(name multicluster.ClusterName) map[types.NamespacedName]metav1.Condition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[types.NamespacedName]metav1.Condition{}
+	if e := m.members[name]; e != nil {
+		for key, b := range e.bundles {
+			if b.unreported != nil {
+				out[key] = *b.unreported
+			}
+		}
+	}
+	return out
 }
 
 // noteStatus remembers status as just written for the bundle of req, whose uid is uid.
@@ -125,6 +234,46 @@ func (m *memory) recentStatus(req mcreconcile.Request, uid types.UID) *v1alpha1.
 		}
 	})
 	return recent
+}
+
+// verifyLive notes that the next reconcile of req must read live.
+func (m *memory) verifyLive(req mcreconcile.Request) {
+	m.update(req, func(b *bundleMemory) { b.verifyLive = true })
+}
+
+// takeVerifyLive returns and forgets whether the next reconcile of req must read live.
+func (m *memory) takeVerifyLive(req mcreconcile.Request) bool {
+	live := false
+	m.update(req, func(b *bundleMemory) { live, b.verifyLive = b.verifyLive, false })
+	return live
+}
+
+// readLive notes the resourceVersion of the bundle of req as read from the API server.
+func (m *memory) readLive(req mcreconcile.Request, resourceVersion string) {
+	m.update(req, func(b *bundleMemory) { b.liveBundle = resourceVersion })
+}
+
+// wroteBundle notes the resourceVersion of the bundle of req as the reconciler's write left it,
+// if a live read is still waiting for the cache to catch up.
+func (m *memory) wroteBundle(req mcreconcile.Request, resourceVersion string) {
+	m.update(req, func(b *bundleMemory) {
+		if b.liveBundle != "" {
+			b.liveBundle = resourceVersion
+		}
+	})
+}
+
+// cacheLagsBundle reports whether resourceVersion, that of the cached bundle of req, is not the
+// one a live read (or a write since) last found; once the cache holds that one, the live read is
+// forgotten.
+func (m *memory) cacheLagsBundle(req mcreconcile.Request, resourceVersion string) bool {
+	lags := false
+	m.update(req, func(b *bundleMemory) {
+		if lags = b.liveBundle != "" && b.liveBundle != resourceVersion; !lags {
+			b.liveBundle = ""
+		}
+	})
+	return lags
 }
 
 // seen notes that a change of the ConfigMap of req was seen now, unless one seen earlier is
@@ -166,7 +315,8 @@ func (m *memory) update(req mcreconcile.Request, f func(*bundleMemory)) {
 }
 
 func (b *bundleMemory) empty() bool {
-	return b.ownWrite == "" && b.status == nil && b.seenAt.IsZero()
+	return b.uid == "" && b.ownWrite == "" && b.unrecorded.count == 0 && len(b.fight.heals) == 0 &&
+		b.unreported == nil && b.status == nil && !b.verifyLive && b.liveBundle == "" && b.seenAt.IsZero()
 }
 
 // size returns the number of bundles remembered of member name.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -89,4 +90,82 @@ func TestEngageForgetsWhenTheEngagementEnds(t *testing.T) {
 
 	cancel()
 	g.Eventually(func() int { return r.memory.size("a") }).WithTimeout(forgetTimeout).WithPolling(10 * time.Millisecond).Should(BeZero())
+}
+
+func TestMemoryOfHealsAndLiveReads(t *testing.T) {
+	g := NewWithT(t)
+	var m memory
+	m.engage("a")
+	x := request("a", "x")
+
+	m.observe(x, "uid-1")
+	m.noteWrite(x, "5")
+	g.Expect(m.wrote(x)).To(BeTrue())
+	g.Expect(m.lagsOwnWrite(x, "4")).To(BeTrue(), "the cache has not caught up with the write")
+	g.Expect(m.lagsOwnWrite(x, "5")).To(BeFalse())
+
+	at := time.Now()
+	m.noteHeal(x, at.Add(-time.Second), []string{"data"})
+	m.noteHeal(x, at, []string{"labels"})
+	g.Expect(m.unrecordedHeals(x)).To(Equal(unrecordedHeals{count: 2, last: at}))
+	m.recordedHeals(x, 2)
+	g.Expect(m.unrecordedHeals(x)).To(BeZero(), "a written status counts them")
+
+	m.verifyLive(x)
+	g.Expect(m.takeVerifyLive(x)).To(BeTrue())
+	g.Expect(m.takeVerifyLive(x)).To(BeFalse(), "once")
+
+	m.readLive(x, "7")
+	g.Expect(m.cacheLagsBundle(x, "6")).To(BeTrue())
+	m.wroteBundle(x, "8")
+	g.Expect(m.cacheLagsBundle(x, "7")).To(BeTrue(), "the live read was followed by a write")
+	g.Expect(m.cacheLagsBundle(x, "8")).To(BeFalse())
+	g.Expect(m.cacheLagsBundle(x, "6")).To(BeFalse(), "forgotten once the cache caught up")
+	m.wroteBundle(x, "9")
+	g.Expect(m.cacheLagsBundle(x, "6")).To(BeFalse(), "writes are followed only after a live read")
+
+	ready := &metav1.Condition{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: v1alpha1.CreateFailedReason}
+	m.noteUnreported(x, ready)
+	g.Expect(m.unreported("a")).To(Equal(map[types.NamespacedName]metav1.Condition{x.NamespacedName: *ready}))
+	m.noteUnreported(x, nil)
+	g.Expect(m.unreported("a")).To(BeEmpty())
+
+	// A new bundle of the same name starts afresh, but keeps the change that woke it.
+	m.noteHeal(x, at, []string{"data"})
+	m.seen(x)
+	m.observe(x, "uid-2")
+	g.Expect(m.wrote(x)).To(BeFalse())
+	g.Expect(m.unrecordedHeals(x)).To(BeZero())
+	_, seen := m.take(x)
+	g.Expect(seen).To(BeTrue())
+}
+
+func TestFight(t *testing.T) {
+	g := NewWithT(t)
+	var f fight
+	start := time.Now()
+	heal := func(i int, drift ...string) *fightReport {
+		return f.heal(start.Add(time.Duration(i)*time.Second), drift)
+	}
+
+	for i := range FightHeals - 1 {
+		g.Expect(heal(i, "data")).To(BeNil(), "heal %d is no fight yet", i)
+	}
+	report := heal(FightHeals-1, "labels")
+	g.Expect(report).To(Equal(&fightReport{drift: []string{"data", "labels"}, within: time.Duration(FightHeals-1) * time.Second}))
+	g.Expect(heal(FightHeals, "data")).To(BeNil(), "reported once per fight")
+
+	// Quiet for a whole window: the next fight is reported again.
+	next := FightHeals + int(FightWindow/time.Second) + 1
+	for i := range FightHeals - 1 {
+		g.Expect(heal(next+i, "annotations")).To(BeNil())
+	}
+	g.Expect(heal(next+FightHeals-1, "annotations")).To(Equal(&fightReport{drift: []string{"annotations"}, within: time.Duration(FightHeals-1) * time.Second}))
+
+	// Heals spread wider than the window make no fight.
+	f = fight{}
+	step := int(FightWindow/time.Second) / (FightHeals - 2)
+	for i := range 3 * FightHeals {
+		g.Expect(heal(i*step, "data")).To(BeNil(), "heal %d", i)
+	}
 }

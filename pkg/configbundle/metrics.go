@@ -18,9 +18,19 @@ var (
 		Help: "ConfigBundle reconciles per member cluster and result (success, error, terminal, notConnected).",
 	}, []string{"cluster", "result"})
 
+	reconcileErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "configbundle_reconcile_errors_total",
+		Help: "Failed ConfigBundle reconciles per member cluster and cause: the Ready reason of the write that failed (CreateFailed, UpdateFailed, InvalidConfigMap), StatusWriteFailed when only the status could not be written, ReadFailed when the bundle or its ConfigMap could not be read.",
+	}, []string{"cluster", "reason"})
+
 	healsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "configbundle_heals_total",
 		Help: "Drift corrections of managed ConfigMaps per member cluster.",
+	}, []string{"cluster"})
+
+	fightsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "configbundle_fights_total",
+		Help: "Fights per member cluster: a managed ConfigMap healed FightHeals times within FightWindow, as another writer keeps changing it.",
 	}, []string{"cluster"})
 
 	healLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -31,10 +41,11 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(reconcilesTotal, healsTotal, healLatency)
+	ctrlmetrics.Registry.MustRegister(reconcilesTotal, reconcileErrorsTotal, healsTotal, fightsTotal, healLatency)
 }
 
-// recordMetrics counts a reconcile and, when it healed, the heal and its latency.
+// recordMetrics counts a reconcile and, when it healed, the heal, its latency and the fight it
+// made, if any.
 func recordMetrics(cluster multicluster.ClusterName, s *scope, seenAt time.Time, seen bool, err error) {
 	result := "success"
 	switch {
@@ -44,11 +55,31 @@ func recordMetrics(cluster multicluster.ClusterName, s *scope, seenAt time.Time,
 		result = "error"
 	}
 	reconcilesTotal.WithLabelValues(string(cluster), result).Inc()
+	if err != nil {
+		reconcileErrorsTotal.WithLabelValues(string(cluster), failureReason(s)).Inc()
+	}
 	if s == nil || s.healed == nil {
 		return
 	}
 	healsTotal.WithLabelValues(string(cluster)).Inc()
+	if s.fight {
+		fightsTotal.WithLabelValues(string(cluster)).Inc()
+	}
 	if seen {
 		healLatency.WithLabelValues(string(cluster)).Observe(time.Since(seenAt).Seconds())
+	}
+}
+
+// failureReason names the cause of a failed reconcile: the write that failed first.
+func failureReason(s *scope) string {
+	switch {
+	case s == nil:
+		return ReadFailedReason
+	case s.failure != "":
+		return s.failure
+	case s.statusErr != nil:
+		return StatusWriteFailedReason
+	default:
+		return ReadFailedReason
 	}
 }

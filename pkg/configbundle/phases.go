@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,7 @@ type scope struct {
 	req        mcreconcile.Request // the bundle, and the member it lives in
 	member     cluster.Cluster
 	bundle     *v1alpha1.ConfigBundle
+	live       bool // the bundle was read from the API server, and so is its ConfigMap
 	fieldOwner string
 	// memory is the reconciler's: the reconcile notes there every ConfigMap and status it
 	// writes, and finds there the status it wrote moments ago.
@@ -32,29 +34,38 @@ type scope struct {
 	ready  metav1.Condition  // the Ready condition; empty when nothing could be decided
 	cm     *corev1.ConfigMap // the managed ConfigMap, once it matches the bundle
 	healed []string          // what drifted, when this reconcile healed it
+	fight  bool              // this reconcile's heal made a fight
+	// failure is the Ready reason of the write that failed, if one did; statusErr is the error
+	// of writing the status.
+	failure   string
+	statusErr error
 }
 
 // sync converges the bundle's ConfigMap and records the outcome in the scope. It returns an
 // error to retry with back-off, a terminal error, or nil.
 func (s *scope) sync(ctx context.Context) error {
 	key := client.ObjectKey{Namespace: s.bundle.Namespace, Name: s.bundle.Name}
+	if s.live {
+		return s.convergeLive(ctx, key)
+	}
 	cached := &corev1.ConfigMap{}
 	var current *corev1.ConfigMap
 	switch err := s.member.GetClient().Get(ctx, key, cached); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("reading ConfigMap from the cache: %w", err)
-	case ownedBy(s.bundle, cached) && len(Drift(DesiredConfigMap(s.bundle), cached)) == 0:
-		return s.synced(cached) // steady state costs no API call
-	case isControlledByBundle(cached):
-		current = cached // the cache holds it whole
-	default:
+	case !isControlledByBundle(cached):
 		// The cache holds only the skeleton of a ConfigMap no bundle controls: read it whole.
-		live, err := s.liveConfigMap(ctx, key)
-		if err != nil {
-			return err
+		return s.convergeLive(ctx, key)
+	case ownedBy(s.bundle, cached) && len(Drift(DesiredConfigMap(s.bundle), cached)) == 0:
+		if !s.memory.lagsOwnWrite(s.req, cached.ResourceVersion) {
+			return s.synced(cached) // steady state costs no API call
 		}
-		return s.converge(ctx, live)
+		// The cache has not caught up with the hub's own last write: the status must not record
+		// an older ConfigMap as the one published.
+		return s.convergeLive(ctx, key)
+	default:
+		current = cached // the cache holds it whole
 	}
 	// Act on the cached ConfigMap. If the cache lagged (our own last write, say), the API server
 	// refuses the write; then read the ConfigMap afresh and act once more.
@@ -62,11 +73,16 @@ func (s *scope) sync(ctx context.Context) error {
 	if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
 		return err
 	}
+	s.ready = metav1.Condition{}
+	return s.convergeLive(ctx, key)
+}
+
+// convergeLive reads the bundle's ConfigMap from the API server and converges it.
+func (s *scope) convergeLive(ctx context.Context, key client.ObjectKey) error {
 	live, err := s.liveConfigMap(ctx, key)
 	if err != nil {
 		return err
 	}
-	s.ready = metav1.Condition{}
 	return s.converge(ctx, live)
 }
 
@@ -91,7 +107,7 @@ func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 		return s.synced(current)
 	case ptr.Deref(current.Immutable, false) && contentDrift(drift):
 		// Frozen behind the bundle's back: only a new ConfigMap can match again.
-		return s.replace(ctx, desired, current, drift)
+		return s.replace(ctx, current, drift)
 	default:
 		return s.update(ctx, desired, current, drift)
 	}
@@ -113,30 +129,52 @@ func (s *scope) liveConfigMap(ctx context.Context, key client.ObjectKey) (*corev
 // replaced. The rule rests on durable facts, not on status.observedGeneration (which a failed
 // reconcile advances too, so that one failed restore would let the next reconcile publish the
 // forbidden spec): the ConfigMap is immutable, its content is not the spec's, and it is exactly
-// the one the hub published, that is the status records it and no one has written it since
-// (!changedByOthers), or the reconciler remembers writing it (its status may not have been
-// written). An immutable ConfigMap someone else wrote is drift, healed by replacing it.
+// the one the hub published (published). An immutable ConfigMap someone else wrote is drift,
+// healed by replacing it.
 func (s *scope) specLeftPublished(current *corev1.ConfigMap) bool {
 	if !ptr.Deref(current.Immutable, false) || s.bundle.Spec == specFromConfigMap(current) {
 		return false
 	}
-	return !s.changedByOthers(current) || s.memory.isOwnWrite(s.req, current.ResourceVersion)
+	return s.published(current)
 }
 
-// changedByOthers reports whether cm was written by someone else since the reconciler last saw
-// it match the bundle: then a difference is drift to heal, not a change of the bundle to follow.
-func (s *scope) changedByOthers(cm *corev1.ConfigMap) bool {
+// published reports whether cm is exactly a ConfigMap the hub published for the bundle: the
+// status records it, or the reconciler remembers writing it (the status, or the cached copy of
+// it, may not record that write yet).
+func (s *scope) published(cm *corev1.ConfigMap) bool {
+	if s.memory.isOwnWrite(s.req, cm.ResourceVersion) {
+		return true
+	}
 	ref := s.bundle.Status.ConfigMapRef
-	return ref == nil || ref.UID != cm.UID || ref.ResourceVersion != cm.ResourceVersion
+	return ref != nil && ref.UID == cm.UID && ref.ResourceVersion == cm.ResourceVersion
+}
+
+// hadPublished reports whether the hub is known to have published a ConfigMap for the bundle.
+func (s *scope) hadPublished() bool {
+	return s.bundle.Status.ConfigMapRef != nil || s.memory.wrote(s.req)
+}
+
+// changedByOthers reports whether cm was written by someone else since the hub published it:
+// then a difference is drift to heal, not a change of the bundle to follow. Where nothing says
+// the hub published a ConfigMap, nobody can say who wrote it, and nothing is counted as a heal.
+func (s *scope) changedByOthers(cm *corev1.ConfigMap) bool {
+	return s.hadPublished() && !s.published(cm)
 }
 
 func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
+	heal := s.hadPublished() // then someone deleted it
+	if heal {
+		if gone, err := s.bundleGone(ctx); err != nil || gone {
+			return err
+		}
+		desired = DesiredConfigMap(s.bundle)
+	}
 	cm := desired.DeepCopy()
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
 		return s.failed(v1alpha1.CreateFailedReason, "creating ConfigMap "+objectName(desired), err)
 	}
 	s.memory.noteWrite(s.req, cm.ResourceVersion)
-	if s.bundle.Status.ConfigMapRef != nil {
+	if heal {
 		s.healedDrift(ctx, cm, []string{DriftDeleted})
 	}
 	return s.synced(cm)
@@ -158,18 +196,44 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 }
 
 // replace deletes a ConfigMap that can no longer be updated and creates it anew.
-func (s *scope) replace(ctx context.Context, desired, current *corev1.ConfigMap, drift []string) error {
+func (s *scope) replace(ctx context.Context, current *corev1.ConfigMap, drift []string) error {
 	preconditions := client.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion}
 	if err := s.member.GetClient().Delete(ctx, current, preconditions); client.IgnoreNotFound(err) != nil {
 		return s.failed(v1alpha1.UpdateFailedReason, "deleting immutable ConfigMap "+objectName(current)+" to replace it", err)
 	}
-	cm := desired.DeepCopy()
+	if gone, err := s.bundleGone(ctx); err != nil || gone {
+		return err
+	}
+	cm := DesiredConfigMap(s.bundle)
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.failed(v1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(desired), err)
+		return s.failed(v1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(cm), err)
 	}
 	s.memory.noteWrite(s.req, cm.ResourceVersion)
 	s.healedDrift(ctx, cm, drift)
 	return s.synced(cm)
+}
+
+// bundleGone reads the bundle from the API server before a create that follows a deletion
+// (unless this reconcile read it from there already): a bundle that is gone, or going, never gets
+// a new ConfigMap (the cache may not know yet, and the garbage collector would only delete the
+// ConfigMap again). A bundle that is still there replaces the cached one, which may lag.
+func (s *scope) bundleGone(ctx context.Context) (bool, error) {
+	if s.live {
+		return false, nil // read from the API server moments ago
+	}
+	live := &v1alpha1.ConfigBundle{}
+	switch err := s.member.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(s.bundle), live); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, s.failed(v1alpha1.CreateFailedReason, "reading the bundle before recreating its ConfigMap", err)
+	case live.UID == s.bundle.UID && live.DeletionTimestamp.IsZero():
+		s.bundle = live
+		s.memory.readLive(s.req, live.ResourceVersion)
+		return false, nil
+	}
+	s.ready = metav1.Condition{}
+	logf.FromContext(ctx).V(1).Info("Bundle gone: its ConfigMap is not recreated")
+	return true, nil
 }
 
 // restoreSpec sets the bundle's spec back to the one its immutable ConfigMap was made from.
@@ -180,8 +244,9 @@ func (s *scope) restoreSpec(ctx context.Context, current *corev1.ConfigMap) erro
 		return s.failed(v1alpha1.UpdateFailedReason, "restoring the spec from immutable ConfigMap "+objectName(current), err)
 	}
 	s.bundle = bundle
+	s.memory.wroteBundle(s.req, bundle.ResourceVersion)
 	logf.FromContext(ctx).Info("Restored the spec of an immutable bundle", "configMap", objectName(current))
-	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.bundle, current, corev1.EventTypeWarning, v1alpha1.SpecRestoredEvent, "RestoreSpec",
+	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), configMapReference(current), corev1.EventTypeWarning, v1alpha1.SpecRestoredEvent, "RestoreSpec",
 		"Cluster %s: the spec changed while ConfigMap %s is immutable; restored the spec from it", s.req.ClusterName, objectName(current))
 	return nil
 }
@@ -206,7 +271,9 @@ func (s *scope) synced(cm *corev1.ConfigMap) error {
 // failed records a failed write. What the API server calls invalid is terminal: retrying cannot
 // help until the bundle changes. Anything else is retried with back-off.
 func (s *scope) failed(reason, action string, err error) error {
+	s.failure = reason
 	if apierrors.IsInvalid(err) {
+		s.failure = v1alpha1.InvalidConfigMapReason
 		s.setReady(metav1.ConditionFalse, v1alpha1.InvalidConfigMapReason, fmt.Sprintf("%s: %v", action, err))
 		return reconcile.TerminalError(fmt.Errorf("%s: %w", action, err))
 	}
@@ -214,12 +281,41 @@ func (s *scope) failed(reason, action string, err error) error {
 	return fmt.Errorf("%s: %w", action, err)
 }
 
+// healedDrift records a heal: the log line, the DriftHealed Event, and, when the heal makes a
+// fight, its Warning. The Events refer to the bundle and the ConfigMap without their
+// resourceVersions, which change with every heal, so that the recorder can aggregate the Events
+// of one bundle into a series.
 func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []string) {
 	s.healed = drift
-	what := strings.Join(drift, ", ")
-	logf.FromContext(ctx).Info("Healed drift", "configMap", objectName(cm), "drift", drift)
-	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.bundle, cm, corev1.EventTypeNormal, v1alpha1.DriftHealedEvent, "Heal",
-		"Cluster %s: healed ConfigMap %s (drifted: %s)", s.req.ClusterName, objectName(cm), what)
+	fighting := s.memory.noteHeal(s.req, time.Now(), drift)
+	log := logf.FromContext(ctx)
+	recorder := s.member.GetEventRecorder(s.fieldOwner)
+	regarding, related := s.reference(), configMapReference(cm)
+	log.Info("Healed drift", "configMap", objectName(cm), "drift", drift)
+	recorder.Eventf(regarding, related, corev1.EventTypeNormal, v1alpha1.DriftHealedEvent, "Heal",
+		"Cluster %s: healed ConfigMap %s (drifted: %s)", s.req.ClusterName, objectName(cm), strings.Join(drift, ", "))
+	if fighting == nil {
+		return
+	}
+	s.fight = true
+	within := fighting.within.Round(time.Millisecond)
+	log.Info("Fighting another writer", "configMap", objectName(cm), "heals", FightHeals, "within", within, "drift", fighting.drift)
+	recorder.Eventf(regarding, related, corev1.EventTypeWarning, FightingWriterEvent, "Heal",
+		"Cluster %s: ConfigMap %s was healed %d times in %s (a fight: %d within %s): another writer keeps changing its %s; the hub keeps healing it",
+		s.req.ClusterName, objectName(cm), FightHeals, within, FightHeals, FightWindow, strings.Join(fighting.drift, ", "))
+}
+
+// reference refers to the bundle for an Event, without its resourceVersion.
+func (s *scope) reference() *corev1.ObjectReference {
+	return &corev1.ObjectReference{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: "ConfigBundle",
+		Namespace: s.bundle.Namespace, Name: s.bundle.Name, UID: s.bundle.UID,
+	}
+}
+
+// configMapReference refers to a ConfigMap for an Event, without its resourceVersion.
+func configMapReference(cm *corev1.ConfigMap) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID}
 }
 
 func (s *scope) setReady(status metav1.ConditionStatus, reason, message string) {

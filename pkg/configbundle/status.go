@@ -1,30 +1,35 @@
 package configbundle
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
-// status computes the bundle's status from base (the status as stored) and what this reconcile
-// found and did.
-func (s *scope) status(base v1alpha1.ConfigBundleStatus, now metav1.Time) v1alpha1.ConfigBundleStatus {
+// status computes the bundle's status from base (the status as stored), what this reconcile
+// found, and the heals no written status counts yet (this reconcile's, and any whose status
+// could not be written).
+func (s *scope) status(base v1alpha1.ConfigBundleStatus, now metav1.Time, heals unrecordedHeals) v1alpha1.ConfigBundleStatus {
 	st := *base.DeepCopy()
 	st.ObservedGeneration = s.bundle.Generation
 	if s.cm != nil {
 		st.ConfigMapRef = &v1alpha1.ConfigMapReference{Name: s.cm.Name, UID: s.cm.UID, ResourceVersion: s.cm.ResourceVersion}
 	}
-	if s.healed != nil {
-		st.Heals++
-		st.LastHealTime = &now
+	if heals.count > 0 {
+		st.Heals += heals.count
+		st.LastHealTime = &metav1.Time{Time: heals.last}
 	}
 	ready := s.ready
 	ready.ObservedGeneration = s.bundle.Generation
@@ -35,20 +40,21 @@ func (s *scope) status(base v1alpha1.ConfigBundleStatus, now metav1.Time) v1alph
 
 // writeStatus writes the status once, and only if it changed, and notes it in memory. A conflict
 // means the cached bundle was stale: the status is computed again on the bundle as stored, so
-// that no heal is lost.
+// that no heal is lost. Heals that no written status counts stay in memory for the next one.
 func (s *scope) writeStatus(ctx context.Context) error {
 	if s.ready.Type == "" {
 		return nil
 	}
 	now := metav1.Now()
+	heals := s.memory.unrecordedHeals(s.req)
 	// Facts already written moments ago: the cached bundle has not caught up with that write
 	// yet (the ConfigMap's watch event can overtake it). Writing again would only conflict.
-	if recent := s.memory.recentStatus(s.req, s.bundle.UID); recent != nil && equality.Semantic.DeepEqual(s.status(*recent, now), *recent) {
+	if recent := s.memory.recentStatus(s.req, s.bundle.UID); recent != nil && equality.Semantic.DeepEqual(s.status(*recent, now, heals), *recent) {
 		return nil
 	}
 	bundle := s.bundle
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		want := s.status(bundle.Status, now)
+		want := s.status(bundle.Status, now, heals)
 		if equality.Semantic.DeepEqual(want, bundle.Status) {
 			return nil
 		}
@@ -57,6 +63,8 @@ func (s *scope) writeStatus(ctx context.Context) error {
 		err := s.member.GetClient().Status().Update(ctx, updated, client.FieldOwner(s.fieldOwner))
 		if err == nil {
 			s.memory.noteStatus(s.req, bundle.UID, updated.Status)
+			s.memory.recordedHeals(s.req, heals.count)
+			s.memory.wroteBundle(s.req, updated.ResourceVersion)
 		}
 		if apierrors.IsConflict(err) {
 			fresh := &v1alpha1.ConfigBundle{}
@@ -71,4 +79,62 @@ func (s *scope) writeStatus(ctx context.Context) error {
 		return fmt.Errorf("writing status: %w", err)
 	}
 	return nil
+}
+
+// Reasons the reconciler reports on the hub only, never in a bundle's status.
+const (
+	// StatusWriteFailedReason (Ready=False): the bundle's ConfigMap is as the bundle asks, but the
+	// status that would say so could not be written (Unreported, and the reason label of
+	// configbundle_reconcile_errors_total).
+	StatusWriteFailedReason = "StatusWriteFailed"
+
+	// ReadFailedReason: the bundle or its ConfigMap could not be read (the reason label of
+	// configbundle_reconcile_errors_total).
+	ReadFailedReason = "ReadFailed"
+)
+
+// unreported returns the Ready condition the bundle's status should show but does not, because
+// the status could not be written; nil if it was written, or needed no write. The condition
+// keeps the reconcile's own failure, if it met one, as the cause.
+func (s *scope) unreported() *metav1.Condition {
+	if s.statusErr == nil {
+		return nil
+	}
+	c := s.ready
+	c.ObservedGeneration, c.LastTransitionTime = s.bundle.Generation, metav1.Now()
+	if c.Status == metav1.ConditionTrue {
+		c.Status, c.Reason = metav1.ConditionFalse, StatusWriteFailedReason
+		c.Message = fmt.Sprintf("%s, but the status could not be written: %v", c.Message, s.statusErr)
+	} else {
+		c.Message = fmt.Sprintf("%s; the status could not be written: %v", c.Message, s.statusErr)
+	}
+	return &c
+}
+
+// Unreported is a bundle whose outcome the reconciler could not write to its status.
+type Unreported struct {
+	// Bundle is the bundle's namespace and name.
+	Bundle types.NamespacedName
+
+	// Ready is the Ready condition the bundle's status should show: False, with the reason of
+	// the failure the reconcile met (CreateFailed, say), or StatusWriteFailedReason if it met
+	// none; its message ends with why the status could not be written.
+	Ready metav1.Condition
+}
+
+// Unreported returns the bundles of member name whose last reconcile could not write its outcome
+// to their status, sorted by namespace and name. Their status says nothing, or something
+// outdated: the hub's reports must count them by Ready, as failed. A bundle leaves the list when
+// a reconcile writes its status (or finds no write needed), when it is deleted, and when the
+// member leaves.
+func (r *Reconciler) Unreported(name multicluster.ClusterName) []Unreported {
+	conditions := r.memory.unreported(name)
+	out := make([]Unreported, 0, len(conditions))
+	for key, ready := range conditions {
+		out = append(out, Unreported{Bundle: key, Ready: ready})
+	}
+	slices.SortFunc(out, func(a, b Unreported) int {
+		return cmp.Or(cmp.Compare(a.Bundle.Namespace, b.Bundle.Namespace), cmp.Compare(a.Bundle.Name, b.Bundle.Name))
+	})
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,13 +42,16 @@ const (
 	quietPeriod  = 2 * time.Second
 )
 
-// The suite runs one hub and two members, each a real control plane with a garbage collector.
-// member-a serves the ConfigBundle CRD as generated; member-b serves a copy without its
-// validation rules, as an older or hand-made installation would, so that the reconciler's own
-// guards can be seen at work.
+// The suite runs one hub and three members, each a real control plane. member-a serves the
+// ConfigBundle CRD as generated; member-b serves a copy without its validation rules, as an older
+// or hand-made installation would, so that the reconciler's own guards can be seen at work; both
+// have a garbage collector. member-c is where faults are made: its kube-apiserver is killed and
+// started again, and its objects are changed behind the hub's back through a second
+// kube-apiserver.
 const (
 	memberA = "member-a"
 	memberB = "member-b"
+	memberC = "member-c"
 )
 
 var (
@@ -60,6 +64,12 @@ var (
 	hubConfig  *rest.Config
 	provider   *clustersprovider.Provider
 	reconciler *configbundle.Reconciler
+
+	// planes are the control planes by name: "hub" and the members.
+	planes = map[string]*controlplane.ControlPlane{}
+	// resync is the function the reconciler handed Options.ResyncOn: the suite's stand-in for
+	// the provider's OnReady, called by a test when a member answers again.
+	resync atomic.Pointer[func(name string)]
 )
 
 func TestMain(m *testing.M) {
@@ -86,7 +96,8 @@ func runSuite(m *testing.M) int {
 	cps, err := controlplane.Start(startCtx,
 		controlplane.Plane{Name: "hub", Options: controlplane.Options{CRDs: crds}},
 		controlplane.Plane{Name: memberA, Options: controlplane.Options{CRDs: crds, GarbageCollector: true}},
-		controlplane.Plane{Name: memberB, Options: controlplane.Options{CRDs: withoutValidation(crds), GarbageCollector: true}})
+		controlplane.Plane{Name: memberB, Options: controlplane.Options{CRDs: withoutValidation(crds), GarbageCollector: true}},
+		controlplane.Plane{Name: memberC, Options: controlplane.Options{CRDs: crds}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting control planes:", err)
 		return 1
@@ -95,6 +106,9 @@ func runSuite(m *testing.M) int {
 
 	hubConfig = cps[0].Config
 	provider = clustersprovider.New()
+	for _, cp := range cps {
+		planes[cp.Name] = cp
+	}
 	for _, cp := range cps[1:] {
 		cl, err := cluster.New(cp.Config, func(o *cluster.Options) {
 			o.Scheme = scheme
@@ -116,6 +130,7 @@ func runSuite(m *testing.M) int {
 	reconciler, err = configbundle.SetupWithManager(mgr, configbundle.Options{
 		RetryBaseDelay: 100 * time.Millisecond,
 		RetryMaxDelay:  time.Second,
+		ResyncOn:       func(f func(name string)) { resync.Store(&f) },
 	})
 	must(err)
 	go func() {
@@ -188,6 +203,27 @@ func events(ctx context.Context, c client.Client, bundle *v1alpha1.ConfigBundle,
 		}
 	}
 	return notes, nil
+}
+
+// occurrences counts the occurrences of the Events with the given reason about a bundle: one per
+// Event, or its series' count (the recorder aggregates repeated Events into a series).
+func occurrences(ctx context.Context, c client.Client, bundle *v1alpha1.ConfigBundle, reason string) (int32, error) {
+	list := &eventsv1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(bundle.Namespace)); err != nil {
+		return 0, err
+	}
+	var n int32
+	for _, e := range list.Items {
+		if e.Regarding.Name != bundle.Name || e.Regarding.Kind != "ConfigBundle" || e.Reason != reason {
+			continue
+		}
+		if e.Series != nil {
+			n += e.Series.Count
+		} else {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // reconcileCount is the number of reconciles the ConfigBundle controller has run, from

@@ -62,9 +62,9 @@ type Options struct {
 // ControlPlane is one running control plane: an etcd, a kube-apiserver and, with
 // Options.GarbageCollector, a kube-controller-manager. It is safe for concurrent use.
 //
-// Call Stop when done. If this process dies without it, the kube-controller-manager dies
-// too (on Linux), but etcd and kube-apiserver, which envtest starts, keep running, and
-// the temporary directory remains.
+// Call Stop when done. If this process dies without it, the kube-controller-manager and the
+// kube-apiservers of StartAPIServer and SecondAPIServer die too (on Linux), but etcd and the
+// kube-apiserver envtest started keep running, and the temporary directory remains.
 type ControlPlane struct {
 	// Name is the Plane's name. It names the kubeconfig's cluster, user and context.
 	Name string
@@ -83,12 +83,25 @@ type ControlPlane struct {
 	kubeconfig []byte
 	env        *envtest.Environment
 	kcm        *process // nil without Options.GarbageCollector
+	out        *output  // nil: output discarded
 	writers    []*lineWriter
 
-	mu      sync.Mutex // guards env.AddUser (its CA is not goroutine-safe), paused and stopped
+	// The kube-apiserver's streams, kept for StartAPIServer.
+	apiServerOut, apiServerErr io.Writer
+
+	// mu guards env.AddUser (its CA is not goroutine-safe), paused, stopped and the fields
+	// of KillAPIServer, StartAPIServer and SecondAPIServer below. It is not held while a
+	// kube-apiserver is awaited.
+	mu      sync.Mutex
 	paused  bool
 	stopped bool
 	stopErr error
+
+	apiServerCommand []string     // the kube-apiserver's command line, binary first; recorded when first needed
+	killed           bool         // the kube-apiserver was killed by KillAPIServer and not started again
+	apiServer        *process     // the kube-apiserver started by StartAPIServer; nil: envtest's, or none
+	second           *process     // the kube-apiserver of SecondAPIServer; nil: none
+	secondConfig     *rest.Config // its admin client config
 }
 
 // Plane is one control plane for Start: its name and its own options.
@@ -199,7 +212,7 @@ func start(ctx context.Context, name string, opts Options, out *output) (_ *Cont
 	if err != nil {
 		return nil, fmt.Errorf("creating temporary directory: %w", err)
 	}
-	cp := &ControlPlane{Name: name, dir: dir, certDir: filepath.Join(dir, "apiserver")}
+	cp := &ControlPlane{Name: name, dir: dir, certDir: filepath.Join(dir, "apiserver"), out: out}
 	defer func() {
 		if retErr != nil {
 			retErr = errors.Join(retErr, cp.Stop())
@@ -249,6 +262,7 @@ func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) *e
 	}
 	etcdOut, etcdErr := c.streams(out, etcdBinary)
 	apiOut, apiErr := c.streams(out, apiServerBinary)
+	c.apiServerOut, c.apiServerErr = apiOut, apiErr
 	bin := opts.BinaryAssetsDirectory
 	return &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{
@@ -366,8 +380,9 @@ func (c *ControlPlane) setPaused(pause bool) error {
 	return nil
 }
 
-// Stop stops the kube-controller-manager, the kube-apiserver (resuming it first if it is
-// paused) and etcd, and removes the control plane's temporary directory, including its
+// Stop stops the kube-controller-manager, the second kube-apiserver if any, the kube-apiserver
+// (resuming it first if it is paused, and whether envtest or StartAPIServer started it) and
+// etcd, and removes the control plane's temporary directory, including its
 // data and KubeconfigPath. Stop is idempotent: later calls return the first call's result.
 func (c *ControlPlane) Stop() error {
 	c.mu.Lock()
@@ -383,11 +398,21 @@ func (c *ControlPlane) Stop() error {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", controllerManagerBinary, err))
 		}
 	}
+	if c.second != nil {
+		if err := c.second.stop(stopTimeout); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", secondAPIServerName, err))
+		}
+	}
 	if c.paused {
 		if err := signalAPIServer(c.certDir, false); err != nil {
 			errs = append(errs, fmt.Errorf("resuming paused %s: %w", apiServerBinary, err))
 		}
 		c.paused = false
+	}
+	if c.apiServer != nil {
+		if err := c.apiServer.stop(stopTimeout); err != nil {
+			errs = append(errs, fmt.Errorf("stopping the restarted %s: %w", apiServerBinary, err))
+		}
 	}
 	if c.env != nil {
 		if err := c.env.Stop(); err != nil {

@@ -31,6 +31,8 @@ const (
 	recoverTimeout = 30 * time.Second
 	// stopPausedTimeout bounds Stop of a paused control plane (it must resume, not wait for a kill).
 	stopPausedTimeout = 15 * time.Second
+	// apiServerStartTimeout bounds starting a kube-apiserver again, or a second one.
+	apiServerStartTimeout = time.Minute
 )
 
 func TestControlPlanes(t *testing.T) {
@@ -123,21 +125,74 @@ func TestControlPlanes(t *testing.T) {
 
 	t.Run("pause hangs requests until resume", func(t *testing.T) {
 		g := gomega.NewWithT(t)
-		getDefault := func(c kubernetes.Interface) error {
-			ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
-			defer cancel()
-			_, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
-			return err
-		}
-
 		g.Expect(cps[0].Pause()).To(gomega.Succeed())
 		g.Expect(cps[0].Pause()).To(gomega.Succeed(), "pausing twice")
-		g.Expect(getDefault(clients[0])).To(gomega.MatchError(context.DeadlineExceeded))
-		g.Expect(getDefault(clients[1])).To(gomega.Succeed(), "the other control plane is unaffected")
+		g.Expect(getDefault(t, clients[0])).To(gomega.MatchError(context.DeadlineExceeded))
+		g.Expect(getDefault(t, clients[1])).To(gomega.Succeed(), "the other control plane is unaffected")
 
 		g.Expect(cps[0].Resume()).To(gomega.Succeed())
-		g.Eventually(func() error { return getDefault(clients[0]) }).
+		g.Eventually(func() error { return getDefault(t, clients[0]) }).
 			WithTimeout(recoverTimeout).WithPolling(100 * time.Millisecond).Should(gomega.Succeed())
+	})
+
+	t.Run("kill, change behind its back through a second apiserver, start again", func(t *testing.T) {
+		g := gomega.NewWithT(t)
+		ctx, cancel := context.WithTimeout(t.Context(), apiServerStartTimeout)
+		defer cancel()
+		cms := clients[0].CoreV1().ConfigMaps("default")
+		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+
+		secondCfg, err := cps[0].SecondAPIServer(ctx)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(secondCfg.Host).NotTo(gomega.Equal(cps[0].Config.Host))
+		again, err := cps[0].SecondAPIServer(ctx)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(again.Host).To(gomega.Equal(secondCfg.Host), "one second apiserver per control plane")
+		behind := kubernetes.NewForConfigOrDie(secondCfg).CoreV1().ConfigMaps("default")
+		_, err = behind.Get(ctx, "before", metav1.GetOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred(), "the second apiserver serves the same etcd")
+
+		g.Expect(cps[0].KillAPIServer()).To(gomega.Succeed())
+		g.Expect(cps[0].KillAPIServer()).To(gomega.Succeed(), "killing twice")
+		_, err = cms.Get(ctx, "before", metav1.GetOptions{})
+		g.Expect(err).To(gomega.HaveOccurred(), "the first apiserver is gone")
+		g.Expect(cps[0].Pause()).NotTo(gomega.Succeed(), "a killed apiserver cannot be paused")
+		g.Expect(getDefault(t, clients[1])).To(gomega.Succeed(), "the other control plane is unaffected")
+
+		// Behind the back of every client of the first apiserver.
+		_, err = behind.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "behind"}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(behind.Delete(ctx, "before", metav1.DeleteOptions{})).To(gomega.Succeed())
+
+		host := cps[0].Host()
+		began := time.Now()
+		g.Expect(cps[0].StartAPIServer(ctx)).To(gomega.Succeed())
+		t.Logf("kube-apiserver started again in %s", time.Since(began).Round(time.Millisecond))
+		g.Expect(cps[0].StartAPIServer(ctx)).To(gomega.Succeed(), "starting a running apiserver")
+		g.Expect(cps[0].Host()).To(gomega.Equal(host))
+
+		// The same client, the kubeconfig file and an added user all work again.
+		fromFile, err := clientcmd.BuildConfigFromFlags("", cps[0].KubeconfigPath)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		for _, c := range []kubernetes.Interface{clients[0], kubernetes.NewForConfigOrDie(fromFile)} {
+			_, err = c.CoreV1().ConfigMaps("default").Get(ctx, "behind", metav1.GetOptions{})
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			_, err = c.CoreV1().ConfigMaps("default").Get(ctx, "before", metav1.GetOptions{})
+			g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "want NotFound, got %v", err)
+		}
+		bob, err := cps[0].AddUser("bob", nil)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		_, err = kubernetes.NewForConfigOrDie(bob).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		g.Expect(apierrors.IsForbidden(err)).To(gomega.BeTrue(), "want Forbidden, got %v", err)
+
+		// Pause and Resume find the new process; a second kill and start work as the first.
+		g.Expect(cps[0].Pause()).To(gomega.Succeed())
+		g.Expect(getDefault(t, clients[0])).To(gomega.MatchError(context.DeadlineExceeded))
+		g.Expect(cps[0].Resume()).To(gomega.Succeed())
+		g.Expect(cps[0].KillAPIServer()).To(gomega.Succeed())
+		g.Expect(cps[0].StartAPIServer(ctx)).To(gomega.Succeed())
+		g.Expect(getDefault(t, clients[0])).To(gomega.Succeed())
 	})
 
 	t.Run("stop is idempotent, works when paused and cleans up", func(t *testing.T) {
@@ -155,10 +210,18 @@ func TestControlPlanes(t *testing.T) {
 		g.Expect(time.Since(began)).To(gomega.BeNumerically("<", stopPausedTimeout))
 		g.Expect(cps[0].Stop()).To(gomega.Succeed())
 
-		for _, prefix := range []string{"alpha/etcd: ", "beta/kube-apiserver: ", "alpha/kube-controller-manager: "} {
+		for _, prefix := range []string{"alpha/etcd: ", "beta/kube-apiserver: ", "alpha/kube-controller-manager: ", "alpha/kube-apiserver-2: "} {
 			g.Expect(output.String()).To(gomega.ContainSubstring("\n"+prefix), "output has lines of %q", prefix)
 		}
 	})
+}
+
+// getDefault reads the default namespace, waiting at most requestTimeout.
+func getDefault(t *testing.T, c kubernetes.Interface) error {
+	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	defer cancel()
+	_, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+	return err
 }
 
 // widgetCRD is a minimal namespaced CRD, installed by Start into every control plane.

@@ -5,6 +5,9 @@
 // that name it in their ownerReferences. Start brings up any number of them in parallel,
 // each in its own temporary directory with its own admin credentials and self-contained
 // kubeconfig; Pause and Resume freeze and thaw one kube-apiserver (Linux only) to simulate
-// a hung member; Stop tears one down and removes everything it wrote. The binaries are
+// a hung member; KillAPIServer and StartAPIServer crash it and start it again on the same port
+// and etcd, and SecondAPIServer serves the same etcd through a second kube-apiserver, to change
+// objects behind the back of the first one's clients (Linux only); Stop tears one down and
+// removes everything it wrote. The binaries are
 // taken from Options.BinaryAssetsDirectory, which defaults to $KUBEBUILDER_ASSETS.
 package controlplane

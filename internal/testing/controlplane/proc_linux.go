@@ -4,12 +4,17 @@ package controlplane
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 )
+
+// reapPollInterval is how often killAPIServer checks whether the killed process is gone.
+const reapPollInterval = 10 * time.Millisecond
 
 // childSysProcAttr puts a child in its own process group, so that a terminal's Ctrl-C
 // reaches only this process, which then stops the child in order; and has the kernel kill
@@ -65,4 +70,46 @@ func findAPIServer(certDir string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no running %s with --cert-dir=%s", apiServerBinary, certDir)
+}
+
+// apiServerCommandLine returns the command line, binary first, of the kube-apiserver serving
+// from certDir.
+func apiServerCommandLine(certDir string) ([]string, error) {
+	pid, err := findAPIServer(certDir)
+	if err != nil {
+		return nil, err
+	}
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the command line of %s (pid %d): %w", apiServerBinary, pid, err)
+	}
+	var args []string
+	for _, arg := range bytes.Split(bytes.TrimSuffix(cmdline, []byte{0}), []byte{0}) {
+		args = append(args, string(arg))
+	}
+	return args, nil
+}
+
+// killAPIServer sends SIGKILL to the kube-apiserver serving from certDir, a child of this
+// process that another goroutine waits for (envtest's), and waits up to timeout until it has
+// been reaped.
+func killAPIServer(certDir string, timeout time.Duration) error {
+	pid, err := findAPIServer(certDir)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing %s (pid %d): %w", apiServerBinary, pid, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		// A zombie still takes signal 0; a reaped process does not.
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s (pid %d) not reaped within %s of SIGKILL", apiServerBinary, pid, timeout)
+		}
+		time.Sleep(reapPollInterval)
+	}
 }
