@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,6 +69,12 @@ type Options struct {
 	// HeartbeatInterval is how often the Fleet's status.heartbeatTime is refreshed. Defaults to
 	// 10 seconds.
 	HeartbeatInterval time.Duration
+
+	// Unreported, if set, returns the Ready condition of each bundle of a member whose last
+	// reconcile could not write it to the bundle's status (the reconciler's
+	// configbundle.Reconciler.Unreported): those bundles are counted by it, not by their stale
+	// status. Defaults to nil.
+	Unreported func(member string) map[types.NamespacedName]metav1.Condition
 }
 
 // Defaults of Options.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -94,14 +95,29 @@ func (r *MemberClusterReconciler) count(ctx context.Context, name string) (hubv1
 	if err := cl.GetCache().List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return hubv1alpha1.BundleCounts{}, nil, 0, err
 	}
+	var unreported map[types.NamespacedName]metav1.Condition
+	if r.opts.Unreported != nil {
+		unreported = r.opts.Unreported(name)
+	}
+	counts, failed, heals := tally(list.Items, unreported)
+	return counts, failed, heals, nil
+}
+
+// tally counts bundles by their Ready condition (the one in unreported, where the hub could not
+// write it to the bundle's status) and lists the first failing ones.
+func tally(bundles []v1alpha1.ConfigBundle, unreported map[types.NamespacedName]metav1.Condition) (hubv1alpha1.BundleCounts, []hubv1alpha1.FailedBundle, int64) {
 	var counts hubv1alpha1.BundleCounts
 	var failed []hubv1alpha1.FailedBundle
 	var heals int64
-	for i := range list.Items {
-		b := &list.Items[i]
+	for i := range bundles {
+		b := &bundles[i]
 		counts.Total++
 		heals += b.Status.Heals
-		switch c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); {
+		c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition)
+		if u, ok := unreported[client.ObjectKeyFromObject(b)]; ok {
+			c = &u // the outcome the hub could not write to the bundle's status
+		}
+		switch {
 		case c == nil:
 		case c.Status == metav1.ConditionTrue:
 			counts.Ready++
@@ -110,7 +126,7 @@ func (r *MemberClusterReconciler) count(ctx context.Context, name string) (hubv1
 			failed = append(failed, hubv1alpha1.FailedBundle{Namespace: b.Namespace, Name: b.Name, Reason: c.Reason, Message: c.Message})
 		}
 	}
-	return counts, firstFailed(failed), heals, nil
+	return counts, firstFailed(failed), heals
 }
 
 // firstFailed sorts failed bundles by namespace and name and keeps the first

@@ -8,7 +8,9 @@ import (
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -63,5 +65,35 @@ func TestFirstFailed(t *testing.T) {
 	}
 	if firstFailed(nil) != nil {
 		t.Errorf("no failed bundles must be nil, not an empty list")
+	}
+}
+
+// TestTally: a bundle whose outcome the hub could not write to its status counts by that
+// outcome, not by its empty or stale status.
+func TestTally(t *testing.T) {
+	bundle := func(name string, ready metav1.ConditionStatus, heals int64) v1alpha1.ConfigBundle {
+		b := v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		b.Status.Heals = heals
+		if ready != "" {
+			b.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ReadyCondition, Status: ready, Reason: "R", Message: "m"}}
+		}
+		return b
+	}
+	bundles := []v1alpha1.ConfigBundle{
+		bundle("synced", metav1.ConditionTrue, 2),
+		bundle("never-reported", "", 0),
+		bundle("stale-ready", metav1.ConditionTrue, 1),
+		bundle("pending", "", 0),
+	}
+	unreported := map[types.NamespacedName]metav1.Condition{
+		{Namespace: "ns", Name: "never-reported"}: {Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "CreateFailed", Message: "creating ConfigMap ns/never-reported: forbidden"},
+		{Namespace: "ns", Name: "stale-ready"}:    {Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "StatusWriteFailed", Message: "writing status: forbidden"},
+	}
+	counts, failed, heals := tally(bundles, unreported)
+	if want := (hubv1alpha1.BundleCounts{Total: 4, Ready: 1, Failed: 2}); counts != want || heals != 3 {
+		t.Errorf("counts %+v, heals %d; want %+v, 3", counts, heals, want)
+	}
+	if len(failed) != 2 || failed[0].Name != "never-reported" || failed[0].Reason != "CreateFailed" || failed[1].Reason != "StatusWriteFailed" {
+		t.Errorf("failed bundles %+v", failed)
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
@@ -158,19 +161,21 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 		return nil, fmt.Errorf("setting up the provider: %w", err)
 	}
 	// A member that becomes Ready (on join or after an outage) has all its bundles reconciled.
-	if _, err := configbundle.SetupWithManager(mgr, configbundle.Options{
+	reconciler, err := configbundle.SetupWithManager(mgr, configbundle.Options{
 		ResyncPeriod:      opts.ResyncPeriod,
 		RetryBaseDelay:    opts.RetryBaseDelay,
 		RetryMaxDelay:     opts.RetryMaxDelay,
 		Connected:         provider.Connected,
 		NotConnectedRetry: provider.Options().ProbeInterval,
 		ResyncOn:          provider.OnReady,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	if err := fleet.SetupWithManager(mgr, provider, opts.SecretNamespace, fleet.Options{
 		CredentialsExpiryWarning: opts.CredentialsExpiryWarning,
 		HeartbeatInterval:        opts.HeartbeatInterval,
+		Unreported:               unreported(reconciler),
 	}); err != nil {
 		return nil, err
 	}
@@ -181,6 +186,17 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	return &Hub{Manager: mgr, Provider: provider}, nil
+}
+
+// unreported adapts the reconciler's bundles whose outcome could not be written to the reports.
+func unreported(r *configbundle.Reconciler) func(string) map[types.NamespacedName]metav1.Condition {
+	return func(member string) map[types.NamespacedName]metav1.Condition {
+		out := map[types.NamespacedName]metav1.Condition{}
+		for _, u := range r.Unreported(multicluster.ClusterName(member)) {
+			out[u.Bundle] = u.Ready
+		}
+		return out
+	}
 }
 
 func newProvider(scheme *runtime.Scheme, opts Options) (*spokeprovider.Provider, error) {
