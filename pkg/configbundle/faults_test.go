@@ -443,7 +443,7 @@ func TestFightingWriter(t *testing.T) {
 		healed, err := eventsAbout(ctx, c, b, v1alpha1.DriftHealedEvent)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(summaries(healed)).To(ConsistOf(HavePrefix("series")), "one DriftHealed Event, a series")
-		fights, err := eventsAbout(ctx, c, b, configbundle.FightingWriterEvent)
+		fights, err := eventsAbout(ctx, c, b, v1alpha1.FightingWriterEvent)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(fights).To(HaveLen(1), "the fight is reported once")
 		g.Expect(fights[0].Type).To(Equal(corev1.EventTypeWarning))

@@ -8,16 +8,13 @@ import (
 // A fight: another writer keeps changing a managed ConfigMap, and the hub keeps healing it.
 const (
 	// FightHeals is how many heals of one bundle's ConfigMap within FightWindow make a fight.
-	// The reconciler reports a fight once, with a Warning Event (FightingWriterEvent) that names
-	// what keeps changing, a log line and configbundle_fights_total; it keeps healing.
+	// The reconciler reports a fight once, with a Warning Event (v1alpha1.FightingWriterEvent)
+	// that names what keeps changing, a log line and configbundle_fights_total; it keeps healing.
 	FightHeals = 10
 
 	// FightWindow is the window of FightHeals. A fight is over when the ConfigMap has gone a
 	// whole FightWindow without a heal; the next fight is reported again.
 	FightWindow = time.Minute
-
-	// FightingWriterEvent is the reason of the Warning Event that reports a fight.
-	FightingWriterEvent = "FightingWriter"
 )
 
 // fight is what memory keeps of a bundle's recent heals, to tell a fight.

@@ -300,7 +300,7 @@ func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []s
 	s.fight = true
 	within := fighting.within.Round(time.Millisecond)
 	log.Info("Fighting another writer", "configMap", objectName(cm), "heals", FightHeals, "within", within, "drift", fighting.drift)
-	recorder.Eventf(regarding, related, corev1.EventTypeWarning, FightingWriterEvent, "Heal",
+	recorder.Eventf(regarding, related, corev1.EventTypeWarning, v1alpha1.FightingWriterEvent, "Heal",
 		"Cluster %s: ConfigMap %s was healed %d times in %s (a fight: %d within %s): another writer keeps changing its %s; the hub keeps healing it",
 		s.req.ClusterName, objectName(cm), FightHeals, within, FightHeals, FightWindow, strings.Join(fighting.drift, ", "))
 }

@@ -90,7 +90,7 @@ func TestReadOnlyMember(t *testing.T) {
 	// The metric counts the failure under the create's reason.
 	g.Eventually(func() float64 { return reconcileErrors(t, name, v1alpha1.CreateFailedReason) }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">", 0))
-	g.Expect(reconcileErrors(t, name, configbundle.StatusWriteFailedReason)).To(BeZero(), "the status write is not the cause")
+	g.Expect(reconcileErrors(t, name, v1alpha1.StatusWriteFailedReason)).To(BeZero(), "the status write is not the cause")
 
 	// The error (and so the log line) leads with the create, and says the status was not written.
 	req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)}, ClusterName: multicluster.ClusterName(name)}
@@ -123,10 +123,10 @@ func TestReadOnlyMember(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		unreported := reconciler.Unreported(name)
 		g.Expect(unreported).To(HaveLen(1))
-		g.Expect(unreported[0].Ready.Reason).To(Equal(configbundle.StatusWriteFailedReason))
+		g.Expect(unreported[0].Ready.Reason).To(Equal(v1alpha1.StatusWriteFailedReason))
 		g.Expect(unreported[0].Ready.Message).To(ContainSubstring("matches the bundle, but the status could not be written"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(reconcileErrors(t, name, configbundle.StatusWriteFailedReason)).To(BeNumerically(">", 0))
+	g.Expect(reconcileErrors(t, name, v1alpha1.StatusWriteFailedReason)).To(BeNumerically(">", 0))
 	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{})).To(Succeed())
 
 	// Given the rights, the hub reports the bundle in its status; then it is no longer

@@ -81,18 +81,6 @@ func (s *scope) writeStatus(ctx context.Context) error {
 	return nil
 }
 
-// Reasons the reconciler reports on the hub only, never in a bundle's status.
-const (
-	// StatusWriteFailedReason (Ready=False): the bundle's ConfigMap is as the bundle asks, but the
-	// status that would say so could not be written (Unreported, and the reason label of
-	// configbundle_reconcile_errors_total).
-	StatusWriteFailedReason = "StatusWriteFailed"
-
-	// ReadFailedReason: the bundle or its ConfigMap could not be read (the reason label of
-	// configbundle_reconcile_errors_total).
-	ReadFailedReason = "ReadFailed"
-)
-
 // unreported returns the Ready condition the bundle's status should show but does not, because
 // the status could not be written; nil if it was written, or needed no write. The condition
 // keeps the reconcile's own failure, if it met one, as the cause.
@@ -103,7 +91,7 @@ func (s *scope) unreported() *metav1.Condition {
 	c := s.ready
 	c.ObservedGeneration, c.LastTransitionTime = s.bundle.Generation, metav1.Now()
 	if c.Status == metav1.ConditionTrue {
-		c.Status, c.Reason = metav1.ConditionFalse, StatusWriteFailedReason
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.StatusWriteFailedReason
 		c.Message = fmt.Sprintf("%s, but the status could not be written: %v", c.Message, s.statusErr)
 	} else {
 		c.Message = fmt.Sprintf("%s; the status could not be written: %v", c.Message, s.statusErr)
@@ -117,7 +105,7 @@ type Unreported struct {
 	Bundle types.NamespacedName
 
 	// Ready is the Ready condition the bundle's status should show: False, with the reason of
-	// the failure the reconcile met (CreateFailed, say), or StatusWriteFailedReason if it met
+	// the failure the reconcile met (CreateFailed, say), or v1alpha1.StatusWriteFailedReason if it met
 	// none; its message ends with why the status could not be written.
 	Ready metav1.Condition
 }

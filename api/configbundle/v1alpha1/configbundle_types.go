@@ -43,6 +43,17 @@ const (
 	InvalidConfigMapReason = "InvalidConfigMap"
 )
 
+// Reasons the reconciler reports on the hub only (a MemberCluster's status.failedBundles and the
+// reason label of configbundle_reconcile_errors_total), never in a bundle's own status.
+const (
+	// StatusWriteFailedReason (Ready=False): the bundle's ConfigMap is as the bundle asks, but the
+	// status that would say so could not be written.
+	StatusWriteFailedReason = "StatusWriteFailed"
+
+	// ReadFailedReason: the bundle or its ConfigMap could not be read.
+	ReadFailedReason = "ReadFailed"
+)
+
 // Reasons of the Events recorded on a ConfigBundle.
 const (
 	// DriftHealedEvent: the managed ConfigMap had drifted (or had been deleted) and was healed.
@@ -51,6 +62,11 @@ const (
 	// SpecRestoredEvent: the spec of an immutable bundle had changed; it was restored from its
 	// immutable ConfigMap.
 	SpecRestoredEvent = "SpecRestored"
+
+	// FightingWriterEvent (Warning): another writer keeps changing the managed ConfigMap: the
+	// bundle was healed configbundle.FightHeals (10) times within configbundle.FightWindow (1
+	// minute). Recorded once per fight, naming what keeps changing; healing continues.
+	FightingWriterEvent = "FightingWriter"
 )
 
 // ConfigBundleSpec is the configuration a ConfigBundle publishes as a ConfigMap.
