@@ -208,23 +208,6 @@ func (p *Provider) applyCRDs(ctx context.Context, cfg *rest.Config) error {
 // servesCRDs reports, from discovery (which every authenticated user may read), whether the
 // member serves every version of every CRD.
 func servesCRDs(disc discovery.DiscoveryInterface, crds []*apiextensionsv1.CustomResourceDefinition) bool {
-	for _, crd := range crds {
-		for _, v := range crd.Spec.Versions {
-			if !v.Served {
-				continue
-			}
-			list, err := disc.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + v.Name)
-			if err != nil {
-				return false
-			}
-			found := false
-			for _, r := range list.APIResources {
-				found = found || r.Name == crd.Spec.Names.Plural
-			}
-			if !found {
-				return false
-			}
-		}
-	}
-	return true
+	missing, err := crdsMissing(disc, crds)
+	return err == nil && !missing
 }

@@ -111,7 +111,9 @@ func TestCredentialLifecycle(t *testing.T) {
 	// 10 s more), the hub says Forbidden at the first probe that gets it, without first calling it
 	// Unreachable.
 	revoke()
-	g.Eventually(func() error { return probeWith(cfg) }).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
+	tokenClient, err := client.New(cfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(identify(tokenClient)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
 	revoked := time.Now()
 	var seen []string
 	g.Eventually(func(g Gomega) string {
@@ -183,15 +185,6 @@ func memberEvents(name string) func(Gomega) []eventsv1.Event {
 		}
 		return out
 	}
-}
-
-// probeWith asks the member of cfg for namespace default, as a probe would.
-func probeWith(cfg *rest.Config) error {
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return err
-	}
-	return c.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceDefault}, &corev1.Namespace{})
 }
 
 // shortLivedToken creates, in a member, a ServiceAccount with cluster-admin rights and a token of
