@@ -99,3 +99,5 @@ require (
 )
 
 tool sigs.k8s.io/controller-tools/cmd/controller-gen
+
+replace sigs.k8s.io/multicluster-runtime => ./third_party/multicluster-runtime

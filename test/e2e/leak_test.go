@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// goroutines reads the hub's go_goroutines gauge.
+func goroutines(g Gomega) int {
+	for line := range strings.Lines(scrape(g)) {
+		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			g.Expect(err).NotTo(HaveOccurred())
+			return int(n)
+		}
+	}
+	g.Expect("go_goroutines").To(BeEmpty(), "the hub exports no go_goroutines")
+	return 0
+}
+
+// flap makes a member leave (its Secret's label removed) and join again, and waits for both.
+func flap(g Gomega, name string) {
+	ctx := context.Background()
+	label := func(on bool) {
+		s := &corev1.Secret{}
+		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, s)).To(Succeed())
+		if on {
+			s.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
+		} else {
+			delete(s.Labels, hubv1alpha1.DefaultSecretLabel)
+		}
+		g.Expect(hubc.Update(ctx, s)).To(Succeed())
+	}
+	label(false)
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: name}, &hubv1alpha1.MemberCluster{}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	label(true)
+	g.Eventually(memberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+}
+
+// TestFaultJoinsAndLeavesLeakNoGoroutines: a member that leaves takes everything the hub started
+// for it along (watches, caches, probes, reconciler memory), however often it comes and goes.
+func TestFaultJoinsAndLeavesLeakNoGoroutines(t *testing.T) {
+	const flaps = 20
+	// slack absorbs goroutines that come and go with other work (HTTP/2 connections, timers);
+	// a leak of one goroutine per source per join exceeds it several times over.
+	const slack = 12
+	g := NewWithT(t)
+	joined(t, "m3")
+	flap(g, "m3") // the first leave and join start what lives for good (e.g. shared informers of the hub)
+	before := 0
+	g.Eventually(func(g Gomega) int { before = goroutines(g); return before }).WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">", 0))
+	for range flaps {
+		flap(g, "m3")
+	}
+	after := 0
+	g.Eventually(func(g Gomega) int { after = goroutines(g); return after }).WithTimeout(timeout).WithPolling(interval).
+		Should(BeNumerically("<=", before+slack), "goroutines after %d joins and leaves", flaps)
+	t.Logf("hub goroutines: %d before, %d after %d joins and leaves", before, after, flaps)
+}
