@@ -6,8 +6,10 @@
 FROM golang:1.26 AS builder
 WORKDIR /src
 
-# Modules first, so that a source change does not download them again.
+# Modules first, so that a source change does not download them again (third_party holds a
+# module that go.mod replaces).
 COPY go.mod go.sum ./
+COPY third_party/ third_party/
 RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
 

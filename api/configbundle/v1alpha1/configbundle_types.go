@@ -12,6 +12,21 @@ const MessageKey = "message"
 // values of a ConfigMap's data hold at most 1 MiB together.
 const MaxMessageBytes = 1024 * 1024
 
+// MaxEscapedMessageBytes is the largest spec.message once JSON-escaped, the form in which the API
+// server stores a ConfigBundle in etcd: <, > and &, U+2028, U+2029 and the control characters
+// other than tab, newline and carriage return take 6 bytes each (\u003c), ", \, tab, newline
+// and carriage return 2 (\n), every other character its bytes of UTF-8. etcd refuses a write of
+// more than StorageLimitBytes; the rest, StorageLimitBytes-MaxEscapedMessageBytes (256 KiB), is
+// the margin left for the rest of the object: its metadata (managedFields included) and status.
+// A message of MaxMessageBytes of plain text is 1 MiB escaped, well within the bound; a message
+// of MaxMessageBytes/4 (262,144) characters of < is 1.5 MiB escaped, beyond it.
+const MaxEscapedMessageBytes = StorageLimitBytes - 256*1024
+
+// StorageLimitBytes is the largest write etcd accepts by default (its --max-request-bytes,
+// 1.5 MiB): a ConfigBundle larger than that, as JSON, is refused with "etcdserver: request is
+// too large".
+const StorageLimitBytes = 1536 * 1024
+
 // Condition types of a ConfigBundle.
 const (
 	// ReadyCondition is True when the managed ConfigMap exists, is owned by the bundle and equals
@@ -71,10 +86,18 @@ const (
 
 // ConfigBundleSpec is the configuration a ConfigBundle publishes as a ConfigMap.
 //
+// The rule that bounds the message's JSON-escaped size is the spec's, not the message's, so that
+// its error names spec.message without quoting it: a rule of the message would echo the whole
+// refused message, up to 1.5 MiB, in the error.
+//
+// +kubebuilder:validation:XValidation:rule=`!has(self.message) || size(bytes(self.message)) + 5 * size(self.message.findAll('[<>&\x00-\x08\x0b\x0c\x0e-\x1f]')) + 3 * size(self.message.findAll('[\u2028\u2029]')) + size(self.message.findAll('[\t\n\r"\\\\]')) <= 1310720`,fieldPath=".message",message=`message is too large to store: at most 1310720 bytes once JSON-escaped, as etcd stores it (<, >, &, U+2028, U+2029 and control characters other than tab, newline and carriage return take 6 bytes each; ", \, tab, newline and carriage return 2)`,reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.immutable) || !oldSelf.immutable || self == oldSelf",message="spec is immutable: this ConfigBundle was made immutable (spec.immutable: true), so its message and immutable fields can no longer change; delete and recreate it to publish a different message",reason=FieldValueForbidden
 type ConfigBundleSpec struct {
 	// message is published as data.message of the managed ConfigMap. It must fit in a
-	// ConfigMap: at most 1,048,576 bytes of UTF-8.
+	// ConfigMap: at most 1,048,576 bytes of UTF-8. It must also fit in etcd, where the bundle is
+	// stored as JSON: at most 1,310,720 bytes once JSON-escaped, where <, >, &, U+2028, U+2029
+	// and control characters other than tab, newline and carriage return take 6 bytes each, ",
+	// \, tab, newline and carriage return 2.
 	// +required
 	// +kubebuilder:validation:MaxLength=1048576
 	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 1048576",message="message must fit in a ConfigMap: at most 1048576 bytes of UTF-8 (a ConfigMap holds at most 1 MiB of data)",reason=FieldValueInvalid
