@@ -179,8 +179,10 @@ func (m *member) engageFailed(conn, old *connection) {
 }
 
 // probed records a probe of conn and reports whether the published state changed and whether
-// the member recovered (became Ready again). Probes of a connection that is no longer active
-// are ignored.
+// the member recovered: answers again after at least one failed probe, whether or not the
+// failures reached the threshold and made it Unreachable. A blip too short to be reported can
+// still have broken the hub's watches, so a recovery is a reason to look again. Probes of a
+// connection that is no longer active are ignored.
 func (m *member) probed(conn *connection, version string, err error, now time.Time, threshold int) (changed, recovered bool) {
 	if m.active != conn {
 		return false, false
@@ -207,6 +209,7 @@ func (m *member) probed(conn *connection, version string, err error, now time.Ti
 		m.state.Message = fmt.Sprintf("%d consecutive health probes failed; last: %v", m.failures, err)
 		return true, false
 	}
+	blip := m.failures > 0
 	m.failures = 0
 	m.state.LastSeen = now
 	if version != m.state.KubernetesVersion {
@@ -219,5 +222,5 @@ func (m *member) probed(conn *connection, version string, err error, now time.Ti
 		}
 		return true, true
 	}
-	return changed, false
+	return changed, blip
 }

@@ -186,7 +186,8 @@ func (p *Provider) OnChange(fn func(name string)) {
 }
 
 // OnReady registers fn to be called with a member's name whenever it becomes Ready, on join
-// and on recovery. fn must not block.
+// and on recovery, and when it answers a probe again after failing some, too few to be
+// Unreachable: its watches may have broken meanwhile. fn must not block.
 func (p *Provider) OnReady(fn func(name string)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

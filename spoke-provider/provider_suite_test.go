@@ -305,6 +305,33 @@ func TestProbeThreshold(t *testing.T) {
 		HaveField("Cluster", BeIdenticalTo(cl)), HaveField("Ended()", BeFalse()))), "the same connection recovered")
 }
 
+// TestBlipResyncs: a member that misses probes, too few to be Unreachable, stays Ready and
+// unreported, but OnReady tells the reconcilers when it answers again: its watches may have
+// broken meanwhile.
+func TestBlipResyncs(t *testing.T) {
+	g := NewWithT(t)
+	opts := testOptions()
+	opts.FailureThreshold = 1000
+	f := startProvider(t, opts)
+	f.createSecret("blip", memberB.Kubeconfig())
+	f.waitReady(g, "blip")
+	g.Expect(f.history.readiesOf("blip")).To(HaveLen(1))
+	changes := len(f.history.changesOf("blip"))
+	notReady := f.watchReadiness("blip")
+
+	g.Expect(memberB.Pause()).To(Succeed())
+	t.Cleanup(func() { _ = memberB.Resume() })
+	// Unseen for longer than a probe's timeout and interval: at least one probe failed.
+	g.Eventually(func() time.Duration { return time.Since(f.state("blip")().LastSeen) }).
+		WithTimeout(joinTimeout).WithPolling(interval).Should(BeNumerically(">", probeTimeout+2*probeInterval))
+	g.Expect(f.history.readiesOf("blip")).To(HaveLen(1))
+	g.Expect(memberB.Resume()).To(Succeed())
+
+	g.Eventually(func() int { return len(f.history.readiesOf("blip")) }).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal(2))
+	g.Expect(notReady()).To(BeEmpty(), "a blip below the threshold is not reported")
+	g.Expect(f.history.changesOf("blip")).To(HaveLen(changes), "nothing published changed")
+}
+
 // TestRotationWhileUnreachable: a new kubeconfig that fails while the member does not answer
 // does not hide that it does not: the member stays Unreachable (RotationFailed means Ready, still
 // working with the previous kubeconfig); once it answers again, the failed rotation is reported.
