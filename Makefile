@@ -71,6 +71,11 @@ test: ## Build what the tests need, then run every test on real control planes, 
 	$(GO) vet -tags kind ./hack/kind/...; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -race -count=1 -timeout 30m $(TESTFLAGS)
 
+.PHONY: test-faults
+test-faults: ## Run the fault matrix alone (also part of make test), printing each case's timing.
+	@dir="$$(bash hack/testbin.sh)"; \
+	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./pkg/configbundle ./spoke-provider ./test/e2e -run '^TestFault' -race -count=1 -timeout 20m -v $(TESTFLAGS)
+
 ##@ Run
 
 .PHONY: demo

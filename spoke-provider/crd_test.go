@@ -24,9 +24,9 @@ import (
 // crdTimeout bounds noticing a deleted CRD and bringing it back: a few probes.
 const crdTimeout = 15 * time.Second
 
-// TestDeletedCRDIsReinstalled: with InstallCRDs, a ConfigBundle CRD deleted from a connected
+// TestFaultCRDDeletedIsReinstalled: with InstallCRDs, a ConfigBundle CRD deleted from a connected
 // member is installed again at the next probe, and the member ends Ready.
-func TestDeletedCRDIsReinstalled(t *testing.T) {
+func TestFaultCRDDeletedIsReinstalled(t *testing.T) {
 	g := NewWithT(t)
 	opts := testOptions()
 	opts.CRDs, opts.InstallCRDs = memberCRDs, true
@@ -44,9 +44,9 @@ func TestDeletedCRDIsReinstalled(t *testing.T) {
 	g.Eventually(f.state("crd-back")).WithTimeout(crdTimeout).WithPolling(interval).Should(beReady(hubv1alpha1.ConnectedReason))
 }
 
-// TestDeletedCRDIsReported: without InstallCRDs, a CRD deleted from a connected member makes it
+// TestFaultCRDDeletedIsReported: without InstallCRDs, a CRD deleted from a connected member makes it
 // not Ready (CRDMissing) at the next probe, once; restoring it makes the member Ready again.
-func TestDeletedCRDIsReported(t *testing.T) {
+func TestFaultCRDDeletedIsReported(t *testing.T) {
 	g := NewWithT(t)
 	opts := testOptions()
 	opts.CRDs = memberCRDs
@@ -57,7 +57,9 @@ func TestDeletedCRDIsReported(t *testing.T) {
 	readies := len(f.history.readiesOf("crd-gone"))
 
 	deleteCRD(g, memberB)
+	deleted := time.Now()
 	g.Eventually(f.state("crd-gone")).WithTimeout(crdTimeout).WithPolling(interval).Should(beNotReady(hubv1alpha1.CRDMissingReason))
+	t.Logf("CRDMissing reported %v after the CRD's deletion (probe interval %v)", time.Since(deleted).Round(time.Millisecond), probeInterval)
 	g.Expect(f.provider.Connected(multicluster.ClusterName("crd-gone"))).To(MatchError(spokeprovider.ErrNotConnected))
 	missing := 0
 	for _, o := range f.history.changesOf("crd-gone") {
@@ -68,7 +70,9 @@ func TestDeletedCRDIsReported(t *testing.T) {
 	g.Expect(missing).To(Equal(1), "said once")
 
 	restoreCRD(t, memberB)
+	restored := time.Now()
 	g.Eventually(f.state("crd-gone")).WithTimeout(crdTimeout).WithPolling(interval).Should(beReady(hubv1alpha1.ConnectedReason))
+	t.Logf("Ready again %v after the CRD was restored", time.Since(restored).Round(time.Millisecond))
 	g.Eventually(func() int { return len(f.history.readiesOf("crd-gone")) }).WithTimeout(crdTimeout).WithPolling(interval).
 		Should(Equal(readies+1), "its bundles are resynced")
 }

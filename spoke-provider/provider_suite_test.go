@@ -305,10 +305,10 @@ func TestProbeThreshold(t *testing.T) {
 		HaveField("Cluster", BeIdenticalTo(cl)), HaveField("Ended()", BeFalse()))), "the same connection recovered")
 }
 
-// TestBlipResyncs: a member that misses probes, too few to be Unreachable, stays Ready and
+// TestFaultBlipResyncs: a member that misses probes, too few to be Unreachable, stays Ready and
 // unreported, but OnReady tells the reconcilers when it answers again: its watches may have
 // broken meanwhile.
-func TestBlipResyncs(t *testing.T) {
+func TestFaultBlipResyncs(t *testing.T) {
 	g := NewWithT(t)
 	opts := testOptions()
 	opts.FailureThreshold = 1000
@@ -326,8 +326,9 @@ func TestBlipResyncs(t *testing.T) {
 		WithTimeout(joinTimeout).WithPolling(interval).Should(BeNumerically(">", probeTimeout+2*probeInterval))
 	g.Expect(f.history.readiesOf("blip")).To(HaveLen(1))
 	g.Expect(memberB.Resume()).To(Succeed())
-
+	resumed := time.Now()
 	g.Eventually(func() int { return len(f.history.readiesOf("blip")) }).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal(2))
+	t.Logf("resync asked %v after the member answered again", time.Since(resumed).Round(time.Millisecond))
 	g.Expect(notReady()).To(BeEmpty(), "a blip below the threshold is not reported")
 	g.Expect(f.history.changesOf("blip")).To(HaveLen(changes), "nothing published changed")
 }

@@ -140,11 +140,11 @@ func createBundles(t *testing.T, member string, n int) []*v1alpha1.ConfigBundle 
 	return bundles
 }
 
-// TestConfigMapDeletedWhileWatchDownIsRecreated: a managed ConfigMap that the hub last wrote
+// TestFaultConfigMapDeletedWhileWatchDownIsRecreated: a managed ConfigMap that the hub last wrote
 // itself, deleted while the hub's watch on the member is down, is recreated when the hub's
 // informers re-list, though nobody tells the reconciler that the member was away. The re-list
 // reports the deletion as a tombstone that carries the hub's own last write.
-func TestConfigMapDeletedWhileWatchDownIsRecreated(t *testing.T) {
+func TestFaultConfigMapDeletedWhileWatchDownIsRecreated(t *testing.T) {
 	g, ctx, c := NewWithT(t), context.Background(), members[memberC]
 	bundles := createBundles(t, memberC, 5)
 	b1, b2 := bundles[0], bundles[1]
@@ -246,10 +246,10 @@ func rejoin(t *testing.T, member string) {
 	caches[member] = cl
 }
 
-// TestBundleEditsAreNotHeals: following the bundle is never counted as a heal, however fast it
+// TestFaultBundleEditStormIsNoHeal: following the bundle is never counted as a heal, however fast it
 // changes and across a restart of the hub; a change made by someone else amid such a storm is
 // one heal, in the status, the metric and the Events alike.
-func TestBundleEditsAreNotHeals(t *testing.T) {
+func TestFaultBundleEditStormIsNoHeal(t *testing.T) {
 	c := members[memberC]
 	ns := newNamespace(t, memberC)
 	tests := []struct {
@@ -299,14 +299,14 @@ func TestBundleEditsAreNotHeals(t *testing.T) {
 	}
 }
 
-// deletedBundles is how many bundles TestDeletedBundlesGetNoNewConfigMap deletes at once.
+// deletedBundles is how many bundles TestFaultDeletionStormGetsNoNewConfigMap deletes at once.
 const deletedBundles = 50
 
-// TestDeletedBundlesGetNoNewConfigMap: when many bundles are deleted at once, while the hub is
+// TestFaultDeletionStormGetsNoNewConfigMap: when many bundles are deleted at once, while the hub is
 // busy healing their ConfigMaps, the garbage collector deletes the ConfigMaps, and the hub, whose
 // cache may still hold a bundle when its ConfigMap's deletion arrives, never creates a ConfigMap
 // for a bundle that is gone.
-func TestDeletedBundlesGetNoNewConfigMap(t *testing.T) {
+func TestFaultDeletionStormGetsNoNewConfigMap(t *testing.T) {
 	g, ctx, c := NewWithT(t), context.Background(), members[memberA]
 	bundles := createBundles(t, memberA, deletedBundles)
 	ns := bundles[0].Namespace
@@ -349,11 +349,11 @@ func TestDeletedBundlesGetNoNewConfigMap(t *testing.T) {
 	g.Expect(created).To(BeEmpty(), "ConfigMaps created for deleted bundles")
 }
 
-// TestDriftWhileDownIsHealedOnRecovery: drift made while a member was away is healed as soon as
+// TestFaultDriftWhileDownIsHealedOnRecovery: drift made while a member was away is healed as soon as
 // the member answers again and the reconciler is told so (the hub's provider calls the function
 // of Options.ResyncOn), without waiting for the informers to re-list; a bundle changed meanwhile
 // is followed, not healed.
-func TestDriftWhileDownIsHealedOnRecovery(t *testing.T) {
+func TestFaultDriftWhileDownIsHealedOnRecovery(t *testing.T) {
 	g, ctx, c := NewWithT(t), context.Background(), members[memberC]
 	bundles := createBundles(t, memberC, 5)
 	b1, b2, b3, b4 := bundles[0], bundles[1], bundles[2], bundles[3]
@@ -410,10 +410,10 @@ func eventsAbout(ctx context.Context, c client.Client, b *v1alpha1.ConfigBundle,
 	return out, nil
 }
 
-// TestFightingWriter: another writer that keeps rewriting a managed ConfigMap gets one heal per
+// TestFaultFightingWriter: another writer that keeps rewriting a managed ConfigMap gets one heal per
 // change, as ever, but the DriftHealed Events are aggregated into a series, and the fight is
 // reported once with a Warning that names what keeps changing.
-func TestFightingWriter(t *testing.T) {
+func TestFaultFightingWriter(t *testing.T) {
 	g, ctx, c := NewWithT(t), context.Background(), members[memberA]
 	b := createBundles(t, memberA, 1)[0]
 	metricBefore := healsMetric(t, memberA)

@@ -44,11 +44,11 @@ func reconcileErrors(t *testing.T, member, reason string) float64 {
 	return 0
 }
 
-// TestReadOnlyMember: a member whose credential may read but not write. The hub can neither
+// TestFaultReadOnlyCredential: a member whose credential may read but not write. The hub can neither
 // create the bundle's ConfigMap nor report that in the bundle's status; the error, its log line
 // and the metric name the create as the cause, not the status write that failed after it, and
 // the reconciler keeps the outcome it could not write for the hub's reports.
-func TestReadOnlyMember(t *testing.T) {
+func TestFaultReadOnlyCredential(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	const name = "member-readonly"
 	admin, err := client.New(hubConfig, client.Options{Scheme: scheme})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -210,7 +211,7 @@ users: [{name: u, user: {token: t}}]
 	g.Eventually(memberCluster("hanging")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
 }
 
-func TestPausedMemberIsUnreachableAndRecovers(t *testing.T) {
+func TestFaultPausedMemberIsUnreachableAndRecovers(t *testing.T) {
 	g := NewWithT(t)
 	joined(t, "m1", "m2")
 	b1 := createBundle(g, "m1", "paused", "web", "m1 keeps working")
@@ -223,6 +224,7 @@ func TestPausedMemberIsUnreachableAndRecovers(t *testing.T) {
 		WithTimeout(timeout).WithPolling(interval).Should(Equal(before))
 
 	g.Expect(members["m2"].Pause()).To(Succeed())
+	paused := time.Now()
 	resumed := false
 	defer func() {
 		if !resumed {
@@ -231,6 +233,7 @@ func TestPausedMemberIsUnreachableAndRecovers(t *testing.T) {
 	}()
 	g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
 	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+	t.Logf("SIGSTOP -> MemberCluster Unreachable and Fleet not Ready: %v (probe interval %v)", time.Since(paused).Round(time.Millisecond), probeInterval)
 	mc := memberCluster("m2")(g)
 	g.Expect(mc.Status.Bundles).To(Equal(before), "an unreachable member keeps its last counts")
 	g.Expect(mc.Status.LastSeenTime).NotTo(BeNil())
@@ -240,9 +243,10 @@ func TestPausedMemberIsUnreachableAndRecovers(t *testing.T) {
 	g.Eventually(message("m1", b1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("m1 keeps working"))
 
 	g.Expect(members["m2"].Resume()).To(Succeed())
-	resumed = true
+	resumed, resumedAt := true, time.Now()
 	g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+	t.Logf("SIGCONT -> MemberCluster Connected and Fleet no longer MembersNotReady: %v", time.Since(resumedAt).Round(time.Millisecond))
 }
 
 func TestLeaveAndRejoin(t *testing.T) {
@@ -327,7 +331,7 @@ func TestCRDMissing(t *testing.T) {
 	g.Expect(memberCluster("m4")(g).Status.Conditions[0].Message).To(ContainSubstring("configbundles.configbundle.dev"))
 }
 
-func TestHubRestartHealsDriftMadeWhileDown(t *testing.T) {
+func TestFaultHubKilledHealsDriftMadeWhileDown(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	joined(t, "m1", "m2")
 	b1 := createBundle(g, "m1", "restart", "web", "survive")
@@ -341,9 +345,11 @@ func TestHubRestartHealsDriftMadeWhileDown(t *testing.T) {
 		Spec: hubv1alpha1.MemberClusterSpec{SecretRef: hubv1alpha1.SecretReference{Namespace: secretNS, Name: "ghost"}}})).To(Succeed())
 	g.Consistently(message("m1", b1)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"), "nothing heals while the hub is down")
 
+	restarted := time.Now()
 	g.Expect(hub.start()).To(Succeed())
 	g.Eventually(message("m1", b1)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("survive"))
 	g.Eventually(message("m2", b2)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("come back"))
+	t.Logf("hub restarted -> drift made while it was down healed in both members: %v", time.Since(restarted).Round(time.Millisecond))
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "ghost"}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the hub removes stale MemberClusters after a restart")
