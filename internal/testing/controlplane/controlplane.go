@@ -53,6 +53,11 @@ type Options struct {
 	// included) must be done within it. Defaults to DefaultStartTimeout (2 minutes).
 	StartTimeout time.Duration
 
+	// AuditWrites makes the kube-apiserver log every write request it serves (create, update,
+	// patch, delete) to an audit log, read with ControlPlane.Writes: who wrote what, counted on
+	// the server's side. Defaults to false.
+	AuditWrites bool
+
 	// Output receives the control-plane processes' stdout/stderr, one line at a time, each
 	// prefixed with "<name>/<binary>: ". Writes are serialized, so any io.Writer will do.
 	// Defaults to nil: the output is discarded.
@@ -227,6 +232,16 @@ func start(ctx context.Context, name string, opts Options, out *output) (_ *Cont
 	}
 
 	cp.env = cp.environment(opts, etcdDir, out)
+	if opts.AuditWrites {
+		args, err := cp.auditArgs()
+		if err != nil {
+			return nil, err
+		}
+		flags := cp.env.ControlPlane.GetAPIServer().Configure()
+		for name, value := range args {
+			flags.Set(name, value)
+		}
+	}
 	cfg, err := cp.env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)

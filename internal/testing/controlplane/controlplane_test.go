@@ -3,6 +3,7 @@ package controlplane_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func TestControlPlanes(t *testing.T) {
 	began := time.Now()
 	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{
 		GarbageCollector: true,
+		AuditWrites:      true,
 		StartTimeout:     startTimeout,
 		Output:           &output,
 		CRDs:             []*apiextensionsv1.CustomResourceDefinition{widgetCRD()},
@@ -87,6 +89,27 @@ func TestControlPlanes(t *testing.T) {
 				g.Expect(err).NotTo(gomega.HaveOccurred(), cp.Name)
 			}
 		}
+	})
+
+	t.Run("writes are audited, reads are not", func(t *testing.T) {
+		g := gomega.NewWithT(t)
+		cms := kubernetes.NewForConfigOrDie(rest.CopyConfig(cps[1].Config)).CoreV1().ConfigMaps("default")
+		_, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "audited"}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		_, err = cms.Get(t.Context(), "audited", metav1.GetOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(cms.Delete(t.Context(), "audited", metav1.DeleteOptions{})).To(gomega.Succeed())
+		writes, err := cps[1].Writes()
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		var ours []string
+		for _, w := range writes {
+			if w.Resource == "configmaps" && w.Name == "audited" {
+				g.Expect(w.Namespace).To(gomega.Equal("default"))
+				g.Expect(w.At).NotTo(gomega.BeZero())
+				ours = append(ours, fmt.Sprintf("%s %d", w.Verb, w.Code))
+			}
+		}
+		g.Expect(ours).To(gomega.Equal([]string{"create 201", "delete 200"}))
 	})
 
 	t.Run("added user is authenticated but not authorized", func(t *testing.T) {
