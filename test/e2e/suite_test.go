@@ -40,8 +40,9 @@ const (
 	secretNS          = hubv1alpha1.DefaultSecretNamespace
 )
 
-// The fleet: a hub and four members. m1 to m3 are registered with the registration command;
-// m4 serves no ConfigBundle CRD and gets a credential that may not install it.
+// The fleet: a hub and five members. m1 to m3 are registered with the registration command;
+// m4 serves no ConfigBundle CRD and gets a credential that may not install it; quietMember
+// (and the hub) log every write they serve, for TestSteadyStateIsSilent.
 var (
 	hubCP   *controlplane.ControlPlane
 	members = map[string]*controlplane.ControlPlane{}
@@ -77,8 +78,9 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	cps, err := controlplane.Start(ctx, append(
-		controlplane.Named(controlplane.Options{CRDs: hubCRDs}, "hub"),
-		controlplane.Named(controlplane.Options{}, "m1", "m2", "m3", "m4")...)...)
+		controlplane.Named(controlplane.Options{CRDs: hubCRDs, AuditWrites: true}, "hub"),
+		append(controlplane.Named(controlplane.Options{}, "m1", "m2", "m3", "m4"),
+			controlplane.Named(controlplane.Options{AuditWrites: true}, quietMember)...)...)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting control planes:", err)
 		return 1
