@@ -25,6 +25,11 @@ func TestAdmission(t *testing.T) {
 	c := members[memberA]
 	ns := newNamespace(t, memberA)
 	max := v1alpha1.MaxMessageBytes
+	// The largest message of characters that take 6 bytes once JSON-escaped (<, \u003c).
+	maxEscaped := v1alpha1.MaxEscapedMessageBytes / 6
+	// The error of a message that does not fit in etcd once escaped. It names the field and does
+	// not quote the message (that would read `Invalid value: "<<<…"`).
+	const tooLargeToStore = "spec.message: Invalid value: message is too large to store: at most 1310720 bytes once JSON-escaped"
 	tests := []struct {
 		name    string
 		spec    v1alpha1.ConfigBundleSpec
@@ -32,8 +37,19 @@ func TestAdmission(t *testing.T) {
 		wantErr string
 	}{
 		{name: "largest message that fits a ConfigMap", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max)}},
+		{name: "largest message that fits in etcd once escaped", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", maxEscaped)}},
 		{name: "one byte too many", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max+1)}, wantErr: "spec.message"},
 		{name: "too many bytes in fewer characters", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("é", max/2+1)}, wantErr: "must fit in a ConfigMap"},
+		// Issue 10, item 9: 1.6 MB once escaped, which etcd would refuse with "etcdserver:
+		// request is too large", an error that names nothing.
+		{name: "270000 characters of < do not fit in etcd", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", 270000)}, wantErr: tooLargeToStore},
+		{name: "one character of < too many", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", maxEscaped+1)}, wantErr: tooLargeToStore},
+		{name: "control characters take 6 bytes", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("\x01", maxEscaped+1)}, wantErr: tooLargeToStore},
+		{name: "U+2028 takes 6 bytes", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("\u2028", maxEscaped+1)}, wantErr: tooLargeToStore},
+		{name: "newlines take 2 bytes", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("\n", v1alpha1.MaxEscapedMessageBytes/2+1)}, wantErr: tooLargeToStore},
+		{name: "largest message of newlines", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("\n", v1alpha1.MaxEscapedMessageBytes/2)}},
+		{name: "an update too large to store", spec: v1alpha1.ConfigBundleSpec{Message: "a"},
+			update: func(s *v1alpha1.ConfigBundleSpec) { s.Message = strings.Repeat("&", 270000) }, wantErr: tooLargeToStore},
 		{name: "mutable spec changes", spec: v1alpha1.ConfigBundleSpec{Message: "a"}, update: func(s *v1alpha1.ConfigBundleSpec) { s.Message = "b" }},
 		{name: "mutable to immutable with a new message", spec: v1alpha1.ConfigBundleSpec{Message: "a"},
 			update: func(s *v1alpha1.ConfigBundleSpec) { *s = v1alpha1.ConfigBundleSpec{Message: "b", Immutable: true} }},
@@ -58,17 +74,22 @@ func TestAdmission(t *testing.T) {
 			}
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring(tt.wantErr))
+			g.Expect(err.Error()).NotTo(ContainSubstring("request is too large"))
 		})
 	}
 
-	t.Run("the largest message is published", func(t *testing.T) {
-		g, ctx := NewWithT(t), context.Background()
-		b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "admission-a", Namespace: ns}}
-		g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
-		cm := configMapOf(b)
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
-		g.Expect(cm.Data["message"]).To(HaveLen(max))
-	})
+	// Published: the bundle with its status (written by the hub) fits in etcd too.
+	for i, want := range []string{strings.Repeat("a", max), strings.Repeat("<", maxEscaped)} {
+		name := "admission-" + string(rune('a'+i)) // the first two rows of the table
+		t.Run("the largest message is published/"+name, func(t *testing.T) {
+			g, ctx := NewWithT(t), context.Background()
+			b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+			g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+			cm := configMapOf(b)
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+			g.Expect(cm.Data["message"] == want).To(BeTrue(), "the ConfigMap holds the message")
+		})
+	}
 }
 
 // TestImmutableSpecIsRestored shows the reconciler's own guard where the CRD lacks the rule
