@@ -40,6 +40,8 @@ type connection struct {
 type connectError struct {
 	reason string
 	err    error
+	// expiry is when the credential that was refused expires, if it says; zero otherwise.
+	expiry time.Time
 }
 
 func (e *connectError) Error() string { return e.err.Error() }
@@ -64,7 +66,7 @@ func reach(what string, err error, expiry time.Time) error {
 	if !refused(err) {
 		return &connectError{reason: hubv1alpha1.UnreachableReason, err: fmt.Errorf("%s: %w", what, err)}
 	}
-	return &connectError{reason: hubv1alpha1.ForbiddenReason, err: fmt.Errorf("%s: %s: %w", what, refusal(expiry, time.Now()), err)}
+	return &connectError{reason: hubv1alpha1.ForbiddenReason, err: fmt.Errorf("%s: %s: %w", what, refusal(expiry, time.Now()), err), expiry: expiry}
 }
 
 // refused reports whether the member refused the credential (401 or 403).

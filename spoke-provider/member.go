@@ -119,11 +119,15 @@ func (m *member) refused(hash, reason, message string) {
 }
 
 // connectFailed records a failed attempt with hash and returns the delay before the next one:
-// 2 seconds, doubling up to maxDelay.
-func (m *member) connectFailed(hash, reason, message string, now time.Time, maxDelay time.Duration) time.Duration {
+// 2 seconds, doubling up to maxDelay. A member without a working connection publishes the expiry of a refused credential, so that
+// an expired one is reported as such (CredentialsValid False, Expired) before any connection.
+func (m *member) connectFailed(hash, reason, message string, refusedExpiry, now time.Time, maxDelay time.Duration) time.Duration {
 	m.backoff = min(max(2*m.backoff, retryBaseDelay), maxDelay)
 	m.phase, m.hash, m.retryAt = phaseBackingOff, hash, now.Add(m.backoff)
 	m.failedWith(reason, message)
+	if m.active == nil && !refusedExpiry.IsZero() {
+		m.state.CredentialsExpiry = refusedExpiry
+	}
 	return m.backoff
 }
 

@@ -324,12 +324,16 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 // connection keeps it.
 func (p *Provider) connectFailed(name, hash string, err error) {
 	reason, message := classify(err)
+	var refused time.Time
+	if cerr := (*connectError)(nil); errors.As(err, &cerr) {
+		refused = cerr.expiry
+	}
 	p.mu.Lock()
 	m, ok := p.members[name]
 	ok = ok && m.attempting(hash)
 	var retryIn time.Duration
 	if ok {
-		retryIn = m.connectFailed(hash, reason, message, time.Now(), p.opts.RetryMaxDelay)
+		retryIn = m.connectFailed(hash, reason, message, refused, time.Now(), p.opts.RetryMaxDelay)
 	}
 	p.mu.Unlock()
 	if !ok {

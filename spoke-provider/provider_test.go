@@ -84,3 +84,25 @@ func TestReach(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedCredentialExpiry: a member that never connected publishes the expiry of the
+// credential it was refused with, so that an expired one is reported as expired; a member still
+// connected with a previous credential keeps that one's.
+func TestRefusedCredentialExpiry(t *testing.T) {
+	now := time.Now()
+	expired, working := now.Add(-time.Hour), now.Add(24*time.Hour)
+	refusal := func() error { return reach("reading the API server's version", apierrors.NewUnauthorized("Unauthorized"), expired) }
+
+	never := &member{}
+	never.connectFailed("h1", hubv1alpha1.ForbiddenReason, refusal().Error(), refusal().(*connectError).expiry, now, time.Minute)
+	if !never.state.CredentialsExpiry.Equal(expired) {
+		t.Errorf("never connected: CredentialsExpiry = %v, want %v", never.state.CredentialsExpiry, expired)
+	}
+
+	connected := &member{active: &connection{expiry: working}}
+	connected.state = State{Ready: true, CredentialsExpiry: working}
+	connected.connectFailed("h2", hubv1alpha1.ForbiddenReason, refusal().Error(), expired, now, time.Minute)
+	if !connected.state.CredentialsExpiry.Equal(working) {
+		t.Errorf("still connected: CredentialsExpiry = %v, want the working credential's %v", connected.state.CredentialsExpiry, working)
+	}
+}
