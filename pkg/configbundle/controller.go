@@ -78,6 +78,13 @@ type Options struct {
 	// Defaults to 10 seconds.
 	NotConnectedRetry time.Duration
 
+	// HealStatusDelay is how long a status that would only count heals (status.heals,
+	// lastHealTime, the ConfigMap the heal wrote) waits after the first heal it counts, so
+	// that a heal costs one write on its hot path, the ConfigMap's, and the heals of a fighting
+	// writer are counted by one status write per delay. The heal metric, logs and Events are not
+	// delayed. Defaults to 1 second.
+	HealStatusDelay time.Duration
+
 	// ResyncOn, if set, is called once, when the controller starts, with a function that
 	// enqueues every bundle of a member cluster; the caller calls it whenever a member's bundles
 	// must all be reconciled now, so that a member that comes back after an outage is healed at
@@ -109,6 +116,9 @@ func (o *Options) defaults() {
 	}
 	if o.NotConnectedRetry <= 0 {
 		o.NotConnectedRetry = 10 * time.Second
+	}
+	if o.HealStatusDelay <= 0 {
+		o.HealStatusDelay = time.Second
 	}
 }
 
@@ -258,7 +268,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request, liv
 	}
 
 	r.memory.observe(req, bundle.UID)
-	s := &scope{req: req, member: cl, bundle: bundle, live: live, fieldOwner: r.opts.FieldOwner, memory: &r.memory}
+	s := &scope{req: req, member: cl, bundle: bundle, live: live, fieldOwner: r.opts.FieldOwner, healStatusDelay: r.opts.HealStatusDelay, memory: &r.memory}
 	// Neither error hides the other. A terminal sync error stays terminal only once the status
 	// that tells the user what to fix is written; until then it is retried. An outcome the
 	// status could not tell is kept for the hub's reports (Unreported).
@@ -274,6 +284,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request, liv
 	}
 	if err := outcomeError(syncErr, s.statusErr); err != nil {
 		return s, ctrl.Result{}, err
+	}
+	if s.statusDue > 0 {
+		return s, ctrl.Result{RequeueAfter: s.statusDue}, nil
 	}
 	return s, ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod)}, nil
 }

@@ -410,13 +410,32 @@ func eventsAbout(ctx context.Context, c client.Client, b *v1alpha1.ConfigBundle,
 	return out, nil
 }
 
+// statusWrites counts the writes of a bundle's status that memberA served since since.
+func statusWrites(t *testing.T, b *v1alpha1.ConfigBundle, since time.Time) int {
+	t.Helper()
+	writes, err := planes[memberA].Writes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, w := range writes {
+		if w.Resource == "configbundles" && w.Subresource == "status" && w.Namespace == b.Namespace && w.Name == b.Name && !w.At.Before(since) {
+			n++
+		}
+	}
+	return n
+}
+
 // TestFaultFightingWriter: another writer that keeps rewriting a managed ConfigMap gets one heal per
-// change, as ever, but the DriftHealed Events are aggregated into a series, and the fight is
-// reported once with a Warning that names what keeps changing.
+// change, as ever, but the DriftHealed Events are aggregated into a series, the fight is
+// reported once with a Warning that names what keeps changing, and the heals are counted in
+// the bundle's status by one write per HealStatusDelay (1 s), not one per heal, exactly once
+// things are quiet.
 func TestFaultFightingWriter(t *testing.T) {
 	g, ctx, c := NewWithT(t), context.Background(), members[memberA]
 	b := createBundles(t, memberA, 1)[0]
 	metricBefore := healsMetric(t, memberA)
+	fightStart := time.Now()
 
 	tampers := 0
 	ticker := time.NewTicker(fightInterval)
@@ -438,6 +457,9 @@ func TestFaultFightingWriter(t *testing.T) {
 	g.Expect(b.Status.Heals).To(BeNumerically(">", configbundle.FightHeals))
 	g.Expect(b.Status.Heals).To(BeNumerically("<=", tampers), "at most one heal per change")
 	g.Expect(healsMetric(t, memberA)-metricBefore).To(BeEquivalentTo(b.Status.Heals), "configbundle_heals_total")
+	writes := statusWrites(t, b, fightStart)
+	t.Logf("%d status writes for %d heals in %v", writes, b.Status.Heals, fightDuration)
+	g.Expect(writes).To(BeNumerically("<=", int(fightDuration/time.Second)+2), "one status write per second of fight, at most")
 
 	g.Eventually(func(g Gomega) {
 		healed, err := eventsAbout(ctx, c, b, v1alpha1.DriftHealedEvent)

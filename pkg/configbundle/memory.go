@@ -30,9 +30,10 @@ const recentStatusWindow = 5 * time.Second
 //     ConfigMap is known as the hub's own even if its status (or the cached copy of the bundle,
 //     which lags the hub's own status writes) does not record it: a ConfigMap at that
 //     resourceVersion was not changed by others. Kept while the bundle exists.
-//   - unrecorded: heals made but not yet counted in a written status, and when the last was
-//     made; the next status written adds them, so that status.heals agrees with the heals
-//     logged, recorded as Events and counted in the metric even when a status write fails.
+//   - unrecorded: heals made but not yet counted in a written status, and when the first and
+//     the last were made; the next status written adds them, so that status.heals agrees with
+//     the heals logged, recorded as Events and counted in the metric, even when a status write
+//     fails, and while a status that would only count heals waits (Options.HealStatusDelay).
 //   - fight: the times of the last FightHeals heals and what they healed, to report a fight
 //     once. Kept while the bundle exists.
 //   - unreported: the Ready condition the bundle's status should show, when the last status
@@ -85,8 +86,8 @@ type bundleMemory struct {
 
 // unrecordedHeals are heals not yet counted in a written status.
 type unrecordedHeals struct {
-	count int64
-	last  time.Time // when the last of them was made
+	count       int64
+	first, last time.Time // when the first and the last of them were made
 }
 
 // writtenStatus is a status the reconciler wrote, and when.
@@ -173,7 +174,11 @@ func (m *memory) wrote(req mcreconcile.Request) bool {
 func (m *memory) noteHeal(req mcreconcile.Request, at time.Time, drift []string) *fightReport {
 	var fighting *fightReport
 	m.update(req, func(b *bundleMemory) {
-		b.unrecorded = unrecordedHeals{count: b.unrecorded.count + 1, last: at}
+		first := b.unrecorded.first
+		if b.unrecorded.count == 0 {
+			first = at
+		}
+		b.unrecorded = unrecordedHeals{count: b.unrecorded.count + 1, first: first, last: at}
 		fighting = b.fight.heal(at, drift)
 	})
 	return fighting
@@ -191,6 +196,8 @@ func (m *memory) recordedHeals(req mcreconcile.Request, n int64) {
 	m.update(req, func(b *bundleMemory) {
 		if b.unrecorded.count -= n; b.unrecorded.count <= 0 {
 			b.unrecorded = unrecordedHeals{}
+		} else {
+			b.unrecorded.first = b.unrecorded.last // heals made while the status was written
 		}
 	})
 }

@@ -107,8 +107,12 @@ func TestMemoryOfHealsAndLiveReads(t *testing.T) {
 	at := time.Now()
 	m.noteHeal(x, at.Add(-time.Second), []string{"data"})
 	m.noteHeal(x, at, []string{"labels"})
-	g.Expect(m.unrecordedHeals(x)).To(Equal(unrecordedHeals{count: 2, last: at}))
+	g.Expect(m.unrecordedHeals(x)).To(Equal(unrecordedHeals{count: 2, first: at.Add(-time.Second), last: at}))
+	m.noteHeal(x, at.Add(time.Second), []string{"data"})
 	m.recordedHeals(x, 2)
+	g.Expect(m.unrecordedHeals(x)).To(Equal(unrecordedHeals{count: 1, first: at.Add(time.Second), last: at.Add(time.Second)}),
+		"a heal made while the status was written waits for the next")
+	m.recordedHeals(x, 1)
 	g.Expect(m.unrecordedHeals(x)).To(BeZero(), "a written status counts them")
 
 	m.verifyLive(x)

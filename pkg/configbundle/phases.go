@@ -26,6 +26,8 @@ type scope struct {
 	bundle     *v1alpha1.ConfigBundle
 	live       bool // the bundle was read from the API server, and so is its ConfigMap
 	fieldOwner string
+	// healStatusDelay is Options.HealStatusDelay.
+	healStatusDelay time.Duration
 	// memory is the reconciler's: the reconcile notes there every ConfigMap and status it
 	// writes, and finds there the status it wrote moments ago.
 	memory *memory
@@ -39,6 +41,8 @@ type scope struct {
 	// of writing the status.
 	failure   string
 	statusErr error
+	// statusDue, if not zero, is when the status that writeStatus let wait is to be written.
+	statusDue time.Duration
 }
 
 // sync converges the bundle's ConfigMap and records the outcome in the scope. It returns an

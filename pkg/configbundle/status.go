@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,9 +48,16 @@ func (s *scope) writeStatus(ctx context.Context) error {
 	}
 	now := metav1.Now()
 	heals := s.memory.unrecordedHeals(s.req)
+	stored := s.bundle.Status
 	// Facts already written moments ago: the cached bundle has not caught up with that write
 	// yet (the ConfigMap's watch event can overtake it). Writing again would only conflict.
-	if recent := s.memory.recentStatus(s.req, s.bundle.UID); recent != nil && equality.Semantic.DeepEqual(s.status(*recent, now, heals), *recent) {
+	if recent := s.memory.recentStatus(s.req, s.bundle.UID); recent != nil {
+		if equality.Semantic.DeepEqual(s.status(*recent, now, heals), *recent) {
+			return nil
+		}
+		stored = *recent
+	}
+	if s.statusDue = s.healStatusWait(stored, now, heals); s.statusDue > 0 {
 		return nil
 	}
 	bundle := s.bundle
@@ -79,6 +87,24 @@ func (s *scope) writeStatus(ctx context.Context) error {
 		return fmt.Errorf("writing status: %w", err)
 	}
 	return nil
+}
+
+// healStatusWait returns how long the status write may wait: a status that would change only by
+// counting heals (heals, lastHealTime, and the ConfigMap the heals wrote) waits until
+// healStatusDelay after the first heal it would count. The heal's ConfigMap write stays alone on
+// the hot path, and a fighting writer costs one status write per delay, not one per heal; the
+// heals wait in memory meanwhile. Any other change of the status is written at once, with them.
+func (s *scope) healStatusWait(stored v1alpha1.ConfigBundleStatus, now metav1.Time, heals unrecordedHeals) time.Duration {
+	wait := heals.first.Add(s.healStatusDelay).Sub(now.Time)
+	if heals.count == 0 || wait <= 0 {
+		return 0
+	}
+	want := s.status(stored, now, heals)
+	want.Heals, want.LastHealTime, want.ConfigMapRef = stored.Heals, stored.LastHealTime, stored.ConfigMapRef
+	if !equality.Semantic.DeepEqual(want, stored) {
+		return 0
+	}
+	return wait
 }
 
 // unreported returns the Ready condition the bundle's status should show but does not, because

@@ -95,7 +95,7 @@ func runSuite(m *testing.M) int {
 	must(err)
 	cps, err := controlplane.Start(startCtx,
 		controlplane.Plane{Name: "hub", Options: controlplane.Options{CRDs: crds}},
-		controlplane.Plane{Name: memberA, Options: controlplane.Options{CRDs: crds, GarbageCollector: true}},
+		controlplane.Plane{Name: memberA, Options: controlplane.Options{CRDs: crds, GarbageCollector: true, AuditWrites: true}},
 		controlplane.Plane{Name: memberB, Options: controlplane.Options{CRDs: withoutValidation(crds), GarbageCollector: true}},
 		controlplane.Plane{Name: memberC, Options: controlplane.Options{CRDs: crds}})
 	if err != nil {
