@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -34,7 +36,16 @@ type connection struct {
 	clusterID string
 	version   string
 	expiry    time.Time // of the credential; zero if it does not say
+	// dialer makes every TCP connection of the connection's clients, cache included, so that
+	// they can all be closed at once (CloseAll) when the member stops answering.
+	dialer *connrotation.Dialer
 }
+
+// The TCP dialer of a member's clients: client-go's defaults.
+const (
+	tcpDialTimeout = 30 * time.Second
+	tcpKeepAlive   = 30 * time.Second
+)
 
 // connectError carries the MemberCluster reason of a failed connection.
 type connectError struct {
@@ -85,11 +96,14 @@ func refusal(expiry, now time.Time) string {
 // dial connects to a member: it checks that the member answers and who it is, makes sure its
 // CRDs are there, starts its cluster and warms its caches, all within ctx.
 func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config) (_ *connection, err error) {
+	dialer := connrotation.NewDialer((&net.Dialer{Timeout: tcpDialTimeout, KeepAlive: tcpKeepAlive}).DialContext)
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = dialer.DialContext
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
 	}
-	conn := &connection{name: name, hash: hash, cfg: cfg, disc: disc, discovery: disc.RESTClient()}
+	conn := &connection{name: name, hash: hash, cfg: cfg, disc: disc, discovery: disc.RESTClient(), dialer: dialer}
 	conn.expiry, _ = kubeconfig.CredentialsExpiry(cfg)
 	if conn.version, err = conn.serverVersion(ctx); err != nil {
 		return nil, reach("reading the API server's version", err, conn.expiry)

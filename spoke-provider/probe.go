@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // probe checks a member every ProbeInterval until its connection ends.
@@ -41,11 +43,19 @@ func (p *Provider) probe(name string, conn *connection) {
 func (p *Provider) observe(name string, conn *connection, version string, err error) {
 	p.mu.Lock()
 	m, ok := p.members[name]
-	var changed, recovered bool
+	var changed, recovered, unreachable bool
 	if ok {
 		changed, recovered = m.probed(conn, version, err, time.Now(), p.opts.FailureThreshold)
+		unreachable = m.active == conn && m.state.Reason == hubv1alpha1.UnreachableReason
 	}
 	p.mu.Unlock()
+	if unreachable {
+		// The member's TCP connections may be dead without knowing it (a partition, a middlebox
+		// that lost their state): HTTP/2 would reuse them until its health check gives up, 45 s
+		// later. Closed, each probe and watch dials afresh, and the first probe that gets through
+		// after the outage finds the member.
+		conn.dialer.CloseAll()
+	}
 	switch {
 	case recovered:
 		p.log.Info("Member reachable again", "cluster", name)

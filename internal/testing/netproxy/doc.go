@@ -16,9 +16,9 @@
 // the partition. That is the choice of this package: a real partition long enough for a client
 // to notice ends with its TCP connections timed out or reset, and a client must recover by
 // connecting again, which is what a test of recovery wants to exercise. (Resuming those
-// connections with the bytes held back would model a blip too short to notice; leaving them
-// black-holed for good would model a middlebox that lost their state, which a client notices
-// only through its own keepalives.)
+// connections with the bytes held back would model a blip too short to notice.) HealLeavingDead
+// models the other end of a partition: its connections black-holed for good, as behind a
+// middlebox that lost their state, which a client notices only through its own keepalives.
 //
 // Close closes the listener and every connection and returns once no goroutine of the Proxy is
 // left. A Proxy is safe for concurrent use.

@@ -89,6 +89,15 @@ func (p *Proxy) Heal() {
 	}
 }
 
+// HealLeavingDead ends a partition for new connections only: those that existed during it stay
+// open and black-holed for good, as behind a middlebox that lost their state, and a client
+// notices only through its own timeouts or keepalives.
+func (p *Proxy) HealLeavingDead() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partitioned = false
+}
+
 // Close closes the listener and every connection, and returns once every goroutine of the
 // Proxy has ended. It returns the error of closing the listener.
 func (p *Proxy) Close() error {
