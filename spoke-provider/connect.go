@@ -96,7 +96,14 @@ func refusal(expiry, now time.Time) string {
 // dial connects to a member: it checks that the member answers and who it is, makes sure its
 // CRDs are there, starts its cluster and warms its caches, all within ctx.
 func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config) (_ *connection, err error) {
+	// The clients' transports are the connection's own (client-go caches no transport with a
+	// custom dialer): its TCP connections are closed when it fails or ends, or nothing would.
 	dialer := connrotation.NewDialer((&net.Dialer{Timeout: tcpDialTimeout, KeepAlive: tcpKeepAlive}).DialContext)
+	defer func() {
+		if err != nil {
+			dialer.CloseAll()
+		}
+	}()
 	cfg = rest.CopyConfig(cfg)
 	cfg.Dial = dialer.DialContext
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -136,6 +143,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	}
 	conn.cluster = cl
 	conn.ctx, conn.cancel = context.WithCancel(p.ctx)
+	context.AfterFunc(conn.ctx, dialer.CloseAll)
 	defer func() {
 		if err != nil {
 			conn.cancel()
