@@ -51,13 +51,14 @@ type Members interface {
 // Options configure the reports. Each field documents its default.
 type Options struct {
 	// MinWriteInterval is the least time between two status writes of one MemberCluster that
-	// change only its counts or lastSeenTime; a change of readiness is written at once.
+	// change only its counts; a change of readiness is written at once.
 	// Defaults to 1 second.
 	MinWriteInterval time.Duration
 
-	// LastSeenRefresh is how stale status.lastSeenTime of a Ready member may get before it is
-	// written again. Defaults to 1 minute.
-	LastSeenRefresh time.Duration
+	// RecountInterval is how often a Ready member's bundles are counted again with no event:
+	// the outcome of a bundle whose status could not be written (Unreported) changes no watched
+	// object. A count that changes nothing writes nothing. Defaults to 1 minute.
+	RecountInterval time.Duration
 
 	// CountTimeout bounds counting a member's bundles from its cache. Defaults to 5 seconds.
 	CountTimeout time.Duration
@@ -87,8 +88,8 @@ func (o *Options) defaults() {
 	if o.MinWriteInterval <= 0 {
 		o.MinWriteInterval = time.Second
 	}
-	if o.LastSeenRefresh <= 0 {
-		o.LastSeenRefresh = time.Minute
+	if o.RecountInterval <= 0 {
+		o.RecountInterval = time.Minute
 	}
 	if o.CountTimeout <= 0 {
 		o.CountTimeout = 5 * time.Second
@@ -268,12 +269,12 @@ func (r *MemberClusterReconciler) writeBudget(name string, now bool) time.Durati
 	return 0
 }
 
-// requeue comes back to refresh lastSeenTime of a Ready member, and when the member's
-// credential enters the warning window or expires.
+// requeue comes back to count a Ready member's bundles again, and when the member's credential
+// enters the warning window or expires.
 func (r *MemberClusterReconciler) requeue(state spokeprovider.State, now time.Time) ctrl.Result {
 	var next time.Duration
 	if state.Ready {
-		next = r.opts.LastSeenRefresh
+		next = r.opts.RecountInterval
 	}
 	if exp := state.CredentialsExpiry; !exp.IsZero() {
 		for _, at := range []time.Time{exp.Add(-r.opts.CredentialsExpiryWarning), exp} {

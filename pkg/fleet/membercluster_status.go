@@ -51,8 +51,9 @@ func (r *MemberClusterReconciler) status(ctx context.Context, name string, state
 	}
 	if !state.LastSeen.IsZero() {
 		seen := metav1.NewTime(state.LastSeen.Truncate(time.Second))
-		stale := st.LastSeenTime == nil || seen.Sub(st.LastSeenTime.Time) >= r.opts.LastSeenRefresh
-		if stale || !equality.Semantic.DeepEqual(st, current) {
+		// Written with any other change, never alone: a steady state writes nothing, and the
+		// Fleet's heartbeat says the hub is still watching a member that stays Ready.
+		if st.LastSeenTime == nil || !equality.Semantic.DeepEqual(st, current) {
 			st.LastSeenTime = &seen
 		}
 	}

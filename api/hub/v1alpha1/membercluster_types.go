@@ -169,8 +169,10 @@ type MemberClusterStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Heals int64 `json:"heals"`
 
-	// lastSeenTime is when the member last answered the hub. It is refreshed at least every
-	// minute while the member is Ready, and frozen while it is not.
+	// lastSeenTime is when the member last answered the hub, as of the last change of this
+	// status: it is written with other changes, never alone, so that a steady fleet costs no
+	// writes. While the member is Ready, the Fleet's status.heartbeatTime says the hub still
+	// watches it; once it is not, lastSeenTime is when it last answered, frozen.
 	// +optional
 	LastSeenTime *metav1.Time `json:"lastSeenTime,omitempty"`
 }
