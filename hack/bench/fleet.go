@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -58,6 +59,7 @@ func newFleet(_ context.Context, cfg benchConfig, hubCP *controlplane.ControlPla
 	fast := func(c *rest.Config) *rest.Config {
 		c = rest.CopyConfig(c)
 		c.QPS, c.Burst = 2000, 4000
+		c.UserAgent = benchUserAgent
 		return c
 	}
 	if f.hub, err = client.New(fast(hubCP.Config), client.Options{Scheme: scheme}); err != nil {
@@ -76,11 +78,16 @@ func newFleet(_ context.Context, cfg benchConfig, hubCP *controlplane.ControlPla
 	return f, nil
 }
 
+// close stops the hub and removes the benchmark's directory; with BENCH_DEBUG, it keeps it,
+// with the hub's log and every write served (writes.log), and says where it is.
 func (f *fleet) close() {
 	f.stopHub()
 	if os.Getenv("BENCH_DEBUG") == "" {
 		_ = os.RemoveAll(f.dir)
+		return
 	}
+	path, err := f.dumpWrites()
+	fmt.Fprintf(os.Stderr, "bench: kept %s (hub.log; writes served: %s, error: %v)\n", f.dir, path, err)
 }
 
 // startHub runs the hub binary against the hub cluster, with default flags, and waits until its
@@ -195,19 +202,15 @@ func (f *fleet) notReady(ctx context.Context, names []string) (int, error) {
 }
 
 // converge creates bundles in members and times them until all are Ready, counting the hub's
-// writes to the members.
+// writes meanwhile.
 func (f *fleet) converge(ctx context.Context, members []*member, perMember int, res *results) error {
-	before, err := f.hubWrites()
-	if err != nil {
-		return err
-	}
 	start := time.Now()
 	for _, m := range members {
 		if err := ensureNamespace(ctx, m.client, "bench"); err != nil {
 			return err
 		}
 	}
-	err = parallel(ctx, len(members)*perMember, 32, func(ctx context.Context, i int) error {
+	err := parallel(ctx, len(members)*perMember, 32, func(ctx context.Context, i int) error {
 		m := members[i%len(members)]
 		b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%05d", i/len(members)), Namespace: "bench",
 			Labels: map[string]string{"bench": "true"}}, Spec: v1alpha1.ConfigBundleSpec{Message: fmt.Sprintf("message %d", i)}}
@@ -216,48 +219,81 @@ func (f *fleet) converge(ctx context.Context, members []*member, perMember int, 
 	if err != nil {
 		return fmt.Errorf("creating bundles: %w", err)
 	}
-	want := int64(len(members) * perMember)
+	want := len(members) * perMember
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		ready := int64(0)
+		ready := 0
 		for _, m := range members {
-			list := &v1alpha1.ConfigBundleList{}
-			if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
+			n, err := readyBundles(ctx, m)
+			if err != nil {
 				return false, nil
 			}
-			for _, b := range list.Items {
-				if meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ReadyCondition) {
-					ready++
-				}
-			}
+			ready += n
 		}
 		return ready == want, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %d bundles to be Ready: %w", want, err)
 	}
-	res.ConvergeTime = time.Since(start)
-	res.Bundles = int(want)
-	after, err := f.hubWrites()
+	res.ConvergedAt = time.Now()
+	res.ConvergeTime = res.ConvergedAt.Sub(start)
+	if os.Getenv("BENCH_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "bench: all %d bundles Ready at %s\n", want, res.ConvergedAt.UTC().Format(time.RFC3339Nano))
+	}
+	res.Bundles = want
+	return f.countConvergenceWrites(start, res)
+}
+
+// readyBundles counts a member's bench bundles that are Ready.
+func readyBundles(ctx context.Context, m *member) (int, error) {
+	list := &v1alpha1.ConfigBundleList{}
+	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
+		return 0, err
+	}
+	ready := 0
+	for _, b := range list.Items {
+		if meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ReadyCondition) {
+			ready++
+		}
+	}
+	return ready, nil
+}
+
+// countConvergenceWrites counts the hub's writes from start to convergence, per bundle in the
+// members by verb, and to the hub cluster.
+func (f *fleet) countConvergenceWrites(start time.Time, res *results) error {
+	all, err := f.servedWrites()
 	if err != nil {
 		return err
 	}
-	var total float64
-	for verb, n := range after.memberWrites {
-		res.WritesByVerb[verb] = (n - before.memberWrites[verb]) / float64(want)
-		total += n - before.memberWrites[verb]
+	total := 0
+	for _, w := range hubWritesIn(all, start, res.ConvergedAt) {
+		if w.Plane == hubPlane {
+			res.ConvergeHubWrites++
+			continue
+		}
+		res.WritesByVerb[w.Verb] += 1 / float64(res.Bundles)
+		total++
 	}
-	res.WritesPerBundle = total / float64(want)
+	if total == 0 {
+		// Then no count of the audit logs can be trusted, the steady state's neither.
+		return errors.New("the members' audit logs hold no write of the hub during the convergence")
+	}
+	res.WritesPerBundle = float64(total) / float64(res.Bundles)
 	return nil
 }
 
-// steady counts the hub's writes and CPU while nothing changes.
+// settleTime is how long after convergence the steady-state window opens: the last status
+// writes, retries and counts of the convergence are done by then.
+const settleTime = 10 * time.Second
+
+// auditGrace lets the audit logs receive the last writes of a window before they are read.
+const auditGrace = time.Second
+
+// steady counts the hub's writes (on the API servers' side) and CPU in the steady-state window:
+// cfg.Quiet from settleTime after convergence.
 func (f *fleet) steady(ctx context.Context, res *results) error {
-	// Let the last status writes, retries and counts settle first.
-	if err := sleepCtx(ctx, 10*time.Second); err != nil {
-		return err
-	}
-	before, err := f.hubWrites()
-	if err != nil {
+	from := res.ConvergedAt.Add(settleTime)
+	if err := sleepCtx(ctx, time.Until(from)); err != nil {
 		return err
 	}
 	reconcilesBefore, err := f.reconciles()
@@ -268,25 +304,15 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 	if err != nil {
 		return err
 	}
-	start := time.Now()
 	if err := sleepCtx(ctx, f.cfg.Quiet); err != nil {
 		return err
 	}
+	to := time.Now()
 	cpuAfter, err := cpuSeconds(f.hubProc.Pid())
 	if err != nil {
 		return err
 	}
-	after, err := f.hubWrites()
-	if err != nil {
-		return err
-	}
-	for verb, n := range after.memberWrites {
-		res.SteadyMemberWrites += n - before.memberWrites[verb]
-		if d := n - before.memberWrites[verb]; d > 0 {
-			res.SteadyByVerb = append(res.SteadyByVerb, fmt.Sprintf("%s %.0f", verb, d))
-		}
-	}
-	res.SteadyHubWrites = after.hubWrites - before.hubWrites
+	res.SteadyCPU = (cpuAfter - cpuBefore) / to.Sub(from).Seconds()
 	reconcilesAfter, err := f.reconciles()
 	if err != nil {
 		return err
@@ -296,7 +322,16 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 			res.SteadyReconciles = append(res.SteadyReconciles, fmt.Sprintf("%s %.0f", result, d))
 		}
 	}
-	res.SteadyCPU = (cpuAfter - cpuBefore) / time.Since(start).Seconds()
+	if err := sleepCtx(ctx, auditGrace); err != nil {
+		return err
+	}
+	all, err := f.servedWrites()
+	if err != nil {
+		return err
+	}
+	window := hubWritesIn(all, from, to)
+	res.Steady = steadyState{From: from, To: to, Writes: window, Settle: hubWritesIn(all, res.ConvergedAt, from),
+		Unplanned: unplanned(all, window)}
 	return nil
 }
 

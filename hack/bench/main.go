@@ -1,8 +1,10 @@
 // Command bench measures ConfigBundle Hub on real control planes and prints a table: heal latency
 // against the physical floor (a minimal client-go healer) and the seed operator's polling model,
 // convergence throughput and API writes per bundle, the hub's cost per member and per bundle, and
-// join time and heal latency with unreachable members among the healthy ones. `make bench` runs
-// it; `go test ./hack/bench` runs a small smoke version that checks correctness only.
+// join time and heal latency with unreachable members among the healthy ones. It exits non-zero
+// if the hub writes anything but the Fleet's heartbeat in steady state (counted by the API
+// servers). `make bench` runs it; `go test ./hack/bench` runs a small smoke version that checks
+// correctness only.
 package main
 
 import (
@@ -18,38 +20,11 @@ import (
 )
 
 func main() {
-	var (
-		cfg   benchConfig
-		smoke = flag.Bool("smoke", false, "Start from the small smoke configuration (flags given explicitly still apply).")
-		bin   = flag.String("hub-binary", "bin/hub", "The hub binary to measure.")
-		sizes = map[string]*int{}
-	)
-	for name, usage := range map[string]string{
-		"members":   "Member clusters for the cost-per-member curve (measured at 1, 2, 4, ... up to this).",
-		"bundles":   "ConfigBundles per member in the throughput run.",
-		"drifts":    "Drifts per heal-latency run, spread over the heal members.",
-		"unmanaged": "Unmanaged ConfigMaps created in one member.",
-	} {
-		sizes[name] = flag.Int(name, 0, usage+" (default: the configuration's)")
+	cfg := parseFlags()
+	if cfg.Rounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: --rounds must be at least 1")
+		os.Exit(2)
 	}
-	flag.Parse()
-	cfg = fullConfig()
-	if *smoke {
-		cfg = smokeConfig()
-	}
-	cfg.HubBinary = *bin
-	flag.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "members":
-			cfg.Members = *sizes["members"]
-		case "bundles":
-			cfg.BundlesPerMember = *sizes["bundles"]
-		case "drifts":
-			cfg.Drifts = *sizes["drifts"]
-		case "unmanaged":
-			cfg.Unmanaged = *sizes["unmanaged"]
-		}
-	})
 	ctrl.SetLogger(logr.Discard())
 	if os.Getenv("BENCH_DEBUG") != "" {
 		cpOutput = os.Stderr
@@ -68,4 +43,51 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+	if !res.Steady.silent() {
+		fmt.Fprintln(os.Stderr, "bench: failed: the hub wrote in steady state (see the FAIL line)")
+		os.Exit(1)
+	}
+}
+
+// parseFlags returns the configuration the flags ask for: the full one, or the smoke one, with
+// the sizes given explicitly.
+func parseFlags() benchConfig {
+	var (
+		smoke = flag.Bool("smoke", false, "Start from the small smoke configuration (flags given explicitly still apply).")
+		bin   = flag.String("hub-binary", "bin/hub", "The hub binary to measure.")
+		sizes = map[string]*int{}
+		quiet = flag.Duration("quiet", 0, fmt.Sprintf("The steady-state window, from %s after convergence (default: the configuration's).", settleTime))
+	)
+	for name, usage := range map[string]string{
+		"members":   "Member clusters for the cost-per-member curve (measured at 1, 2, 4, ... up to this).",
+		"bundles":   "ConfigBundles per member in the throughput run.",
+		"drifts":    "Drifts per heal-latency run, spread over the heal members.",
+		"unmanaged": "Unmanaged ConfigMaps created in one member.",
+		"rounds":    "Rounds of the heal measurement, each the hub's turn then the floor's.",
+	} {
+		sizes[name] = flag.Int(name, 0, usage+" (default: the configuration's)")
+	}
+	flag.Parse()
+	cfg := fullConfig()
+	if *smoke {
+		cfg = smokeConfig()
+	}
+	cfg.HubBinary = *bin
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "members":
+			cfg.Members = *sizes["members"]
+		case "bundles":
+			cfg.BundlesPerMember = *sizes["bundles"]
+		case "drifts":
+			cfg.Drifts = *sizes["drifts"]
+		case "unmanaged":
+			cfg.Unmanaged = *sizes["unmanaged"]
+		case "rounds":
+			cfg.Rounds = *sizes["rounds"]
+		case "quiet":
+			cfg.Quiet = *quiet
+		}
+	})
+	return cfg
 }
