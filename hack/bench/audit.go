@@ -64,9 +64,8 @@ func (w servedWrite) describe(zero time.Time) string {
 // and the kube-apiserver itself, in a benchmark where nobody else writes, so that no writer goes
 // unnoticed. The user agent tells them apart: the benchmark's clients are benchUserAgent (the
 // control planes' setup, CRDs, client-go's default of this process), the kube-apiserver's own
-// requests "kube-apiserver/..." (user system:apiserver). The hub's clients of the members are
-// hubv1alpha1.UserAgent; its client of the hub cluster keeps client-go's default, which starts
-// with the binary's name ("hub/v0.0.0 (linux/amd64) kubernetes/$Format").
+// requests "kube-apiserver/..." (user system:apiserver). The hub's clients, of the members and
+// of the hub cluster, are hubv1alpha1.UserAgent.
 func (w servedWrite) byHub() bool {
 	return w.UserAgent != benchUserAgent && w.UserAgent != rest.DefaultKubernetesUserAgent() &&
 		!strings.HasPrefix(w.UserAgent, "kube-apiserver/") && w.User != "system:apiserver"

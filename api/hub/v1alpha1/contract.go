@@ -23,7 +23,7 @@ const (
 	// the members.
 	FieldOwner = HubName
 
-	// UserAgent is the user agent of the hub's clients of the members.
+	// UserAgent is the user agent of the hub's clients, of the hub cluster and of the members.
 	UserAgent = HubName
 
 	// LeaderElectionID names the Lease, in the Secret namespace, that elects the active hub
