@@ -96,16 +96,12 @@ func refusal(expiry, now time.Time) string {
 // dial connects to a member: it checks that the member answers and who it is, makes sure its
 // CRDs are there, starts its cluster and warms its caches, all within ctx.
 func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config) (_ *connection, err error) {
-	// The clients' transports are the connection's own (client-go caches no transport with a
-	// custom dialer): its TCP connections are closed when it fails or ends, or nothing would.
-	dialer := connrotation.NewDialer((&net.Dialer{Timeout: tcpDialTimeout, KeepAlive: tcpKeepAlive}).DialContext)
+	cfg, dialer := withDialer(cfg)
 	defer func() {
 		if err != nil {
 			dialer.CloseAll()
 		}
 	}()
-	cfg = rest.CopyConfig(cfg)
-	cfg.Dial = dialer.DialContext
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
@@ -160,6 +156,17 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 		}
 	}
 	return conn, nil
+}
+
+// withDialer returns a copy of cfg whose every TCP connection the returned dialer makes, so that
+// they can all be closed at once. The clients' transports are then the connection's own
+// (client-go caches no transport with a custom dialer): its TCP connections must be closed when
+// it fails or ends, or nothing would close them.
+func withDialer(cfg *rest.Config) (*rest.Config, *connrotation.Dialer) {
+	dialer := connrotation.NewDialer((&net.Dialer{Timeout: tcpDialTimeout, KeepAlive: tcpKeepAlive}).DialContext)
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = dialer.DialContext
+	return cfg, dialer
 }
 
 // newClient builds a member's client with a request timeout. The cache's watches use the

@@ -91,17 +91,20 @@ func TestReach(t *testing.T) {
 func TestRefusedCredentialExpiry(t *testing.T) {
 	now := time.Now()
 	expired, working := now.Add(-time.Hour), now.Add(24*time.Hour)
-	refusal := func() error { return reach("reading the API server's version", apierrors.NewUnauthorized("Unauthorized"), expired) }
+	var refusal *connectError
+	if !errors.As(reach("reading the API server's version", apierrors.NewUnauthorized("Unauthorized"), expired), &refusal) {
+		t.Fatal("reach returned no connectError")
+	}
 
 	never := &member{}
-	never.connectFailed("h1", hubv1alpha1.ForbiddenReason, refusal().Error(), refusal().(*connectError).expiry, now, time.Minute)
+	never.connectFailed("h1", hubv1alpha1.ForbiddenReason, refusal.Error(), refusal.expiry, now, time.Minute)
 	if !never.state.CredentialsExpiry.Equal(expired) {
 		t.Errorf("never connected: CredentialsExpiry = %v, want %v", never.state.CredentialsExpiry, expired)
 	}
 
 	connected := &member{active: &connection{expiry: working}}
 	connected.state = State{Ready: true, CredentialsExpiry: working}
-	connected.connectFailed("h2", hubv1alpha1.ForbiddenReason, refusal().Error(), expired, now, time.Minute)
+	connected.connectFailed("h2", hubv1alpha1.ForbiddenReason, refusal.Error(), expired, now, time.Minute)
 	if !connected.state.CredentialsExpiry.Equal(working) {
 		t.Errorf("still connected: CredentialsExpiry = %v, want the working credential's %v", connected.state.CredentialsExpiry, working)
 	}
