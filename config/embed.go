@@ -22,9 +22,10 @@ func MemberCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return load[apiextensionsv1.CustomResourceDefinition]("crd/bases/configbundle.dev_configbundles.yaml")
 }
 
-// HubCRDs returns the CRDs of the hub cluster: MemberCluster and Fleet.
+// HubCRDs returns the CRDs of the hub cluster: MemberCluster, Fleet and FleetBundle.
 func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	return load[apiextensionsv1.CustomResourceDefinition]("crd/bases/hub.configbundle.dev_memberclusters.yaml", "crd/bases/hub.configbundle.dev_fleets.yaml")
+	return load[apiextensionsv1.CustomResourceDefinition]("crd/bases/hub.configbundle.dev_memberclusters.yaml",
+		"crd/bases/hub.configbundle.dev_fleets.yaml", "crd/bases/hub.configbundle.dev_fleetbundles.yaml")
 }
 
 // MemberClusterRole returns the ClusterRole the hub's credential needs in a member cluster

@@ -1,7 +1,7 @@
 // Package hubmanager assembles the hub: the multicluster manager on the hub cluster, the
-// kubeconfig-Secret provider, the ConfigBundle reconciler for every member and the health
-// reports. The hub binary runs it (its flags are Options.BindFlags), and so can a test that
-// needs the hub in-process.
+// kubeconfig-Secret provider, the ConfigBundle reconciler for every member, the health reports
+// and FleetBundle placement. The hub binary runs it (its flags are Options.BindFlags), and so
+// can a test that needs the hub in-process.
 package hubmanager
 
 import (
@@ -33,6 +33,7 @@ import (
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/fleet"
+	"configbundle.dev/hub/pkg/placement"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -176,6 +177,11 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 		CredentialsExpiryWarning: opts.CredentialsExpiryWarning,
 		HeartbeatInterval:        opts.HeartbeatInterval,
 		Unreported:               unreported(reconciler),
+	}); err != nil {
+		return nil, err
+	}
+	if err := placement.SetupWithManager(mgr, provider, placement.Options{
+		NotConnectedRetry: provider.Options().ProbeInterval,
 	}); err != nil {
 		return nil, err
 	}

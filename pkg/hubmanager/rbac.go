@@ -12,3 +12,11 @@ package hubmanager
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=configbundle-system,resources=leases,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",namespace=configbundle-system,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=configbundle-system,resources=events,verbs=create;patch
+
+// What FleetBundle placement (pkg/placement) needs on the hub cluster, in every namespace: reading
+// FleetBundles and updating them to add and remove the finalizer hub.configbundle.dev/placement,
+// and writing their status. Its Events on FleetBundles use the events.k8s.io rule of the health
+// reports (pkg/fleet).
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles/finalizers,verbs=update

@@ -281,7 +281,11 @@ func TestLeastPrivilege(t *testing.T) {
 		g.Expect(hub.Update(ctx, cm)).To(Succeed())
 		g.Expect(hub.Delete(ctx, cm)).To(Succeed())
 
-		// configbundles: get, list, watch, update; status: patch.
+		// configbundles: create and delete (FleetBundle placement), get, list, watch, update;
+		// status: patch.
+		placed := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "placed"}, Spec: v1alpha1.ConfigBundleSpec{Message: "x"}}
+		g.Expect(hub.Create(ctx, placed)).To(Succeed())
+		g.Expect(hub.Delete(ctx, placed)).To(Succeed())
 		cb := &v1alpha1.ConfigBundle{}
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(bundle), cb)).To(Succeed())
 		g.Expect(hub.List(ctx, &v1alpha1.ConfigBundleList{})).To(Succeed())
@@ -318,10 +322,7 @@ func TestLeastPrivilege(t *testing.T) {
 		g.Expect(hub.List(ctx, &corev1.SecretList{}, client.InNamespace(hubv1alpha1.DefaultSecretNamespace))).To(Satisfy(apierrors.IsForbidden), "list secrets in the hub's own namespace")
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: metav1.NamespaceDefault}, &corev1.Namespace{})).To(Satisfy(apierrors.IsForbidden), "get namespace default")
 		g.Expect(hub.List(ctx, &corev1.NamespaceList{})).To(Satisfy(apierrors.IsForbidden), "list namespaces")
-		g.Expect(hub.Delete(ctx, bundle.DeepCopy())).To(Satisfy(apierrors.IsForbidden), "delete configbundles")
-		g.Expect(hub.Create(ctx, &v1alpha1.ConfigBundle{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"}, Spec: v1alpha1.ConfigBundleSpec{Message: "x"},
-		})).To(Satisfy(apierrors.IsForbidden), "create configbundles")
+		g.Expect(hub.DeleteAllOf(ctx, &v1alpha1.ConfigBundle{}, client.InNamespace(ns))).To(Satisfy(apierrors.IsForbidden), "deletecollection configbundles")
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRole{})).To(Satisfy(apierrors.IsForbidden), "read its own ClusterRole")
 		g.Expect(hub.List(ctx, &apiextensionsv1.CustomResourceDefinitionList{})).To(Satisfy(apierrors.IsForbidden), "list CRDs")
 

@@ -121,6 +121,7 @@ func TestDefault(t *testing.T) {
 		"Namespace//"+namespace,
 		"CustomResourceDefinition//memberclusters.hub.configbundle.dev",
 		"CustomResourceDefinition//fleets.hub.configbundle.dev",
+		"CustomResourceDefinition//fleetbundles.hub.configbundle.dev",
 		"ServiceAccount/"+namespace+"/"+hubName,
 		"ClusterRole//"+hubName,
 		"ClusterRoleBinding//"+hubName,
@@ -145,13 +146,16 @@ func TestDefault(t *testing.T) {
 
 	t.Run("RBAC", func(t *testing.T) {
 		g := NewWithT(t)
-		// Cluster-wide: the health reports and their Events (a cluster-scoped MemberCluster's
-		// Events go to the namespace default) only; none of the member-side rules (ConfigMaps,
-		// ConfigBundles, CRDs, namespaces) may leak in from the packages the hub imports.
+		// Cluster-wide: the health reports, FleetBundles (read, finalizer, status) and their
+		// Events (a cluster-scoped MemberCluster's Events go to the namespace default) only; none
+		// of the member-side rules (ConfigMaps, ConfigBundles, CRDs, namespaces) may leak in from
+		// the packages the hub imports.
 		cr := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", hubName))
 		g.Expect(rules(cr.Rules)).To(ConsistOf(slices.Concat(
 			expand([]string{"hub.configbundle.dev/memberclusters", "hub.configbundle.dev/fleets"}, "get", "list", "watch", "create", "delete"),
-			expand([]string{"hub.configbundle.dev/memberclusters/status", "hub.configbundle.dev/fleets/status"}, "get", "update", "patch"),
+			expand([]string{"hub.configbundle.dev/memberclusters/status", "hub.configbundle.dev/fleets/status", "hub.configbundle.dev/fleetbundles/status"}, "get", "update", "patch"),
+			expand([]string{"hub.configbundle.dev/fleetbundles"}, "get", "list", "watch", "update"),
+			expand([]string{"hub.configbundle.dev/fleetbundles/finalizers"}, "update"),
 			expand([]string{"events.k8s.io/events"}, "create", "patch"),
 		)))
 		// In its namespace: the members' Secrets read-only, and leader election.

@@ -1,0 +1,138 @@
+package placement
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// LabelValue is the value of FleetBundleLabel on the bundles a FleetBundle places:
+// "<namespace>.<name>". A namespace holds no dot, so the value names one FleetBundle.
+func LabelValue(fb types.NamespacedName) string {
+	return fb.Namespace + "." + fb.Name
+}
+
+// FleetBundleOf is the FleetBundle a FleetBundleLabel value names, and false if it names none.
+func FleetBundleOf(value string) (types.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(value, ".")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
+
+// LabelFits reports whether a FleetBundle's FleetBundleLabel value fits in a label value.
+func LabelFits(fb types.NamespacedName) bool {
+	return len(LabelValue(fb)) <= hubv1alpha1.MaxFleetBundleLabelValue
+}
+
+// Selects reports whether a FleetBundle's selector selects a member with these labels, with
+// Kubernetes semantics: an absent selector selects none, an empty one every member.
+func Selects(selector *metav1.LabelSelector, memberLabels map[string]string) (bool, error) {
+	if selector == nil {
+		return false, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return false, fmt.Errorf("invalid clusterSelector: %w", err)
+	}
+	return s.Matches(labels.Set(memberLabels)), nil
+}
+
+// TemplateHash identifies a template's content: the placed bundles carry it in
+// FleetBundleTemplateHashAnnotation.
+func TemplateHash(t *hubv1alpha1.ConfigBundleTemplate) string {
+	raw, err := json.Marshal(t) // map keys are sorted: the same template, the same bytes
+	if err != nil {
+		panic(fmt.Sprintf("marshalling a template: %v", err)) // plain maps and strings cannot fail
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Desired renders the ConfigBundle a FleetBundle places in a member: its name and namespace, the
+// template's labels plus FleetBundleLabel, the template's annotations plus
+// FleetBundleUIDAnnotation and FleetBundleTemplateHashAnnotation, and the template's spec. The
+// hub's label and annotations win over a template's of the same key.
+func Desired(fb *hubv1alpha1.FleetBundle) *configbundlev1alpha1.ConfigBundle {
+	t := &fb.Spec.Template
+	lbls := maps.Clone(t.Metadata.Labels)
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[hubv1alpha1.FleetBundleLabel] = LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name})
+	annotations := maps.Clone(t.Metadata.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[hubv1alpha1.FleetBundleUIDAnnotation] = string(fb.UID)
+	annotations[hubv1alpha1.FleetBundleTemplateHashAnnotation] = TemplateHash(t)
+	return &configbundlev1alpha1.ConfigBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: fb.Name, Namespace: fb.Namespace, Labels: lbls, Annotations: annotations},
+		Spec:       t.Spec,
+	}
+}
+
+// Ownership is what the hub makes of a ConfigBundle found where a FleetBundle places its own.
+type Ownership string
+
+const (
+	// Absent: there is no ConfigBundle.
+	Absent Ownership = "absent"
+	// Foreign: the hub did not place it (no FleetBundleLabel naming this FleetBundle, or no
+	// FleetBundleUIDAnnotation). It is never changed.
+	Foreign Ownership = "foreign"
+	// Stale: an earlier FleetBundle of the same namespace and name placed it (another uid); that
+	// FleetBundle is gone, so the bundle is removed.
+	Stale Ownership = "stale"
+	// Own: this FleetBundle placed it.
+	Own Ownership = "own"
+)
+
+// OwnershipOf classifies b, found at the place of the FleetBundle fb of uid uid.
+func OwnershipOf(b *configbundlev1alpha1.ConfigBundle, fb types.NamespacedName, uid types.UID) Ownership {
+	switch {
+	case b == nil:
+		return Absent
+	case b.Labels[hubv1alpha1.FleetBundleLabel] != LabelValue(fb) || b.Annotations[hubv1alpha1.FleetBundleUIDAnnotation] == "":
+		return Foreign
+	case types.UID(b.Annotations[hubv1alpha1.FleetBundleUIDAnnotation]) != uid:
+		return Stale
+	}
+	return Own
+}
+
+// Drift lists what of a placed bundle differs from the desired one: "spec", "labels",
+// "annotations"; none if it is as desired.
+func Drift(desired, current *configbundlev1alpha1.ConfigBundle) []string {
+	var out []string
+	if current.Spec != desired.Spec {
+		out = append(out, "spec")
+	}
+	if !equality.Semantic.DeepEqual(nonEmpty(current.Labels), nonEmpty(desired.Labels)) {
+		out = append(out, "labels")
+	}
+	if !equality.Semantic.DeepEqual(nonEmpty(current.Annotations), nonEmpty(desired.Annotations)) {
+		out = append(out, "annotations")
+	}
+	return out
+}
+
+// nonEmpty is m, or an empty map for nil, so that nil and empty compare equal.
+func nonEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

@@ -1,0 +1,147 @@
+package placement
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+func TestSelects(t *testing.T) {
+	prod := map[string]string{"env": "prod", "region": "eu"}
+	for _, tc := range []struct {
+		name     string
+		selector *metav1.LabelSelector
+		labels   map[string]string
+		want     bool
+		wantErr  bool
+	}{
+		{name: "absent selects none", selector: nil, labels: prod, want: false},
+		{name: "empty selects every member", selector: &metav1.LabelSelector{}, labels: nil, want: true},
+		{name: "matchLabels matches", selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, labels: prod, want: true},
+		{name: "matchLabels differs", selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}, labels: prod, want: false},
+		{name: "expression In", selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "region", Operator: metav1.LabelSelectorOpIn, Values: []string{"eu", "us"}}}}, labels: prod, want: true},
+		{name: "expression DoesNotExist", selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "env", Operator: metav1.LabelSelectorOpDoesNotExist}}}, labels: prod, want: false},
+		{name: "invalid operator", selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "env", Operator: "Near"}}}, labels: prod, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Selects(tc.selector, tc.labels)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("Selects = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func fleetBundle(message string) *hubv1alpha1.FleetBundle {
+	return &hubv1alpha1.FleetBundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: "uid-1", Generation: 3},
+		Spec: hubv1alpha1.FleetBundleSpec{
+			ClusterSelector: &metav1.LabelSelector{},
+			Template: hubv1alpha1.ConfigBundleTemplate{
+				Metadata: hubv1alpha1.TemplateMetadata{
+					Labels:      map[string]string{"app": "web", hubv1alpha1.FleetBundleLabel: "forged"},
+					Annotations: map[string]string{"owner": "team"},
+				},
+				Spec: configbundlev1alpha1.ConfigBundleSpec{Message: message},
+			},
+		},
+	}
+}
+
+func TestDesired(t *testing.T) {
+	fb := fleetBundle("hello")
+	got := Desired(fb)
+	want := &configbundlev1alpha1.ConfigBundle{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "team", Name: "web",
+			Labels: map[string]string{"app": "web", hubv1alpha1.FleetBundleLabel: "team.web"},
+			Annotations: map[string]string{"owner": "team", hubv1alpha1.FleetBundleUIDAnnotation: "uid-1",
+				hubv1alpha1.FleetBundleTemplateHashAnnotation: TemplateHash(&fb.Spec.Template)},
+		},
+		Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Desired (-want +got):\n%s", diff)
+	}
+	if fb.Spec.Template.Metadata.Labels[hubv1alpha1.FleetBundleLabel] != "forged" {
+		t.Errorf("Desired changed the FleetBundle's template")
+	}
+	if TemplateHash(&fb.Spec.Template) == TemplateHash(&fleetBundle("other").Spec.Template) {
+		t.Errorf("two templates have the same hash")
+	}
+	fb.Spec.ClusterSelector = nil
+	if TemplateHash(&fb.Spec.Template) != TemplateHash(&fleetBundle("hello").Spec.Template) {
+		t.Errorf("the selector changed the template's hash")
+	}
+}
+
+func TestOwnershipAndDrift(t *testing.T) {
+	fb := fleetBundle("hello")
+	key := types.NamespacedName{Namespace: "team", Name: "web"}
+	desired := Desired(fb)
+	edit := func(f func(b *configbundlev1alpha1.ConfigBundle)) *configbundlev1alpha1.ConfigBundle {
+		b := desired.DeepCopy()
+		f(b)
+		return b
+	}
+	for _, tc := range []struct {
+		name      string
+		bundle    *configbundlev1alpha1.ConfigBundle
+		ownership Ownership
+		drift     []string
+	}{
+		{name: "absent", bundle: nil, ownership: Absent},
+		{name: "as desired", bundle: desired, ownership: Own},
+		{name: "foreign: no label", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { delete(b.Labels, hubv1alpha1.FleetBundleLabel) }), ownership: Foreign},
+		{name: "foreign: no uid", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) {
+			delete(b.Annotations, hubv1alpha1.FleetBundleUIDAnnotation)
+		}), ownership: Foreign},
+		{name: "foreign: another FleetBundle's label", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Labels[hubv1alpha1.FleetBundleLabel] = "other.web" }), ownership: Foreign},
+		{name: "stale: an earlier FleetBundle's", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) {
+			b.Annotations[hubv1alpha1.FleetBundleUIDAnnotation] = "uid-0"
+		}), ownership: Stale},
+		{name: "edited spec", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "edited" }), ownership: Own, drift: []string{"spec"}},
+		{name: "label added", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Labels["x"] = "y" }), ownership: Own, drift: []string{"labels"}},
+		{name: "annotation removed", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { delete(b.Annotations, "owner") }), ownership: Own, drift: []string{"annotations"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := OwnershipOf(tc.bundle, key, fb.UID); got != tc.ownership {
+				t.Errorf("OwnershipOf = %s, want %s", got, tc.ownership)
+			}
+			if tc.ownership != Own {
+				return // drift is only looked at in the hub's own bundles
+			}
+			if diff := cmp.Diff(tc.drift, Drift(desired, tc.bundle)); diff != "" {
+				t.Errorf("Drift (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	key := types.NamespacedName{Namespace: "team", Name: "web.v2"}
+	if got, ok := FleetBundleOf(LabelValue(key)); !ok || got != key {
+		t.Errorf("FleetBundleOf(LabelValue(%v)) = %v, %v", key, got, ok)
+	}
+	for _, v := range []string{"", "nodot", ".name", "ns."} {
+		if _, ok := FleetBundleOf(v); ok {
+			t.Errorf("FleetBundleOf(%q) names a FleetBundle", v)
+		}
+	}
+	fits := types.NamespacedName{Namespace: "ns", Name: string(make([]byte, 60))}
+	if !LabelFits(fits) {
+		t.Errorf("a 63-character value does not fit")
+	}
+	fits.Name += "x"
+	if LabelFits(fits) {
+		t.Errorf("a 64-character value fits")
+	}
+}

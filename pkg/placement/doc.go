@@ -1,0 +1,11 @@
+// Package placement places FleetBundles: it turns one FleetBundle on the hub into a ConfigBundle
+// in every member cluster whose MemberCluster its selector selects, keeps those ConfigBundles as
+// the template says (restoring them when someone edits or deletes them, never touching a
+// ConfigBundle the hub did not place), removes them from members that stop matching and when the
+// FleetBundle is deleted, and reports where the bundle stands in each member on the
+// FleetBundle's status. Two controllers do it: "placement", one request per (member,
+// FleetBundle) pair, so that a slow or unreachable member delays no other; and
+// "fleetbundle-status", one request per FleetBundle on the hub, which writes the status and owns
+// the finalizer. The per-member reconciler (package configbundle) then enforces each placed
+// ConfigBundle as it does a local one.
+package placement

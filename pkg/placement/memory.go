@@ -1,0 +1,125 @@
+package placement
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// pair is one (member, FleetBundle) pair: the unit of placement.
+type pair struct {
+	member string
+	fb     types.NamespacedName
+}
+
+// Outcome is a pair's last placement failure that no object in the member records: a
+// Conflict, a missing namespace, a refused write. The zero Outcome is none.
+type Outcome struct {
+	// Reason is one of hubv1alpha1.ConflictReason, NamespaceMissingReason, PlacementFailedReason.
+	Reason string
+	// Message says what happened, for a human.
+	Message string
+}
+
+// memory is what the placement controller remembers between reconciles and shares with the
+// status controller. mu guards every field; it is never held across a call to an API server.
+type memory struct {
+	mu sync.Mutex
+	// outcomes are the pairs' failures (absent: none).
+	outcomes map[pair]Outcome
+	// placed holds the uid of the FleetBundle for which the hub placed (or found in place) a
+	// pair's bundle, until the hub removes it: a bundle that is gone although placed was
+	// deleted by someone, and recreating it is a heal. Lost when the hub restarts.
+	placed map[pair]types.UID
+	// heals counts, per FleetBundle uid, the heals not yet written to its status.
+	heals map[types.UID]int64
+}
+
+func newMemory() *memory {
+	return &memory{outcomes: map[pair]Outcome{}, placed: map[pair]types.UID{}, heals: map[types.UID]int64{}}
+}
+
+// setOutcome records a pair's outcome and reports whether it changed.
+func (m *memory) setOutcome(p pair, o Outcome) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.outcomes[p] == o {
+		return false
+	}
+	if o == (Outcome{}) {
+		delete(m.outcomes, p)
+	} else {
+		m.outcomes[p] = o
+	}
+	return true
+}
+
+// outcome returns a pair's outcome.
+func (m *memory) outcome(p pair) Outcome {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.outcomes[p]
+}
+
+// setPlaced remembers that the hub placed a pair's bundle for the FleetBundle of uid.
+func (m *memory) setPlaced(p pair, uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.placed[p] = uid
+}
+
+// wasPlaced reports whether the hub placed a pair's bundle for the FleetBundle of uid.
+func (m *memory) wasPlaced(p pair, uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.placed[p] == uid
+}
+
+// forget drops what is remembered of a pair: its bundle was removed by the hub.
+func (m *memory) forget(p pair) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.placed, p)
+	delete(m.outcomes, p)
+}
+
+// healed counts one heal of the FleetBundle of uid.
+func (m *memory) healed(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.heals[uid]++
+}
+
+// pendingHeals returns the heals of the FleetBundle of uid not yet written to its status.
+func (m *memory) pendingHeals(uid types.UID) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.heals[uid]
+}
+
+// healsWritten takes n heals of the FleetBundle of uid off the pending ones: its status counts
+// them now.
+func (m *memory) healsWritten(uid types.UID, n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.heals[uid] -= n; m.heals[uid] <= 0 {
+		delete(m.heals, uid)
+	}
+}
+
+// forgetFleetBundle drops everything remembered of a FleetBundle that is gone.
+func (m *memory) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for p := range m.outcomes {
+		if p.fb == fb {
+			delete(m.outcomes, p)
+		}
+	}
+	for p := range m.placed {
+		if p.fb == fb {
+			delete(m.placed, p)
+		}
+	}
+	delete(m.heals, uid)
+}

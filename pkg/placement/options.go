@@ -1,0 +1,75 @@
+package placement
+
+import (
+	"time"
+
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	spokeprovider "configbundle.dev/hub/spoke-provider"
+)
+
+// Members is what placement needs from the provider (*spokeprovider.Provider).
+type Members interface {
+	// Connected returns nil if the member is connected and answering (see
+	// spokeprovider.Provider.Connected).
+	Connected(name multicluster.ClusterName) error
+	// State returns what the provider knows of a member.
+	State(name string) (spokeprovider.State, bool)
+	// OnReady registers fn to be called when a member becomes Ready.
+	OnReady(fn func(name string))
+}
+
+// Options configure placement. The zero value is ready to use; each field documents its
+// default.
+type Options struct {
+	// MaxConcurrentReconciles is the number of placement workers shared by all pairs.
+	// Defaults to 8.
+	MaxConcurrentReconciles int
+
+	// ReconcileTimeout bounds one placement reconcile. Defaults to 30 seconds.
+	ReconcileTimeout time.Duration
+
+	// NotConnectedRetry is how soon a pair whose member is not Ready is tried again.
+	// Defaults to 10 seconds (the provider's probe interval is a good value).
+	NotConnectedRetry time.Duration
+
+	// NamespaceMissingRetry is how soon a pair whose namespace is missing in the member is tried
+	// again: namespace events of the members are not watched. Defaults to 5 seconds.
+	NamespaceMissingRetry time.Duration
+
+	// RetryBaseDelay is the delay before a failed placement is retried; it doubles with every
+	// further failure of the pair. Defaults to 1 second.
+	RetryBaseDelay time.Duration
+
+	// RetryMaxDelay caps the retry delay. Defaults to 1 minute.
+	RetryMaxDelay time.Duration
+
+	// FieldOwner is the field manager of placement's writes and the reporting controller of its
+	// Events. Defaults to hubv1alpha1.FieldOwner.
+	FieldOwner string
+}
+
+func (o *Options) defaults() {
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 8
+	}
+	if o.ReconcileTimeout <= 0 {
+		o.ReconcileTimeout = 30 * time.Second
+	}
+	if o.NotConnectedRetry <= 0 {
+		o.NotConnectedRetry = 10 * time.Second
+	}
+	if o.NamespaceMissingRetry <= 0 {
+		o.NamespaceMissingRetry = 5 * time.Second
+	}
+	if o.RetryBaseDelay <= 0 {
+		o.RetryBaseDelay = time.Second
+	}
+	if o.RetryMaxDelay <= 0 {
+		o.RetryMaxDelay = time.Minute
+	}
+	if o.FieldOwner == "" {
+		o.FieldOwner = hubv1alpha1.FieldOwner
+	}
+}

@@ -1,0 +1,311 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// What placement needs in each member cluster, besides the ConfigBundle reconciler's rules:
+// creating and deleting the ConfigBundles it places. Namespaces are not created: a missing one
+// is reported (NamespaceMissing), so the hub needs no cluster-wide right on namespaces.
+// +kubebuilder:rbac:groups=configbundle.dev,resources=configbundles,verbs=get;list;watch;create;update;delete
+
+// Names of the controllers, in logs and metrics.
+const (
+	ControllerName       = "placement"
+	StatusControllerName = "fleetbundle-status"
+)
+
+// Reconciler places one FleetBundle in one member per request: mcreconcile.Request{ClusterName:
+// the member, NamespacedName: the FleetBundle}.
+type Reconciler struct {
+	manager  mcmanager.Manager
+	hub      client.Client
+	members  Members
+	opts     Options
+	memory   *memory
+	notify   func(types.NamespacedName)
+	recorder events.EventRecorder
+}
+
+// SetupWithManager builds the placement and FleetBundle status controllers on mgr.
+func SetupWithManager(mgr mcmanager.Manager, members Members, opts Options) error {
+	opts.defaults()
+	mem, n := newMemory(), &notifier{}
+	local := mgr.GetLocalManager()
+	r := &Reconciler{
+		manager: mgr, hub: local.GetClient(), members: members, opts: opts, memory: mem,
+		notify: n.notify, recorder: local.GetEventRecorder(opts.FieldOwner),
+	}
+	if err := r.setup(); err != nil {
+		return err
+	}
+	s := &StatusReconciler{manager: mgr, hub: local.GetClient(), members: members, opts: opts, memory: mem}
+	return s.setup(n)
+}
+
+func (r *Reconciler) setup() error {
+	hubOnly := []mcbuilder.WatchesOption{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
+	err := mcbuilder.ControllerManagedBy(r.manager).
+		Named(ControllerName).
+		Watches(&hubv1alpha1.FleetBundle{}, r.fleetBundleToPairs, append(hubOnly, mcbuilder.WithPredicates(specOrDeletionChanged))...).
+		Watches(&hubv1alpha1.MemberCluster{}, r.memberToPairs, append(hubOnly, mcbuilder.WithPredicates(labelsOrReadinessChanged))...).
+		Watches(&configbundlev1alpha1.ConfigBundle{}, r.bundleToPair, mcbuilder.WithEngageWithLocalCluster(false),
+			mcbuilder.WithEngageWithProviderClusters(true), mcbuilder.WithPredicates(predicate.Or(
+				predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesRawSource(r.resyncSource()).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{
+			MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles,
+			ReconciliationTimeout:   r.opts.ReconcileTimeout,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](r.opts.RetryBaseDelay, r.opts.RetryMaxDelay),
+			LogConstructor:          logConstructor(r.manager, ControllerName),
+		}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building the %s controller: %w", ControllerName, err)
+	}
+	return nil
+}
+
+// logConstructor names the member ("cluster") and the FleetBundle in every log line of a
+// request.
+func logConstructor(mgr mcmanager.Manager, name string) func(*mcreconcile.Request) logr.Logger {
+	return func(req *mcreconcile.Request) logr.Logger {
+		log := mgr.GetLogger().WithValues("controller", name)
+		if req != nil {
+			if req.ClusterName != "" {
+				log = log.WithValues("cluster", req.ClusterName)
+			}
+			log = log.WithValues("namespace", req.Namespace, "name", req.Name)
+		}
+		return log
+	}
+}
+
+// Reconcile places, updates, restores or removes one member's bundle of one FleetBundle.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	switch err := r.members.Connected(req.ClusterName); {
+	case errors.Is(err, multicluster.ErrClusterNotFound):
+		return ctrl.Result{}, nil // not engaged: its pairs are enqueued when it is
+	case err != nil:
+		return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
+	}
+	s, err := r.newScope(ctx, req)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := s.converge(ctx)
+	if r.memory.setOutcome(s.pair, s.outcome) || s.healed != nil {
+		r.notify(s.pair.fb)
+	}
+	return res, err
+}
+
+// newScope reads what a pair's reconcile needs from the hub's cache: the FleetBundle and the
+// MemberCluster, and from them the bundle the member should hold, if any.
+func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*scope, error) {
+	member, err := r.manager.GetCluster(ctx, req.ClusterName)
+	if err != nil {
+		return nil, fmt.Errorf("getting member %q: %w", req.ClusterName, err)
+	}
+	s := &scope{pair: pair{member: string(req.ClusterName), fb: req.NamespacedName}, member: member, r: r}
+	fb := &hubv1alpha1.FleetBundle{}
+	switch err := r.hub.Get(ctx, req.NamespacedName, fb); {
+	case apierrors.IsNotFound(err):
+		return s, nil // gone: whatever it placed goes
+	case err != nil:
+		return nil, fmt.Errorf("reading FleetBundle: %w", err)
+	}
+	s.fb = fb
+	mc := &hubv1alpha1.MemberCluster{}
+	switch err := r.hub.Get(ctx, client.ObjectKey{Name: s.pair.member}, mc); {
+	case apierrors.IsNotFound(err):
+		return s, nil // leaving the fleet: nothing is written to it
+	case err != nil:
+		return nil, fmt.Errorf("reading MemberCluster: %w", err)
+	}
+	s.memberCluster = mc
+	s.want = wanted(fb, mc)
+	return s, nil
+}
+
+// wanted is the bundle a FleetBundle places in a member, or nil if it places none there: the
+// FleetBundle is being deleted, its name does not fit in FleetBundleLabel, or its selector
+// does not select the member (an invalid selector selects none).
+func wanted(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster) *configbundlev1alpha1.ConfigBundle {
+	if !fb.DeletionTimestamp.IsZero() || !LabelFits(client.ObjectKeyFromObject(fb)) {
+		return nil
+	}
+	if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok {
+		return nil
+	}
+	return Desired(fb)
+}
+
+// fleetBundleToPairs maps a FleetBundle to its pairs with every member.
+func (r *Reconciler) fleetBundleToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
+		list := &hubv1alpha1.MemberClusterList{}
+		if err := r.hub.List(ctx, list); err != nil {
+			return nil
+		}
+		reqs := make([]mcreconcile.Request, 0, len(list.Items))
+		for _, mc := range list.Items {
+			reqs = append(reqs, request(mc.Name, client.ObjectKeyFromObject(o)))
+		}
+		return reqs
+	})
+}
+
+// memberToPairs maps a MemberCluster to its pairs with every FleetBundle.
+func (r *Reconciler) memberToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
+		return r.pairsOf(ctx, o.GetName())
+	})
+}
+
+// pairsOf returns a member's pairs with every FleetBundle.
+func (r *Reconciler) pairsOf(ctx context.Context, member string) []mcreconcile.Request {
+	list := &hubv1alpha1.FleetBundleList{}
+	if err := r.hub.List(ctx, list); err != nil {
+		return nil
+	}
+	reqs := make([]mcreconcile.Request, 0, len(list.Items))
+	for _, fb := range list.Items {
+		reqs = append(reqs, request(member, client.ObjectKeyFromObject(&fb)))
+	}
+	return reqs
+}
+
+// bundleToPair maps a ConfigBundle in a member to the pair of the FleetBundle of its namespace
+// and name: one the hub placed (FleetBundleLabel), even if its FleetBundle is gone, so that it
+// is removed; or any other, if such a FleetBundle exists, so that a Conflict resolves when the
+// foreign bundle goes.
+func (r *Reconciler) bundleToPair(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
+		key := client.ObjectKeyFromObject(o)
+		if _, placed := o.GetLabels()[hubv1alpha1.FleetBundleLabel]; !placed {
+			if err := r.hub.Get(ctx, key, &hubv1alpha1.FleetBundle{}); err != nil {
+				return nil
+			}
+		}
+		return []mcreconcile.Request{request(string(name), key)}
+	})
+}
+
+// resyncSource enqueues every pair of a member that becomes Ready (the provider's OnReady), and
+// the pairs of the bundles the hub placed there whose FleetBundle may be gone: a FleetBundle
+// deleted while the member was away leaves a bundle whose removal no event announces.
+func (r *Reconciler) resyncSource() source.TypedSource[mcreconcile.Request] {
+	return source.TypedFunc[mcreconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+		r.members.OnReady(func(name string) {
+			go r.resync(ctx, name, q)
+		})
+		return nil
+	})
+}
+
+func (r *Reconciler) resync(ctx context.Context, name string, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+	for _, req := range r.pairsOf(ctx, name) {
+		q.Add(req)
+	}
+	member, err := r.manager.GetCluster(ctx, multicluster.ClusterName(name))
+	if err != nil {
+		return // gone: resynced when it comes back
+	}
+	placed := &configbundlev1alpha1.ConfigBundleList{}
+	if err := member.GetClient().List(ctx, placed, client.HasLabels{hubv1alpha1.FleetBundleLabel}); err != nil {
+		r.manager.GetLogger().WithValues("controller", ControllerName, "cluster", name).Error(err, "Listing placed bundles to resync failed")
+		return
+	}
+	for _, b := range placed.Items {
+		q.Add(request(name, client.ObjectKeyFromObject(&b)))
+	}
+}
+
+func request(member string, fb types.NamespacedName) mcreconcile.Request {
+	return mcreconcile.Request{ClusterName: multicluster.ClusterName(member), Request: reconcile.Request{NamespacedName: fb}}
+}
+
+// notifier hands the placement controller's outcome changes to the status controller's queue.
+type notifier struct {
+	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	ready chan struct{}
+}
+
+// source is the status controller's source of notifications: it keeps the queue.
+func (n *notifier) source() source.TypedSource[mcreconcile.Request] {
+	n.ready = make(chan struct{})
+	return source.TypedFunc[mcreconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+		n.queue = q
+		close(n.ready)
+		return nil
+	})
+}
+
+// notify enqueues a FleetBundle's status; before the status controller starts it does nothing
+// (the status controller computes every status when it starts).
+func (n *notifier) notify(fb types.NamespacedName) {
+	select {
+	case <-n.ready:
+		n.queue.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: fb}})
+	default:
+	}
+}
+
+// Predicates of the watches on the hub.
+var (
+	// specOrDeletionChanged passes a FleetBundle update that changes its spec or starts its
+	// deletion: a status write wakes no placement.
+	specOrDeletionChanged = predicate.Funcs{UpdateFunc: func(e eventUpdate) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+	// labelsOrReadinessChanged passes a MemberCluster update that changes its labels or its
+	// Ready condition's status: counts and heartbeats wake nobody.
+	labelsOrReadinessChanged = predicate.Funcs{UpdateFunc: func(e eventUpdate) bool {
+		return !equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) || readiness(e.ObjectOld) != readiness(e.ObjectNew)
+	}}
+)
+
+type eventUpdate = event.UpdateEvent
+
+func equalLabels(a, b map[string]string) bool { return maps.Equal(a, b) }
+
+// readiness is the status of a MemberCluster's Ready condition ("" if it has none).
+func readiness(o client.Object) metav1.ConditionStatus {
+	mc, ok := o.(*hubv1alpha1.MemberCluster)
+	if !ok {
+		return ""
+	}
+	if c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition); c != nil {
+		return c.Status
+	}
+	return ""
+}

@@ -1,0 +1,182 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// errStale marks a write the API server refused because the hub acted on a state that is no
+// longer there (409 Conflict, AlreadyExists, NotFound on an update or a delete): the pair is
+// converged once more on a live read.
+var errStale = errors.New("acted on a stale read")
+
+// scope is one reconcile of one pair.
+type scope struct {
+	r             *Reconciler
+	pair          pair
+	member        cluster.Cluster
+	fb            *hubv1alpha1.FleetBundle   // nil: gone
+	memberCluster *hubv1alpha1.MemberCluster // nil: gone
+	// want is the bundle the member should hold; nil: none.
+	want *configbundlev1alpha1.ConfigBundle
+
+	// outcome is the pair's failure, if any, once converged.
+	outcome Outcome
+	// healed lists what was restored, if this reconcile healed the placed bundle.
+	healed []string
+}
+
+// converge acts on the member's bundle as its cache holds it, and once more on what the API
+// server holds if the first write was refused as stale.
+func (s *scope) converge(ctx context.Context) (ctrl.Result, error) {
+	res, err := s.step(ctx, s.member.GetClient())
+	if errors.Is(err, errStale) {
+		res, err = s.step(ctx, s.member.GetAPIReader())
+	}
+	return res, err
+}
+
+// step reads the member's bundle with reader and converges it: removed if none is wanted,
+// otherwise created, replaced, updated, or left alone if it is not the hub's.
+func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, error) {
+	current := &configbundlev1alpha1.ConfigBundle{}
+	switch err := reader.Get(ctx, s.pair.fb, current); {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading the placed bundle: %w", err)
+	}
+	ownership := OwnershipOf(current, s.pair.fb, s.uid())
+	if s.want == nil {
+		return ctrl.Result{}, s.remove(ctx, current, ownership)
+	}
+	switch ownership {
+	case Foreign:
+		s.outcome = Outcome{Reason: hubv1alpha1.ConflictReason, Message: fmt.Sprintf(
+			"ConfigBundle %s/%s exists in member %s and was not placed by the hub: it is left untouched, and placed once it is gone", current.Namespace, current.Name, s.pair.member)}
+		return ctrl.Result{}, nil // its deletion wakes the pair
+	case Stale:
+		if err := s.remove(ctx, current, ownership); err != nil {
+			return ctrl.Result{}, err
+		}
+		return s.create(ctx)
+	case Absent:
+		return s.create(ctx)
+	}
+	return ctrl.Result{}, s.update(ctx, current)
+}
+
+// uid is the FleetBundle's uid, or "" if it is gone.
+func (s *scope) uid() types.UID {
+	if s.fb == nil {
+		return ""
+	}
+	return s.fb.UID
+}
+
+// remove deletes the member's bundle if the hub placed it, on the condition that it is still the
+// one read (uid precondition).
+func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.ConfigBundle, ownership Ownership) error {
+	if ownership != Own && ownership != Stale {
+		return nil
+	}
+	err := s.member.GetClient().Delete(ctx, current, client.Preconditions{UID: &current.UID})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return fmt.Errorf("removing the placed bundle: %w: %w", errStale, err)
+	case err != nil:
+		s.outcome = failed("removing", err)
+		return fmt.Errorf("removing the placed bundle: %w", err)
+	}
+	s.r.memory.forget(s.pair)
+	ctrl.LoggerFrom(ctx).Info("Removed placed bundle", "stale", ownership == Stale)
+	return nil
+}
+
+// create places the bundle. A missing namespace is reported and tried again later; the hub
+// creates no namespace.
+func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
+	b := s.want.DeepCopy()
+	err := s.member.GetClient().Create(ctx, b, client.FieldOwner(s.r.opts.FieldOwner))
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return ctrl.Result{}, fmt.Errorf("placing the bundle: %w: %w", errStale, err)
+	case apierrors.IsNotFound(err):
+		s.outcome = Outcome{Reason: hubv1alpha1.NamespaceMissingReason, Message: fmt.Sprintf(
+			"namespace %s does not exist in member %s: the hub does not create namespaces; the bundle is placed once it exists", b.Namespace, s.pair.member)}
+		return ctrl.Result{RequeueAfter: s.r.opts.NamespaceMissingRetry}, nil
+	case err != nil:
+		s.outcome = failed("creating", err)
+		return ctrl.Result{}, terminalIfInvalid(fmt.Errorf("placing the bundle: %w", err))
+	}
+	if s.r.memory.wasPlaced(s.pair, s.fb.UID) {
+		s.heal(ctx, []string{"deleted"})
+	}
+	s.r.memory.setPlaced(s.pair, s.fb.UID)
+	ctrl.LoggerFrom(ctx).Info("Placed bundle")
+	return ctrl.Result{}, nil
+}
+
+// update brings the hub's bundle back to the template: a heal if it carries the current
+// template's hash (someone else changed it), a template update otherwise.
+func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.ConfigBundle) error {
+	drift := Drift(s.want, current)
+	if len(drift) == 0 {
+		s.r.memory.setPlaced(s.pair, s.fb.UID)
+		return nil
+	}
+	b := current.DeepCopy()
+	b.Labels, b.Annotations, b.Spec = s.want.Labels, s.want.Annotations, s.want.Spec
+	err := s.member.GetClient().Update(ctx, b, client.FieldOwner(s.r.opts.FieldOwner))
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		return fmt.Errorf("updating the placed bundle: %w: %w", errStale, err)
+	case err != nil:
+		s.outcome = failed("updating", err)
+		return terminalIfInvalid(fmt.Errorf("updating the placed bundle: %w", err))
+	}
+	s.r.memory.setPlaced(s.pair, s.fb.UID)
+	hash := hubv1alpha1.FleetBundleTemplateHashAnnotation
+	if current.Annotations[hash] == s.want.Annotations[hash] {
+		s.heal(ctx, drift)
+	} else {
+		ctrl.LoggerFrom(ctx).Info("Updated placed bundle", "changed", drift)
+	}
+	return nil
+}
+
+// heal counts a heal of the FleetBundle, logs it and records an Event on it naming the member.
+func (s *scope) heal(ctx context.Context, what []string) {
+	s.healed = what
+	s.r.memory.healed(s.fb.UID)
+	ctrl.LoggerFrom(ctx).Info("Healed placed bundle", "drifted", what)
+	s.r.recorder.Eventf(s.fb, nil, corev1.EventTypeNormal, hubv1alpha1.PlacedBundleHealedEvent, "Heal",
+		"Member %s: restored the placed ConfigBundle %s/%s (%s)", s.pair.member, s.fb.Namespace, s.fb.Name, strings.Join(what, ", "))
+}
+
+// failed is the outcome of a refused write.
+func failed(verb string, err error) Outcome {
+	return Outcome{Reason: hubv1alpha1.PlacementFailedReason, Message: fmt.Sprintf("%s the placed ConfigBundle: %v", verb, err)}
+}
+
+// terminalIfInvalid makes an Invalid (422) error terminal: retrying cannot help until the
+// FleetBundle changes.
+func terminalIfInvalid(err error) error {
+	if apierrors.IsInvalid(err) {
+		return reconcile.TerminalError(err)
+	}
+	return err
+}

@@ -1,0 +1,136 @@
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// maxMessageBytes is the longest message of a failedClusters entry.
+const maxMessageBytes = 1024
+
+// MemberView is what the status of a FleetBundle needs to know of one selected member.
+type MemberView struct {
+	// Name is the member's name.
+	Name string
+	// NotReady, if its Reason is set, says why the member cannot be reached: the reason of its
+	// state (Connecting, Unreachable, Forbidden, CRDMissing, ...) or NotJoinedReason.
+	NotReady Outcome
+	// Placement is the pair's last placement failure (Conflict, NamespaceMissing,
+	// PlacementFailed); zero if none.
+	Placement Outcome
+	// Bundle is the bundle of the FleetBundle's name in the member's cache; nil if none.
+	Bundle *configbundlev1alpha1.ConfigBundle
+}
+
+// memberResult is where the bundle stands in one member.
+type memberResult struct {
+	applied, ready bool
+	failure        *hubv1alpha1.ClusterFailure
+}
+
+// judge says where a FleetBundle's bundle stands in one selected member: the member's own
+// unreadiness first, then placement's failure, then the placed bundle's Ready condition.
+func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBundle, m MemberView) memberResult {
+	fail := func(o Outcome) memberResult {
+		return memberResult{failure: &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: o.Reason, Message: truncate(o.Message)}}
+	}
+	switch {
+	case m.NotReady.Reason != "":
+		return fail(m.NotReady)
+	case m.Placement.Reason != "":
+		return fail(m.Placement)
+	case OwnershipOf(m.Bundle, types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}, fb.UID) != Own:
+		return memberResult{}
+	}
+	res := memberResult{applied: len(Drift(desired, m.Bundle)) == 0}
+	ready := meta.FindStatusCondition(m.Bundle.Status.Conditions, configbundlev1alpha1.ReadyCondition)
+	switch {
+	case ready == nil || m.Bundle.Status.ObservedGeneration != m.Bundle.Generation:
+	case ready.Status == metav1.ConditionTrue:
+		res.ready = res.applied
+	case ready.Status == metav1.ConditionFalse:
+		res.failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: ready.Reason, Message: truncate(ready.Message)}
+	}
+	return res
+}
+
+// ComputeStatus computes a FleetBundle's status from its selected members (in any order) and
+// the heals not yet counted in its status, at now. Conditions keep their lastTransitionTime
+// unless their status changes.
+func ComputeStatus(fb *hubv1alpha1.FleetBundle, selected []MemberView, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+	st := hubv1alpha1.FleetBundleStatus{
+		ObservedGeneration: fb.Generation,
+		Heals:              fb.Status.Heals + pendingHeals,
+		Conditions:         slices.Clone(fb.Status.Conditions),
+	}
+	st.Clusters.Selected = int32(len(selected))
+	desired := Desired(fb)
+	var failures []hubv1alpha1.ClusterFailure
+	for _, m := range selected {
+		res := judge(fb, desired, m)
+		if res.applied {
+			st.Clusters.Applied++
+		}
+		if res.ready {
+			st.Clusters.Ready++
+		}
+		if res.failure != nil {
+			failures = append(failures, *res.failure)
+		}
+	}
+	slices.SortFunc(failures, func(a, b hubv1alpha1.ClusterFailure) int { return strings.Compare(a.Cluster, b.Cluster) })
+	st.Clusters.Failed = int32(len(failures))
+	if len(failures) > hubv1alpha1.MaxFailedClusters {
+		failures = failures[:hubv1alpha1.MaxFailedClusters]
+	}
+	st.FailedClusters = failures
+	ready := readyCondition(fb, st)
+	ready.LastTransitionTime = now
+	meta.SetStatusCondition(&st.Conditions, ready)
+	return st
+}
+
+// readyCondition is the Ready condition of a status whose counts are computed.
+func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatus) metav1.Condition {
+	c := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, ObservedGeneration: fb.Generation}
+	n := st.Clusters
+	switch {
+	case !LabelFits(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}):
+		c.Reason = hubv1alpha1.NameTooLongReason
+		c.Message = fmt.Sprintf("%q is longer than %d characters, the most a label value holds: nothing is placed; recreate the FleetBundle with a shorter name",
+			LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}), hubv1alpha1.MaxFleetBundleLabelValue)
+	case n.Selected == 0:
+		c.Reason, c.Message = hubv1alpha1.NoClustersSelectedReason, "The clusterSelector selects no member"
+		if fb.Spec.ClusterSelector == nil {
+			c.Message = "No clusterSelector: no member is selected ({} selects every member)"
+		}
+	case n.Failed > 0:
+		first := st.FailedClusters[0]
+		c.Reason = hubv1alpha1.ClustersFailedReason
+		c.Message = truncate(fmt.Sprintf("%d of %d selected members failed; %s: %s: %s", n.Failed, n.Selected, first.Cluster, first.Reason, first.Message))
+	case n.Ready == n.Selected:
+		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.AllReadyReason
+		c.Message = fmt.Sprintf("The bundle is Ready in all %d selected members", n.Selected)
+	default:
+		c.Reason = hubv1alpha1.ProgressingReason
+		c.Message = fmt.Sprintf("The bundle is Ready in %d of %d selected members", n.Ready, n.Selected)
+	}
+	return c
+}
+
+// truncate shortens a message to maxMessageBytes, on a UTF-8 boundary.
+func truncate(s string) string {
+	if len(s) <= maxMessageBytes {
+		return s
+	}
+	s = strings.ToValidUTF8(s[:maxMessageBytes-3], "")
+	return s + "..."
+}

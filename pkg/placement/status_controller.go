@@ -1,0 +1,217 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// conflictRetry is how soon a status is computed again after a write lost to a newer version:
+// the cache is about to catch up, this is no error.
+const conflictRetry = 100 * time.Millisecond
+
+// StatusReconciler writes a FleetBundle's status and owns its finalizer: one request per
+// FleetBundle, on the hub (mcreconcile.Request with an empty ClusterName).
+type StatusReconciler struct {
+	manager mcmanager.Manager
+	hub     client.Client
+	members Members
+	opts    Options
+	memory  *memory
+}
+
+func (r *StatusReconciler) setup(n *notifier) error {
+	hubOnly := []mcbuilder.WatchesOption{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
+	err := mcbuilder.ControllerManagedBy(r.manager).
+		Named(StatusControllerName).
+		Watches(&hubv1alpha1.FleetBundle{}, r.toItself, hubOnly...).
+		Watches(&hubv1alpha1.MemberCluster{}, r.toEveryFleetBundle, append(hubOnly, mcbuilder.WithPredicates(labelsOrReadinessChanged))...).
+		Watches(&configbundlev1alpha1.ConfigBundle{}, r.placedToFleetBundle, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
+		WatchesRawSource(n.source()).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{
+			MaxConcurrentReconciles: 2,
+			ReconciliationTimeout:   r.opts.ReconcileTimeout,
+			LogConstructor:          logConstructor(r.manager, StatusControllerName),
+		}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building the %s controller: %w", StatusControllerName, err)
+	}
+	return nil
+}
+
+// Reconcile adds the finalizer to a FleetBundle, writes its status if it changed, or, once it
+// is being deleted and no connected member holds its bundle, removes the finalizer.
+func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	fb := &hubv1alpha1.FleetBundle{}
+	switch err := r.hub.Get(ctx, req.NamespacedName, fb); {
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading FleetBundle: %w", err)
+	}
+	if !fb.DeletionTimestamp.IsZero() {
+		return r.release(ctx, fb)
+	}
+	if !controllerutil.ContainsFinalizer(fb, hubv1alpha1.PlacementFinalizer) {
+		controllerutil.AddFinalizer(fb, hubv1alpha1.PlacementFinalizer)
+		return r.updateFinalizers(ctx, fb) // the update comes back as an event
+	}
+	pending := r.memory.pendingHeals(fb.UID)
+	want := ComputeStatus(fb, r.selectedMembers(ctx, fb), pending, metav1.Now())
+	if equality.Semantic.DeepEqual(want, fb.Status) {
+		return ctrl.Result{}, nil
+	}
+	updated := fb.DeepCopy()
+	updated.Status = want
+	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(r.opts.FieldOwner)); apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing FleetBundle status: %w", err)
+	}
+	r.memory.healsWritten(fb.UID, pending)
+	return ctrl.Result{}, nil
+}
+
+// selectedMembers returns what the status needs of each member the FleetBundle selects.
+func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle) []MemberView {
+	list := &hubv1alpha1.MemberClusterList{}
+	if err := r.hub.List(ctx, list); err != nil {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(fb)
+	var views []MemberView
+	for _, mc := range list.Items {
+		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok {
+			continue
+		}
+		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.memory.outcome(pair{member: mc.Name, fb: key})}
+		if v.NotReady.Reason == "" {
+			v.Bundle = r.cachedBundle(ctx, mc.Name, key)
+		}
+		views = append(views, v)
+	}
+	return views
+}
+
+// notReady says why a member cannot be reached, or nothing if it can.
+func (r *StatusReconciler) notReady(name string) Outcome {
+	err := r.members.Connected(multicluster.ClusterName(name))
+	if err == nil {
+		return Outcome{}
+	}
+	state, known := r.members.State(name)
+	if !known || state.Reason == "" || (errors.Is(err, multicluster.ErrClusterNotFound) && state.Ready) {
+		return Outcome{Reason: hubv1alpha1.NotJoinedReason, Message: fmt.Sprintf("member %s has not joined yet", name)}
+	}
+	return Outcome{Reason: state.Reason, Message: state.Message}
+}
+
+// cachedBundle returns the bundle of a FleetBundle's name in a member's cache, or nil.
+func (r *StatusReconciler) cachedBundle(ctx context.Context, member string, key client.ObjectKey) *configbundlev1alpha1.ConfigBundle {
+	cl, err := r.manager.GetCluster(ctx, multicluster.ClusterName(member))
+	if err != nil {
+		return nil
+	}
+	b := &configbundlev1alpha1.ConfigBundle{}
+	if err := cl.GetClient().Get(ctx, key, b); err != nil {
+		return nil
+	}
+	return b
+}
+
+// release removes the finalizer of a FleetBundle being deleted once no connected member holds a
+// bundle it placed. A member that is not connected does not hold the FleetBundle back: what it
+// holds is removed when it is Ready again (its placed bundle names a FleetBundle that is gone).
+func (r *StatusReconciler) release(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(fb, hubv1alpha1.PlacementFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	list := &hubv1alpha1.MemberClusterList{}
+	if err := r.hub.List(ctx, list); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing MemberClusters: %w", err)
+	}
+	key := client.ObjectKeyFromObject(fb)
+	for _, mc := range list.Items {
+		if r.members.Connected(multicluster.ClusterName(mc.Name)) != nil {
+			continue
+		}
+		if OwnershipOf(r.cachedBundle(ctx, mc.Name, key), key, fb.UID) == Own {
+			// Its removal comes back as an event; the requeue is a safety net.
+			return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
+		}
+	}
+	controllerutil.RemoveFinalizer(fb, hubv1alpha1.PlacementFinalizer)
+	res, err := r.updateFinalizers(ctx, fb)
+	if err == nil {
+		r.memory.forgetFleetBundle(key, fb.UID)
+		ctrl.LoggerFrom(ctx).Info("Released FleetBundle")
+	}
+	return res, err
+}
+
+func (r *StatusReconciler) updateFinalizers(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
+	err := r.hub.Update(ctx, fb, client.FieldOwner(r.opts.FieldOwner))
+	switch {
+	case apierrors.IsConflict(err):
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("updating FleetBundle finalizers: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// toItself maps a FleetBundle to its own status request.
+func (r *StatusReconciler) toItself(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []mcreconcile.Request {
+		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}}}
+	})
+}
+
+// toEveryFleetBundle maps a MemberCluster to every FleetBundle's status.
+func (r *StatusReconciler) toEveryFleetBundle(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []mcreconcile.Request {
+		list := &hubv1alpha1.FleetBundleList{}
+		if err := r.hub.List(ctx, list); err != nil {
+			return nil
+		}
+		reqs := make([]mcreconcile.Request, 0, len(list.Items))
+		for _, fb := range list.Items {
+			reqs = append(reqs, mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fb)}})
+		}
+		return reqs
+	})
+}
+
+// placedToFleetBundle maps a placed bundle's event (its status included) to its FleetBundle's
+// status, and any other bundle of a FleetBundle's name too (a Conflict that goes away).
+func (r *StatusReconciler) placedToFleetBundle(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []mcreconcile.Request {
+		key := client.ObjectKeyFromObject(o)
+		if fb, ok := FleetBundleOf(o.GetLabels()[hubv1alpha1.FleetBundleLabel]); !ok || fb != key {
+			return nil
+		}
+		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: key}}}
+	})
+}

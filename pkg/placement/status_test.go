@@ -1,0 +1,111 @@
+package placement
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// placedBundle is fb's bundle as a member holds it, with a Ready condition of status and reason
+// ("" for none yet).
+func placedBundle(fb *hubv1alpha1.FleetBundle, status metav1.ConditionStatus, reason string) *configbundlev1alpha1.ConfigBundle {
+	b := Desired(fb)
+	b.Generation, b.Status.ObservedGeneration = 1, 1
+	if status != "" {
+		b.Status.Conditions = []metav1.Condition{{Type: configbundlev1alpha1.ReadyCondition, Status: status, Reason: reason}}
+	}
+	return b
+}
+
+func TestComputeStatus(t *testing.T) {
+	fb := fleetBundle("hello")
+	ready := func(name string) MemberView {
+		return MemberView{Name: name, Bundle: placedBundle(fb, metav1.ConditionTrue, configbundlev1alpha1.SyncedReason)}
+	}
+	outdated := ready("m2")
+	outdated.Bundle.Spec.Message = "old"
+	many := []MemberView{}
+	for i := range 12 {
+		many = append(many, MemberView{Name: fmt.Sprintf("m%02d", 12-i), NotReady: Outcome{Reason: hubv1alpha1.UnreachableReason}})
+	}
+	for _, tc := range []struct {
+		name    string
+		members []MemberView
+		counts  hubv1alpha1.PlacementCounts
+		reason  string
+		failed  []string
+	}{
+		{name: "no member selected", reason: hubv1alpha1.NoClustersSelectedReason},
+		{name: "all ready", members: []MemberView{ready("m1"), ready("m2")},
+			counts: hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2}, reason: hubv1alpha1.AllReadyReason},
+		{name: "one not placed yet, one outdated", members: []MemberView{ready("m1"), outdated, {Name: "m3"}},
+			counts: hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1}, reason: hubv1alpha1.ProgressingReason},
+		{name: "placed, not reconciled yet", members: []MemberView{{Name: "m1", Bundle: placedBundle(fb, "", "")}},
+			counts: hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1}, reason: hubv1alpha1.ProgressingReason},
+		{name: "failures of every kind, sorted", members: []MemberView{
+			ready("m0"),
+			{Name: "m4", Placement: Outcome{Reason: hubv1alpha1.ConflictReason}},
+			{Name: "m3", NotReady: Outcome{Reason: hubv1alpha1.NotJoinedReason}},
+			{Name: "m2", Bundle: placedBundle(fb, metav1.ConditionFalse, configbundlev1alpha1.ConfigMapConflictReason)},
+			{Name: "m1", Placement: Outcome{Reason: hubv1alpha1.NamespaceMissingReason}},
+		}, counts: hubv1alpha1.PlacementCounts{Selected: 5, Applied: 2, Ready: 1, Failed: 4}, reason: hubv1alpha1.ClustersFailedReason,
+			failed: []string{"m1/NamespaceMissing", "m2/ConfigMapConflict", "m3/NotJoined", "m4/Conflict"}},
+		{name: "at most MaxFailedClusters listed", members: many,
+			counts: hubv1alpha1.PlacementCounts{Selected: 12, Failed: 12}, reason: hubv1alpha1.ClustersFailedReason,
+			failed: []string{"m01/Unreachable", "m02/Unreachable", "m03/Unreachable", "m04/Unreachable", "m05/Unreachable",
+				"m06/Unreachable", "m07/Unreachable", "m08/Unreachable", "m09/Unreachable", "m10/Unreachable"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := ComputeStatus(fb, tc.members, 0, metav1.Now())
+			if diff := cmp.Diff(tc.counts, st.Clusters); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+			var failed []string
+			for _, f := range st.FailedClusters {
+				failed = append(failed, f.Cluster+"/"+f.Reason)
+			}
+			if diff := cmp.Diff(tc.failed, failed); diff != "" {
+				t.Errorf("failedClusters (-want +got):\n%s", diff)
+			}
+			c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition)
+			if c == nil || c.Reason != tc.reason || (c.Status == metav1.ConditionTrue) != (tc.reason == hubv1alpha1.AllReadyReason) {
+				t.Errorf("Ready = %+v, want reason %s", c, tc.reason)
+			}
+			if st.ObservedGeneration != fb.Generation {
+				t.Errorf("observedGeneration = %d, want %d", st.ObservedGeneration, fb.Generation)
+			}
+		})
+	}
+}
+
+// TestComputeStatusIsStable: computed again on its own result, the status is the same (no write
+// in steady state), its transition time kept; heals add up.
+func TestComputeStatusIsStable(t *testing.T) {
+	fb := fleetBundle("hello")
+	fb.Status.Heals = 2
+	members := []MemberView{{Name: "m1", Bundle: placedBundle(fb, metav1.ConditionTrue, configbundlev1alpha1.SyncedReason)}}
+	first := ComputeStatus(fb, members, 1, metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second)))
+	if first.Heals != 3 {
+		t.Errorf("heals = %d, want 3", first.Heals)
+	}
+	fb.Status = first
+	if diff := cmp.Diff(first, ComputeStatus(fb, members, 0, metav1.Now())); diff != "" {
+		t.Errorf("status changed on recompute (-first +second):\n%s", diff)
+	}
+}
+
+func TestNameTooLong(t *testing.T) {
+	fb := fleetBundle("hello")
+	fb.Name = string(make([]byte, 70))
+	c := meta.FindStatusCondition(ComputeStatus(fb, nil, 0, metav1.Now()).Conditions, hubv1alpha1.ReadyCondition)
+	if c == nil || c.Reason != hubv1alpha1.NameTooLongReason {
+		t.Errorf("Ready = %+v, want NameTooLong", c)
+	}
+}

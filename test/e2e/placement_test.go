@@ -1,0 +1,367 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// placementBound is the most a placement may take in this suite, from the FleetBundle's write
+// to the ConfigMaps in every selected member, on a loaded two-core machine.
+const placementBound = 5 * time.Second
+
+// selectMember puts label key=value on a MemberCluster (kubectl label mc name key=value), and
+// takes it off when the test ends; value "" takes it off now.
+func selectMember(t *testing.T, name, key, value string) {
+	t.Helper()
+	g, ctx := NewWithT(t), context.Background()
+	g.Eventually(func(g Gomega) {
+		mc := memberCluster(name)(g)
+		patch := client.MergeFrom(mc.DeepCopy())
+		if mc.Labels == nil {
+			mc.Labels = map[string]string{}
+		}
+		if value == "" {
+			delete(mc.Labels, key)
+		} else {
+			mc.Labels[key] = value
+		}
+		g.Expect(hubc.Patch(ctx, mc, patch)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	if value != "" {
+		t.Cleanup(func() { selectMember(t, name, key, "") })
+	}
+}
+
+// newFleetBundle creates a FleetBundle in a hub namespace of its name, selecting members by
+// key=yes, and deletes it (waiting until it is gone) when the test ends.
+func newFleetBundle(t *testing.T, ns, name, key string, spec v1alpha1.ConfigBundleSpec) *hubv1alpha1.FleetBundle {
+	t.Helper()
+	g, ctx := NewWithT(t), context.Background()
+	if err := hubc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	fb := &hubv1alpha1.FleetBundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: hubv1alpha1.FleetBundleSpec{
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: "yes"}},
+			Template: hubv1alpha1.ConfigBundleTemplate{
+				Metadata: hubv1alpha1.TemplateMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"owner": "platform@example.com"}},
+				Spec:     spec,
+			},
+		},
+	}
+	g.Expect(hubc.Create(ctx, fb)).To(Succeed())
+	t.Cleanup(func() { deleteFleetBundle(g, fb) })
+	return fb
+}
+
+// deleteFleetBundle deletes a FleetBundle and waits until it is gone (its finalizer removed).
+func deleteFleetBundle(g Gomega, fb *hubv1alpha1.FleetBundle) {
+	g.Expect(client.IgnoreNotFound(hubc.Delete(context.Background(), fb))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "FleetBundle %s gone", fb.Name)
+}
+
+// fleetBundleStatus reads a FleetBundle's status.
+func fleetBundleStatus(fb *hubv1alpha1.FleetBundle) func(Gomega) hubv1alpha1.FleetBundleStatus {
+	return func(g Gomega) hubv1alpha1.FleetBundleStatus {
+		got := &hubv1alpha1.FleetBundle{}
+		g.Expect(hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
+		return got.Status
+	}
+}
+
+// fbReady matches a FleetBundle status whose Ready condition has the reason.
+func fbReady(reason string) OmegaMatcher {
+	return WithTransform(func(s hubv1alpha1.FleetBundleStatus) string {
+		if c := meta.FindStatusCondition(s.Conditions, hubv1alpha1.ReadyCondition); c != nil {
+			return c.Reason
+		}
+		return "no Ready condition"
+	}, Equal(reason))
+}
+
+// placed returns a function reading the bundle a FleetBundle placed in a member, nil if none.
+func placed(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) *v1alpha1.ConfigBundle {
+	return func(g Gomega) *v1alpha1.ConfigBundle {
+		b := &v1alpha1.ConfigBundle{}
+		err := memberc[member].Get(context.Background(), client.ObjectKeyFromObject(fb), b)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		return b
+	}
+}
+
+// placedMessage returns a function reading the message of the ConfigMap of a FleetBundle's
+// bundle in a member, "" if there is none.
+func placedMessage(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) string {
+	return func(g Gomega) string {
+		cm := &corev1.ConfigMap{}
+		err := memberc[member].Get(context.Background(), client.ObjectKeyFromObject(fb), cm)
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		return cm.Data[v1alpha1.MessageKey]
+	}
+}
+
+// everywhere waits until every member's ConfigMap says want, and returns how long it took.
+func everywhere(g Gomega, fb *hubv1alpha1.FleetBundle, want string, names ...string) time.Duration {
+	start := time.Now()
+	g.Eventually(func(g Gomega) {
+		for _, m := range names {
+			g.Expect(placedMessage(m, fb)(g)).To(Equal(want), m)
+		}
+	}).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(Succeed())
+	return time.Since(start)
+}
+
+// updateTemplate changes a FleetBundle's template message (as kubectl edit does, again if the
+// hub wrote the status meanwhile).
+func updateTemplate(g Gomega, fb *hubv1alpha1.FleetBundle, msg string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := &hubv1alpha1.FleetBundle{}
+		g.Expect(hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
+		got.Spec.Template.Spec.Message = msg
+		return hubc.Update(context.Background(), got)
+	})
+}
+
+// failedCluster matches a failedClusters entry.
+func failedCluster(cluster, reason string) OmegaMatcher {
+	return And(HaveField("Cluster", cluster), HaveField("Reason", reason))
+}
+
+// TestPlacementFollowsLabelsTemplateAndDeletion: a FleetBundle reaches the selected members
+// only, with the template's labels and annotations and the hub's; a template update reaches
+// them all; a label change moves the bundle; deleting the FleetBundle removes every placed
+// bundle and the FleetBundle itself.
+func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m1", "m2", "m3")
+	const key, ns = "e2e.placement/labels", "placement-labels"
+	for _, m := range []string{"m1", "m2", "m3"} {
+		ensureNamespace(g, m, ns)
+	}
+	selectMember(t, "m1", key, "yes")
+	selectMember(t, "m2", key, "yes")
+	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "v1"})
+
+	t.Logf("create → ConfigMaps in m1 and m2: %v", everywhere(g, fb, "v1", "m1", "m2").Round(time.Millisecond))
+	g.Expect(placed("m3", fb)(g)).To(BeNil())
+	b := placed("m1", fb)(g)
+	g.Expect(b.Labels).To(Equal(map[string]string{"team": "platform", hubv1alpha1.FleetBundleLabel: ns + ".web"}))
+	g.Expect(b.Annotations).To(HaveKeyWithValue("owner", "platform@example.com"))
+	g.Expect(b.Annotations).To(HaveKey(hubv1alpha1.FleetBundleUIDAnnotation))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		fbReady(hubv1alpha1.AllReadyReason),
+		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2}),
+		HaveField("ObservedGeneration", BeEquivalentTo(1)), HaveField("Heals", BeZero())))
+
+	// A template update reaches every selected member, and is no heal.
+	var took []time.Duration
+	for i := range 5 {
+		msg := fmt.Sprintf("v%d", i+2)
+		g.Expect(updateTemplate(g, fb, msg)).To(Succeed())
+		took = append(took, everywhere(g, fb, msg, "m1", "m2"))
+	}
+	t.Logf("template update → ConfigMaps in m1 and m2: %v", took)
+	for _, d := range took {
+		g.Expect(d).To(BeNumerically("<", placementBound))
+	}
+	g.Consistently(fleetBundleStatus(fb)).WithTimeout(time.Second).WithPolling(interval).Should(HaveField("Heals", BeZero()))
+
+	// m2 stops matching, m3 starts: the bundle moves (members here have no garbage collector,
+	// so the ConfigMap of m2 stays; its bundle is gone).
+	selectMember(t, "m2", key, "")
+	selectMember(t, "m3", key, "yes")
+	g.Eventually(placed("m2", fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil())
+	g.Eventually(placedMessage("m3", fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v6"))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		fbReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
+	g.Expect(memberc["m2"].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
+
+	// Deleting the FleetBundle removes its bundles, then the FleetBundle.
+	got := &hubv1alpha1.FleetBundle{}
+	g.Expect(hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
+	g.Expect(got.Finalizers).To(ContainElement(hubv1alpha1.PlacementFinalizer))
+	deleteFleetBundle(g, fb)
+	for _, m := range []string{"m1", "m2", "m3"} {
+		g.Eventually(placed(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil(), m)
+		_ = memberc[m].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+	}
+}
+
+// TestPlacementHealsConflictsAndNamespaceMissing: an edited or deleted placed bundle is
+// restored, counted in heals and announced by an Event; a ConfigBundle the hub did not place is
+// left untouched and reported (Conflict) until it goes; a member without the namespace is
+// reported (NamespaceMissing) until it has one.
+func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	joined(t, "m1", "m2", "m3")
+	const key, ns = "e2e.placement/heal", "placement-heal"
+	ensureNamespace(g, "m1", ns)
+	ensureNamespace(g, "m2", ns)
+	foreign := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: v1alpha1.ConfigBundleSpec{Message: "mine"}}
+	g.Expect(memberc["m2"].Create(ctx, foreign)).To(Succeed())
+	for _, m := range []string{"m1", "m2", "m3"} {
+		selectMember(t, m, key, "yes")
+	}
+	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "placed"})
+	everywhere(g, fb, "placed", "m1")
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		fbReady(hubv1alpha1.ClustersFailedReason),
+		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1, Failed: 2}),
+		HaveField("FailedClusters", ConsistOf(failedCluster("m2", hubv1alpha1.ConflictReason), failedCluster("m3", hubv1alpha1.NamespaceMissingReason)))))
+	g.Consistently(placed("m2", fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(And(
+		HaveField("Spec.Message", "mine"), HaveField("Labels", BeEmpty())), "a foreign bundle is never changed")
+
+	// Drift of the placed bundle: edited, then deleted; each restored and counted.
+	b := placed("m1", fb)(g)
+	b.Spec.Message = "edited"
+	g.Expect(memberc["m1"].Update(ctx, b)).To(Succeed())
+	edited := time.Now()
+	g.Eventually(func(g Gomega) string { return placed("m1", fb)(g).Spec.Message }).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(Equal("placed"))
+	t.Logf("placed bundle edited → restored: %v", time.Since(edited).Round(time.Millisecond))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Heals", BeEquivalentTo(1)))
+	// Deleted, with its ConfigMap, as the garbage collector these members lack would remove it.
+	cm := &corev1.ConfigMap{}
+	g.Expect(memberc["m1"].Get(ctx, client.ObjectKeyFromObject(fb), cm)).To(Succeed())
+	g.Expect(memberc["m1"].Delete(ctx, placed("m1", fb)(g))).To(Succeed())
+	g.Expect(memberc["m1"].Delete(ctx, cm, client.Preconditions{UID: &cm.UID})).To(Succeed())
+	g.Eventually(placed("m1", fb)).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Heals", BeEquivalentTo(2)))
+	g.Eventually(func(g Gomega) []string {
+		list := &eventsv1.EventList{}
+		g.Expect(hubc.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "FleetBundle" && e.Regarding.Name == "web" && e.Reason == hubv1alpha1.PlacedBundleHealedEvent {
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}).WithTimeout(timeout).WithPolling(interval).Should(ContainElements(ContainSubstring("m1"), ContainSubstring("deleted")))
+
+	// The conflict goes (with its ConfigMap, as the garbage collector these members lack would
+	// remove it), the namespace comes: placement proceeds in both.
+	g.Expect(memberc["m2"].Delete(ctx, foreign)).To(Succeed())
+	g.Expect(memberc["m2"].Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
+	ensureNamespace(g, "m3", ns)
+	everywhere(g, fb, "placed", "m1", "m2", "m3")
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("FailedClusters", BeEmpty()), fbReady(hubv1alpha1.AllReadyReason),
+		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 3, Applied: 3, Ready: 3})))
+	deleteFleetBundle(g, fb)
+	for _, m := range []string{"m1", "m2", "m3"} {
+		g.Eventually(placed(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil(), m)
+		_ = memberc[m].Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+	}
+}
+
+// TestFleetBundleAdmission: the template has a ConfigBundle's rules (an immutable template
+// cannot change); a FleetBundle without a selector selects no member; one whose namespace and
+// name do not fit in a label value is refused on its status.
+func TestFleetBundleAdmission(t *testing.T) {
+	g := NewWithT(t)
+	const key, ns = "e2e.placement/admission", "placement-admission"
+	fb := newFleetBundle(t, ns, "frozen", key, v1alpha1.ConfigBundleSpec{Message: "frozen", Immutable: true})
+	err := updateTemplate(g, fb, "thawed")
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("immutable"))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.NoClustersSelectedReason))
+
+	long := newFleetBundle(t, ns, strings.Repeat("n", 60), key, v1alpha1.ConfigBundleSpec{Message: "x"})
+	g.Eventually(fleetBundleStatus(long)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.NameTooLongReason))
+}
+
+// TestPlacementPausedMemberIsCountedAndDelaysNobody: a selected member that stops answering is
+// counted failed with its reason, a template update reaches the others at once, the member
+// catches up when it comes back; a FleetBundle deleted while a member is away is gone at once,
+// and its bundle in that member is removed when the member is back.
+func TestPlacementPausedMemberIsCountedAndDelaysNobody(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m1", "m2")
+	const key, ns = "e2e.placement/paused", "placement-paused"
+	for _, m := range []string{"m1", "m2"} {
+		ensureNamespace(g, m, ns)
+		selectMember(t, m, key, "yes")
+	}
+	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "before"})
+	everywhere(g, fb, "before", "m1", "m2")
+
+	pause := func() {
+		g.Expect(members["m2"].Pause()).To(Succeed())
+		t.Cleanup(func() { _ = members["m2"].Resume() })
+		g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+			fbReady(hubv1alpha1.ClustersFailedReason),
+			HaveField("FailedClusters", ConsistOf(failedCluster("m2", hubv1alpha1.UnreachableReason)))))
+	}
+	resume := func() {
+		g.Expect(members["m2"].Resume()).To(Succeed())
+		g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	}
+	pause()
+	g.Expect(updateTemplate(g, fb, "after")).To(Succeed())
+	d := everywhere(g, fb, "after", "m1")
+	t.Logf("template update → m1 while m2 is paused: %v", d.Round(time.Millisecond))
+	g.Expect(d).To(BeNumerically("<", placementBound))
+	resume()
+	everywhere(g, fb, "after", "m2")
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.AllReadyReason))
+
+	// Deleted while m2 is away: the FleetBundle goes at once; m2's bundle when m2 is back.
+	pause()
+	deleteFleetBundle(g, fb)
+	g.Eventually(placed("m1", fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil())
+	resume()
+	g.Eventually(placed("m2", fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil(), "the leftover is removed when the member is back")
+	for _, m := range []string{"m1", "m2"} {
+		_ = memberc[m].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+	}
+}
+
+// TestPlacementCountsMembersNotJoined: a selected member that has not joined is counted failed
+// with its reason.
+func TestPlacementCountsMembersNotJoined(t *testing.T) {
+	g := NewWithT(t)
+	hole := blackHole(t)
+	putSecret(g, "placement-hanging", map[string][]byte{"kubeconfig": []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://` + hole + `", insecure-skip-tls-verify: true}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+users: [{name: u, user: {token: t}}]
+`)})
+	t.Cleanup(func() {
+		deleteSecret(g, "placement-hanging")
+		g.Eventually(memberClusterGone("placement-hanging")).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	})
+	g.Eventually(memberCluster("placement-hanging")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
+	const key, ns = "e2e.placement/joining", "placement-joining"
+	selectMember(t, "placement-hanging", key, "yes")
+	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "waiting"})
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		fbReady(hubv1alpha1.ClustersFailedReason),
+		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Failed: 1}),
+		HaveField("FailedClusters", ConsistOf(failedCluster("placement-hanging", hubv1alpha1.ConnectingReason)))))
+}
