@@ -49,6 +49,17 @@ func blackHole(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// blackHoleKubeconfig is a kubeconfig whose server is the black hole at addr.
+func blackHoleKubeconfig(addr string) []byte {
+	return []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://` + addr + `", insecure-skip-tls-verify: true}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+users: [{name: u, user: {token: t}}]
+`)
+}
+
 // allowWithoutCRDInstall grants a user of m4 the member role without its CRD rule.
 func allowWithoutCRDInstall(g Gomega, user string) {
 	role, err := config.MemberClusterRole()

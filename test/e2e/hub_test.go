@@ -192,13 +192,7 @@ func TestHangingMemberDelaysNobody(t *testing.T) {
 	joined(t, "m2")
 	// A black hole: accepts connections and never answers.
 	hole := blackHole(t)
-	putSecret(g, "hanging", map[string][]byte{"kubeconfig": []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://` + hole + `", insecure-skip-tls-verify: true}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-users: [{name: u, user: {token: t}}]
-`)})
+	putSecret(g, "hanging", map[string][]byte{"kubeconfig": blackHoleKubeconfig(hole)})
 	defer deleteSecret(g, "hanging")
 	g.Eventually(memberCluster("hanging")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
 

@@ -345,13 +345,7 @@ func TestPlacementPausedMemberIsCountedAndDelaysNobody(t *testing.T) {
 func TestPlacementCountsMembersNotJoined(t *testing.T) {
 	g := NewWithT(t)
 	hole := blackHole(t)
-	putSecret(g, "placement-hanging", map[string][]byte{"kubeconfig": []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://` + hole + `", insecure-skip-tls-verify: true}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-users: [{name: u, user: {token: t}}]
-`)})
+	putSecret(g, "placement-hanging", map[string][]byte{"kubeconfig": blackHoleKubeconfig(hole)})
 	t.Cleanup(func() {
 		deleteSecret(g, "placement-hanging")
 		g.Eventually(memberClusterGone("placement-hanging")).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
