@@ -113,6 +113,9 @@ func tally(bundles []v1alpha1.ConfigBundle, unreported map[types.NamespacedName]
 	for i := range bundles {
 		b := &bundles[i]
 		counts.Total++
+		if _, ok := b.Labels[hubv1alpha1.FleetBundleLabel]; ok {
+			counts.Placed++
+		}
 		heals += b.Status.Heals
 		c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition)
 		if u, ok := unreported[client.ObjectKeyFromObject(b)]; ok {

@@ -69,7 +69,8 @@ func TestFirstFailed(t *testing.T) {
 }
 
 // TestTally: a bundle whose outcome the hub could not write to its status counts by that
-// outcome, not by its empty or stale status.
+// outcome, not by its empty or stale status; bundles placed from a FleetBundle are counted apart
+// too.
 func TestTally(t *testing.T) {
 	bundle := func(name string, ready metav1.ConditionStatus, heals int64) v1alpha1.ConfigBundle {
 		b := v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
@@ -79,7 +80,10 @@ func TestTally(t *testing.T) {
 		}
 		return b
 	}
+	placed := bundle("placed", metav1.ConditionTrue, 0)
+	placed.Labels = map[string]string{hubv1alpha1.FleetBundleLabel: "default.placed"}
 	bundles := []v1alpha1.ConfigBundle{
+		placed,
 		bundle("synced", metav1.ConditionTrue, 2),
 		bundle("never-reported", "", 0),
 		bundle("stale-ready", metav1.ConditionTrue, 1),
@@ -90,7 +94,7 @@ func TestTally(t *testing.T) {
 		{Namespace: "ns", Name: "stale-ready"}:    {Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "StatusWriteFailed", Message: "writing status: forbidden"},
 	}
 	counts, failed, heals := tally(bundles, unreported)
-	if want := (hubv1alpha1.BundleCounts{Total: 4, Ready: 1, Failed: 2}); counts != want || heals != 3 {
+	if want := (hubv1alpha1.BundleCounts{Total: 5, Ready: 2, Failed: 2, Placed: 1}); counts != want || heals != 3 {
 		t.Errorf("counts %+v, heals %d; want %+v, 3", counts, heals, want)
 	}
 	if len(failed) != 2 || failed[0].Name != "never-reported" || failed[0].Reason != "CreateFailed" || failed[1].Reason != "StatusWriteFailed" {

@@ -176,6 +176,11 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 		fbReady(hubv1alpha1.AllReadyReason),
 		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2}),
 		HaveField("ObservedGeneration", BeEquivalentTo(1)), HaveField("Heals", BeZero())))
+	placedIn := func(name string) func(Gomega) int64 {
+		return func(g Gomega) int64 { return memberCluster(name)(g).Status.Bundles.Placed }
+	}
+	g.Eventually(placedIn("m1")).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1), "MemberCluster status.bundles.placed")
+	g.Expect(placedIn("m3")(g)).To(BeZero())
 
 	// A template update reaches every selected member, and is no heal.
 	var took []time.Duration
@@ -196,6 +201,8 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 	selectMember(t, "m3", key, "yes")
 	g.Eventually(placed("m2", fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil())
 	g.Eventually(placedMessage("m3", fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v6"))
+	g.Eventually(placedIn("m2")).WithTimeout(timeout).WithPolling(interval).Should(BeZero())
+	g.Eventually(placedIn("m3")).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fbReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
 	g.Expect(memberc["m2"].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())

@@ -20,4 +20,10 @@ type BundleCounts struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Failed int64 `json:"failed"`
+
+	// placed is the number of the ConfigBundles that the hub placed from a FleetBundle (those
+	// with the label hub.configbundle.dev/fleet-bundle), whatever their Ready condition.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Placed int64 `json:"placed"`
 }
