@@ -28,25 +28,41 @@ func goroutines(g Gomega) int {
 	return 0
 }
 
-// flap makes a member leave (its Secret's label removed) and join again, and waits for both.
-func flap(g Gomega, name string) {
-	ctx := context.Background()
-	label := func(on bool) {
-		s := &corev1.Secret{}
-		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, s)).To(Succeed())
-		if on {
-			s.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
-		} else {
-			delete(s.Labels, hubv1alpha1.DefaultSecretLabel)
-		}
-		g.Expect(hubc.Update(ctx, s)).To(Succeed())
-	}
-	label(false)
+// leave makes a member leave the fleet (its Secret's label removed) and waits until its
+// MemberCluster is gone.
+func leave(g Gomega, name string) {
+	secretLabel(g, name, false)
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: name}, &hubv1alpha1.MemberCluster{}))
+		return apierrors.IsNotFound(hubc.Get(context.Background(), client.ObjectKey{Name: name}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	label(true)
+}
+
+// rejoin puts a member's Secret's label back and waits until it is Connected.
+func rejoin(g Gomega, name string) {
+	secretLabel(g, name, true)
 	g.Eventually(memberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+}
+
+// secretLabel puts the label that makes a member's Secret join on it, or takes it off.
+func secretLabel(g Gomega, name string, on bool) {
+	ctx := context.Background()
+	s := &corev1.Secret{}
+	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, s)).To(Succeed())
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	if on {
+		s.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
+	} else {
+		delete(s.Labels, hubv1alpha1.DefaultSecretLabel)
+	}
+	g.Expect(hubc.Update(ctx, s)).To(Succeed())
+}
+
+// flap makes a member leave and join again, and waits for both.
+func flap(g Gomega, name string) {
+	leave(g, name)
+	rejoin(g, name)
 }
 
 // TestFaultJoinsAndLeavesLeakNoGoroutines: a member that leaves takes everything the hub started

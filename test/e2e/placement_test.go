@@ -366,3 +366,34 @@ func TestPlacementCountsMembersNotJoined(t *testing.T) {
 		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Failed: 1}),
 		HaveField("FailedClusters", ConsistOf(failedCluster("placement-hanging", hubv1alpha1.ConnectingReason)))))
 }
+
+// TestPlacementLeavesAMemberThatLeftUntouched: a member that leaves the fleet (its Secret's label
+// removed) keeps the bundle placed in it, untouched, and is no longer counted.
+func TestPlacementLeavesAMemberThatLeftUntouched(t *testing.T) {
+	g := NewWithT(t)
+	joined(t, "m1", "m3")
+	const key, ns = "e2e.placement/leave", "placement-leave"
+	for _, m := range []string{"m1", "m3"} {
+		ensureNamespace(g, m, ns)
+		selectMember(t, m, key, "yes")
+	}
+	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "stay"})
+	everywhere(g, fb, "stay", "m1", "m3")
+	before := placed("m3", fb)(g)
+
+	leave(g, "m3")
+	t.Cleanup(func() {
+		rejoin(g, "m3")
+		for _, m := range []string{"m1", "m3"} {
+			_ = memberc[m].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+		}
+	})
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		fbReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1})))
+	g.Consistently(func(g Gomega) string {
+		b := placed("m3", fb)(g)
+		g.Expect(b).NotTo(BeNil(), "the bundle placed in a member that left stays")
+		return b.ResourceVersion
+	}).
+		WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(before.ResourceVersion), "nothing is written to a member that left")
+}
