@@ -12,9 +12,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-//go:embed crd/bases/*.yaml rbac/member/role.yaml samples/configbundle_*.yaml
+//go:embed crd/bases/*.yaml rbac/member/role.yaml samples/configbundle_*.yaml samples/fleetbundle_web.yaml
 var files embed.FS
 
 // MemberCRDs returns the CRDs a member cluster needs: the ConfigBundle CRD.
@@ -46,6 +47,16 @@ func SampleBundles() ([]*configbundlev1alpha1.ConfigBundle, error) {
 		return nil, err
 	}
 	return load[configbundlev1alpha1.ConfigBundle](paths...)
+}
+
+// SampleFleetBundle returns the example FleetBundle of config/samples/fleetbundle_web.yaml, for
+// the hub (`kubectl apply -f`), with its namespace.
+func SampleFleetBundle() (*hubv1alpha1.FleetBundle, error) {
+	fbs, err := load[hubv1alpha1.FleetBundle]("samples/fleetbundle_web.yaml")
+	if err != nil {
+		return nil, err
+	}
+	return fbs[0], nil
 }
 
 // load decodes embedded YAML files, one object of type T each, strictly.

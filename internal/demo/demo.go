@@ -1,8 +1,9 @@
 // Package demo runs ConfigBundle Hub on an embedded local fleet and narrates it: real control
 // planes for a hub and members on loopback (package controlplane), the hub binary running
 // against them, members registered with `hub register`, sample bundles applied, a ConfigMap
-// tampered with and healed, a member paused and reported Unreachable. `make demo` runs it; a
-// test runs it too, so that it cannot rot.
+// tampered with and healed, a member paused and reported Unreachable, a FleetBundle placed by
+// label, moved by a label change and restored after a placed bundle is deleted by hand. `make
+// demo` runs it; a test runs it too, so that it cannot rot.
 package demo
 
 import (
@@ -60,6 +61,12 @@ type demo struct {
 	hub     client.Client
 	clients map[string]client.WithWatch
 	hubProc *hubprocess.Process
+	// fb is the sample FleetBundle once the placement step applied it, and placed the number of
+	// members it is placed in (counted by the Fleet).
+	fb     *hubv1alpha1.FleetBundle
+	placed int
+	// gcProbe receives the outcome of probeGarbageCollectors, started when the members join.
+	gcProbe chan error
 }
 
 // Run starts the fleet, takes the tour, and cleans up everything it started when it ends or ctx
@@ -86,7 +93,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		d.say("==> Cleaning up: stopping the hub and the control planes")
 		err = errors.Join(err, d.cleanup())
 	}()
-	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.summary}
+	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.place, d.move, d.restore, d.summary}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
@@ -165,6 +172,7 @@ func (d *demo) register(ctx context.Context) error {
 		return err
 	}
 	d.say("    all %d members Ready %s after registration", len(d.members), time.Since(start).Round(100*time.Millisecond))
+	d.startGarbageCollectorProbe(ctx)
 	return d.table(ctx, "memberclusters")
 }
 
@@ -299,7 +307,10 @@ func (d *demo) summary(ctx context.Context) error {
 func (d *demo) keep() {
 	d.say("\n==> The fleet keeps running until you press Ctrl-C. Point kubectl at it:")
 	d.say("    export KUBECONFIG=%s", d.hubCP.KubeconfigPath)
-	d.say("    kubectl get memberclusters; kubectl get fleet; kubectl wait --for=condition=Ready fleet/default")
+	d.say("    kubectl get memberclusters -o wide; kubectl get fleet; kubectl wait --for=condition=Ready fleet/default")
+	if d.fb != nil {
+		d.say("    kubectl get fleetbundles -A; kubectl label memberclusters %s %s=%s --overwrite    # places %s there again", d.members[1].Name, envKey, prodEnv, d.fb.Name)
+	}
 	for _, m := range d.members {
 		d.say("    kubectl --kubeconfig %s get configbundles -A    # %s", m.KubeconfigPath, m.Name)
 	}
@@ -355,8 +366,8 @@ func (d *demo) fleetReady(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	want := int64(len(d.members) * len(bundles))
-	return meta.IsStatusConditionTrue(f.Status.Conditions, hubv1alpha1.ReadyCondition) && f.Status.Bundles.Ready == want, nil
+	want := int64(len(d.members)*len(bundles) + d.placed)
+	return meta.IsStatusConditionTrue(f.Status.Conditions, hubv1alpha1.ReadyCondition) && f.Status.Bundles.Ready == want && f.Status.Bundles.Total == want, nil
 }
 
 // table prints a resource of the hub as `kubectl get` does, from the API server's own table.
