@@ -17,7 +17,8 @@ const smokeTimeout = 10 * time.Minute
 // TestSmoke runs the benchmark's every phase at a small size, so that it cannot rot. It checks
 // correctness only, never a time: every drift is healed by the hub and by the floor in every
 // round, every bundle converges, the hub writes nothing unplanned in steady state, the black
-// holes do not join, the figures are all there.
+// holes do not join, every placement reaches every member with one write of the placed bundle
+// per member (none when nothing changed), the figures are all there.
 func TestSmoke(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
@@ -56,10 +57,31 @@ func TestSmoke(t *testing.T) {
 	if len(res.Cost) == 0 || res.CostUnmanaged.RSS == 0 || res.EmptyBaseline.Goroutines == 0 {
 		t.Errorf("cost figures missing: %+v", res.Cost)
 	}
+	checkPlacement(t, cfg, &res.Placement)
 	for _, want := range []string{"1. Heal latency", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
-		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join"} {
+		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q", want)
 		}
+	}
+}
+
+// checkPlacement checks the placement phase's correctness: every change seen in every member, by
+// the hub and by the floor, one write of the placed bundle per member per change, none when
+// nothing changed, and the memory figures there.
+func checkPlacement(t *testing.T, cfg benchConfig, pr *placementResults) {
+	t.Helper()
+	if len(pr.Hub) != cfg.Placements || len(pr.Floor) != cfg.Placements || pr.HubErrors+pr.FloorErrors != 0 {
+		t.Errorf("placement: %d of %d hub changes and %d of %d floor changes seen in every member (errors %d / %d)",
+			len(pr.Hub), cfg.Placements, len(pr.Floor), cfg.Placements, pr.HubErrors, pr.FloorErrors)
+	}
+	if w := pr.placementWrites(); w < 0.9999 || w > 1.0001 {
+		t.Errorf("placement: %.2f writes of the placed bundle per member per template change, want exactly 1 (%v)", w, pr.ChangeWrites)
+	}
+	if len(pr.QuietWrites) != 0 {
+		t.Errorf("placement: %d hub writes to the members after changes that need none: %s", len(pr.QuietWrites), summary(groupWrites(pr.QuietWrites)))
+	}
+	if pr.FleetBundles != cfg.FleetBundles || pr.MemAfter.RSS == 0 {
+		t.Errorf("placement: memory figures missing: %d FleetBundles, %+v", pr.FleetBundles, pr.MemAfter)
 	}
 }

@@ -1,7 +1,8 @@
 // Command bench measures ConfigBundle Hub on real control planes and prints a table: heal latency
 // against the physical floor (a minimal client-go healer) and the seed operator's polling model,
 // convergence throughput and API writes per bundle, the hub's cost per member and per bundle, and
-// join time and heal latency with unreachable members among the healthy ones. It exits non-zero
+// join time and heal latency with unreachable members among the healthy ones, and FleetBundle
+// placement latency against its floor, writes per placement and memory per FleetBundle. It exits non-zero
 // if the hub writes anything but the Fleet's heartbeat in steady state (counted by the API
 // servers). `make bench` runs it; `go test ./hack/bench` runs a small smoke version that checks
 // correctness only.
@@ -59,11 +60,13 @@ func parseFlags() benchConfig {
 		quiet = flag.Duration("quiet", 0, fmt.Sprintf("The steady-state window, from %s after convergence (default: the configuration's).", settleTime))
 	)
 	for name, usage := range map[string]string{
-		"members":   "Member clusters for the cost-per-member curve (measured at 1, 2, 4, ... up to this).",
-		"bundles":   "ConfigBundles per member in the throughput run.",
-		"drifts":    "Drifts per heal-latency run, spread over the heal members.",
-		"unmanaged": "Unmanaged ConfigMaps created in one member.",
-		"rounds":    "Rounds of the heal measurement, each the hub's turn then the floor's.",
+		"members":      "Member clusters for the cost-per-member curve (measured at 1, 2, 4, ... up to this).",
+		"bundles":      "ConfigBundles per member in the throughput run.",
+		"drifts":       "Drifts per heal-latency run, spread over the heal members.",
+		"unmanaged":    "Unmanaged ConfigMaps created in one member.",
+		"rounds":       "Rounds of the heal measurement, each the hub's turn then the floor's.",
+		"placements":   "FleetBundle template changes of the placement latency run (and as many of the floor's); 0 skips the placement phase.",
+		"fleetbundles": "FleetBundles created at once, each placed in every member, for the hub's memory per FleetBundle.",
 	} {
 		sizes[name] = flag.Int(name, 0, usage+" (default: the configuration's)")
 	}
@@ -85,6 +88,10 @@ func parseFlags() benchConfig {
 			cfg.Unmanaged = *sizes["unmanaged"]
 		case "rounds":
 			cfg.Rounds = *sizes["rounds"]
+		case "placements":
+			cfg.Placements = *sizes["placements"]
+		case "fleetbundles":
+			cfg.FleetBundles = *sizes["fleetbundles"]
 		case "quiet":
 			cfg.Quiet = *quiet
 		}

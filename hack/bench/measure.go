@@ -134,6 +134,7 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 	r.printConvergence(p, cfg)
 	r.printCost(p)
 	r.printJoin(p, cfg)
+	r.printPlacement(p, cfg)
 }
 
 type printer func(format string, args ...any)

@@ -40,16 +40,21 @@ type benchConfig struct {
 	// lastSeenTime, every minute): a shorter window sees such a write only when it happens to
 	// fall into it.
 	Quiet time.Duration
+	// Placements are the template changes of the placement phase (and as many of the floor's);
+	// FleetBundles are created at once for its memory figure, each placed in every member.
+	Placements, FleetBundles int
 }
 
 func fullConfig() benchConfig {
 	return benchConfig{Members: 16, ThroughputMembers: 4, BundlesPerMember: 1000, Unmanaged: 10000,
-		HealMembers: 2, Drifts: 320, Rounds: 5, BlackHoles: 2, PausedShare: 0.2, PollInterval: 10 * time.Second, Quiet: 70 * time.Second}
+		HealMembers: 2, Drifts: 320, Rounds: 5, BlackHoles: 2, PausedShare: 0.2, PollInterval: 10 * time.Second, Quiet: 70 * time.Second,
+		Placements: 50, FleetBundles: 100}
 }
 
 func smokeConfig() benchConfig {
 	return benchConfig{Members: 4, ThroughputMembers: 2, BundlesPerMember: 20, Unmanaged: 200,
-		HealMembers: 2, Drifts: 24, Rounds: 2, BlackHoles: 1, PausedShare: 0.25, PollInterval: 10 * time.Second, Quiet: 3 * time.Second}
+		HealMembers: 2, Drifts: 24, Rounds: 2, BlackHoles: 1, PausedShare: 0.25, PollInterval: 10 * time.Second, Quiet: 3 * time.Second,
+		Placements: 4, FleetBundles: 5}
 }
 
 // results are the figures of a run.
@@ -79,6 +84,8 @@ type results struct {
 	Unreachable     int             // black-hole Secrets reported Unreachable or Connecting, not Ready
 	MembersAtJoin   int
 	HealedAllDrifts bool
+
+	Placement placementResults
 }
 
 // healedAll reports whether every drift of every run was healed in time.
@@ -124,7 +131,7 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 		return nil, err
 	}
 	for _, phase := range []func(context.Context, benchConfig, *results, func(string, ...any)) error{
-		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal,
+		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement,
 	} {
 		if err := phase(ctx, cfg, res, say); err != nil {
 			return res, err
