@@ -45,6 +45,12 @@ type Options struct {
 	// RetryMaxDelay caps the retry delay. Defaults to 1 minute.
 	RetryMaxDelay time.Duration
 
+	// MinStatusInterval is the least time between two status writes of one FleetBundle that
+	// change only its counts (and the messages that quote them); a change of its Ready
+	// condition's status or reason is written at once. A placement in many members then costs a
+	// few status writes, not one per member. Defaults to 1 second.
+	MinStatusInterval time.Duration
+
 	// FieldOwner is the field manager of placement's writes and the reporting controller of its
 	// Events. Defaults to hubv1alpha1.FieldOwner.
 	FieldOwner string
@@ -68,6 +74,9 @@ func (o *Options) defaults() {
 	}
 	if o.RetryMaxDelay <= 0 {
 		o.RetryMaxDelay = time.Minute
+	}
+	if o.MinStatusInterval <= 0 {
+		o.MinStatusInterval = time.Second
 	}
 	if o.FieldOwner == "" {
 		o.FieldOwner = hubv1alpha1.FieldOwner

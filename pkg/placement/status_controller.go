@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -37,6 +40,9 @@ type StatusReconciler struct {
 	members Members
 	opts    Options
 	memory  *memory
+
+	mu         sync.Mutex
+	lastWrites map[types.NamespacedName]time.Time // of each FleetBundle's status; see writeBudget
 }
 
 func (r *StatusReconciler) setup(n *notifier) error {
@@ -65,6 +71,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	fb := &hubv1alpha1.FleetBundle{}
 	switch err := r.hub.Get(ctx, req.NamespacedName, fb); {
 	case apierrors.IsNotFound(err):
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading FleetBundle: %w", err)
@@ -81,6 +88,9 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if equality.Semantic.DeepEqual(want, fb.Status) {
 		return ctrl.Result{}, nil
 	}
+	if wait := r.writeBudget(req.NamespacedName, readyChanged(want, fb.Status)); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	updated := fb.DeepCopy()
 	updated.Status = want
 	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(r.opts.FieldOwner)); apierrors.IsConflict(err) {
@@ -90,6 +100,39 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	}
 	r.memory.healsWritten(fb.UID, pending)
 	return ctrl.Result{}, nil
+}
+
+// writeBudget returns how long the status write of a FleetBundle must wait: nothing for a change
+// of its Ready condition, otherwise until MinStatusInterval after its last status write. A write
+// allowed now is noted as made.
+func (r *StatusReconciler) writeBudget(key types.NamespacedName, transition bool) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastWrites == nil {
+		r.lastWrites = map[types.NamespacedName]time.Time{}
+	}
+	if wait := r.opts.MinStatusInterval - time.Since(r.lastWrites[key]); wait > 0 && !transition {
+		return wait
+	}
+	r.lastWrites[key] = time.Now()
+	return 0
+}
+
+// forget drops what writeBudget remembers of a FleetBundle that is gone.
+func (r *StatusReconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.lastWrites, key)
+}
+
+// readyChanged reports whether the Ready condition's status or reason differs between two
+// statuses.
+func readyChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
+	ca, cb := meta.FindStatusCondition(a.Conditions, hubv1alpha1.ReadyCondition), meta.FindStatusCondition(b.Conditions, hubv1alpha1.ReadyCondition)
+	if ca == nil || cb == nil {
+		return ca != cb
+	}
+	return ca.Status != cb.Status || ca.Reason != cb.Reason
 }
 
 // selectedMembers returns what the status needs of each member the FleetBundle selects.
