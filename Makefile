@@ -85,7 +85,7 @@ demo: ## Run the hub on an embedded local fleet (real control planes on loopback
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/demo --hub-binary bin/hub $(DEMO_ARGS)
 
 .PHONY: bench
-bench: ## Measure heal latency, convergence and cost per member on real control planes; prints a table (about 10 minutes).
+bench: ## Measure heal latency, convergence and cost per member on real control planes; prints a table (about 11 minutes).
 	@dir="$$(bash hack/testbin.sh)"; \
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/bench --hub-binary bin/hub $(BENCH_ARGS)
