@@ -286,7 +286,7 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 }
 
 // TestFleetBundleAdmission: the template has a ConfigBundle's rules (an immutable template
-// cannot change); a FleetBundle without a selector selects no member; one whose namespace and
+// cannot change, the message bound); a FleetBundle without a selector selects no member; one whose namespace and
 // name do not fit in a label value is refused on its status.
 func TestFleetBundleAdmission(t *testing.T) {
 	g := NewWithT(t)
@@ -296,6 +296,13 @@ func TestFleetBundleAdmission(t *testing.T) {
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("immutable"))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.NoClustersSelectedReason))
+
+	// The message bound, once JSON-escaped as etcd stores it, names the template's field.
+	huge := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "huge"}}
+	huge.Spec.Template.Spec.Message = strings.Repeat("<", 270_000)
+	err = hubc.Create(context.Background(), huge)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %.300v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.template.spec.message"))
 
 	long := newFleetBundle(t, ns, strings.Repeat("n", 60), key, v1alpha1.ConfigBundleSpec{Message: "x"})
 	g.Eventually(fleetBundleStatus(long)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.NameTooLongReason))
