@@ -37,6 +37,12 @@ func LabelFits(fb types.NamespacedName) bool {
 	return len(LabelValue(fb)) <= hubv1alpha1.MaxFleetBundleLabelValue
 }
 
+// selectorError returns why a FleetBundle's selector is invalid, or nil.
+func selectorError(selector *metav1.LabelSelector) error {
+	_, err := Selects(selector, nil)
+	return err
+}
+
 // Selects reports whether a FleetBundle's selector selects a member with these labels, with
 // Kubernetes semantics: an absent selector selects none, an empty one every member.
 func Selects(selector *metav1.LabelSelector, memberLabels map[string]string) (bool, error) {

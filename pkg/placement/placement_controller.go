@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -117,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
 	}
 	s, err := r.newScope(ctx, req)
-	if err != nil {
+	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
 	res, err := s.converge(ctx)
@@ -127,14 +126,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	return res, err
 }
 
-// newScope reads what a pair's reconcile needs from the hub's cache: the FleetBundle and the
-// MemberCluster, and from them the bundle the member should hold, if any.
+// newScope reads what a pair's reconcile needs from the hub's cache: the MemberCluster and the
+// FleetBundle, and from them the bundle the member should hold, if any. It returns no scope when
+// nothing may be written to the member: it has no MemberCluster (it is leaving the fleet, or its
+// MemberCluster is being recreated), or the FleetBundle's selector is invalid.
 func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*scope, error) {
 	member, err := r.manager.GetCluster(ctx, req.ClusterName)
 	if err != nil {
 		return nil, fmt.Errorf("getting member %q: %w", req.ClusterName, err)
 	}
 	s := &scope{pair: pair{member: string(req.ClusterName), fb: req.NamespacedName}, member: member, r: r}
+	mc := &hubv1alpha1.MemberCluster{}
+	switch err := r.hub.Get(ctx, client.ObjectKey{Name: s.pair.member}, mc); {
+	case apierrors.IsNotFound(err):
+		return nil, nil // its create event brings the pair back
+	case err != nil:
+		return nil, fmt.Errorf("reading MemberCluster: %w", err)
+	}
+	s.memberCluster = mc
 	fb := &hubv1alpha1.FleetBundle{}
 	switch err := r.hub.Get(ctx, req.NamespacedName, fb); {
 	case apierrors.IsNotFound(err):
@@ -142,22 +151,17 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 	case err != nil:
 		return nil, fmt.Errorf("reading FleetBundle: %w", err)
 	}
-	s.fb = fb
-	mc := &hubv1alpha1.MemberCluster{}
-	switch err := r.hub.Get(ctx, client.ObjectKey{Name: s.pair.member}, mc); {
-	case apierrors.IsNotFound(err):
-		return s, nil // leaving the fleet: nothing is written to it
-	case err != nil:
-		return nil, fmt.Errorf("reading MemberCluster: %w", err)
+	if selectorError(fb.Spec.ClusterSelector) != nil && fb.DeletionTimestamp.IsZero() {
+		return nil, nil // reported on the FleetBundle; its fix is a spec change, which brings the pair back
 	}
-	s.memberCluster = mc
+	s.fb = fb
 	s.want = wanted(fb, mc)
 	return s, nil
 }
 
 // wanted is the bundle a FleetBundle places in a member, or nil if it places none there: the
 // FleetBundle is being deleted, its name does not fit in FleetBundleLabel, or its selector
-// does not select the member (an invalid selector selects none).
+// does not select the member.
 func wanted(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster) *configbundlev1alpha1.ConfigBundle {
 	if !fb.DeletionTimestamp.IsZero() || !LabelFits(client.ObjectKeyFromObject(fb)) {
 		return nil
@@ -288,7 +292,8 @@ var (
 			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 	}}
 	// labelsOrReadinessChanged passes a MemberCluster update that changes its labels or its
-	// Ready condition's status: counts and heartbeats wake nobody.
+	// Ready condition's status or reason (the reason is what a FleetBundle's failedClusters
+	// says of a member that is not Ready): counts wake nobody.
 	labelsOrReadinessChanged = predicate.Funcs{UpdateFunc: func(e eventUpdate) bool {
 		return !equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) || readiness(e.ObjectOld) != readiness(e.ObjectNew)
 	}}
@@ -299,13 +304,13 @@ type eventUpdate = event.UpdateEvent
 func equalLabels(a, b map[string]string) bool { return maps.Equal(a, b) }
 
 // readiness is the status of a MemberCluster's Ready condition ("" if it has none).
-func readiness(o client.Object) metav1.ConditionStatus {
+func readiness(o client.Object) string {
 	mc, ok := o.(*hubv1alpha1.MemberCluster)
 	if !ok {
 		return ""
 	}
 	if c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition); c != nil {
-		return c.Status
+		return string(c.Status) + "/" + c.Reason
 	}
 	return ""
 }

@@ -107,6 +107,9 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatu
 		c.Reason = hubv1alpha1.NameTooLongReason
 		c.Message = fmt.Sprintf("%q is longer than %d characters, the most a label value holds: nothing is placed; recreate the FleetBundle with a shorter name",
 			LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}), hubv1alpha1.MaxFleetBundleLabelValue)
+	case selectorError(fb.Spec.ClusterSelector) != nil:
+		c.Reason = hubv1alpha1.InvalidSelectorReason
+		c.Message = truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", selectorError(fb.Spec.ClusterSelector)))
 	case n.Selected == 0:
 		c.Reason, c.Message = hubv1alpha1.NoClustersSelectedReason, "The clusterSelector selects no member"
 		if fb.Spec.ClusterSelector == nil {

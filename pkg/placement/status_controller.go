@@ -84,7 +84,11 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 		return r.updateFinalizers(ctx, fb) // the update comes back as an event
 	}
 	pending := r.memory.pendingHeals(fb.UID)
-	want := ComputeStatus(fb, r.selectedMembers(ctx, fb), pending, metav1.Now())
+	selected, err := r.selectedMembers(ctx, fb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	want := ComputeStatus(fb, selected, pending, metav1.Now())
 	if equality.Semantic.DeepEqual(want, fb.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -136,10 +140,10 @@ func readyChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
 }
 
 // selectedMembers returns what the status needs of each member the FleetBundle selects.
-func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle) []MemberView {
+func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle) ([]MemberView, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
-		return nil
+		return nil, fmt.Errorf("listing MemberClusters: %w", err)
 	}
 	key := client.ObjectKeyFromObject(fb)
 	var views []MemberView
@@ -153,7 +157,7 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 		}
 		views = append(views, v)
 	}
-	return views
+	return views, nil
 }
 
 // notReady says why a member cannot be reached, or nothing if it can.
@@ -171,15 +175,28 @@ func (r *StatusReconciler) notReady(name string) Outcome {
 
 // cachedBundle returns the bundle of a FleetBundle's name in a member's cache, or nil.
 func (r *StatusReconciler) cachedBundle(ctx context.Context, member string, key client.ObjectKey) *configbundlev1alpha1.ConfigBundle {
-	cl, err := r.manager.GetCluster(ctx, multicluster.ClusterName(member))
+	b, err := r.readBundle(ctx, member, key)
 	if err != nil {
 		return nil
 	}
-	b := &configbundlev1alpha1.ConfigBundle{}
-	if err := cl.GetClient().Get(ctx, key, b); err != nil {
-		return nil
-	}
 	return b
+}
+
+// readBundle reads the bundle of key in a member's cache: nil if there is none, an error if the
+// cache could not tell.
+func (r *StatusReconciler) readBundle(ctx context.Context, member string, key client.ObjectKey) (*configbundlev1alpha1.ConfigBundle, error) {
+	cl, err := r.manager.GetCluster(ctx, multicluster.ClusterName(member))
+	if err != nil {
+		return nil, fmt.Errorf("getting member %q: %w", member, err)
+	}
+	b := &configbundlev1alpha1.ConfigBundle{}
+	switch err := cl.GetClient().Get(ctx, key, b); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the placed bundle in member %q: %w", member, err)
+	}
+	return b, nil
 }
 
 // release removes the finalizer of a FleetBundle being deleted once no connected member holds a
@@ -198,7 +215,11 @@ func (r *StatusReconciler) release(ctx context.Context, fb *hubv1alpha1.FleetBun
 		if r.members.Connected(multicluster.ClusterName(mc.Name)) != nil {
 			continue
 		}
-		if OwnershipOf(r.cachedBundle(ctx, mc.Name, key), key, fb.UID) == Own {
+		b, err := r.readBundle(ctx, mc.Name, key)
+		if err != nil {
+			return ctrl.Result{}, err // unknown is not absent: the finalizer stays
+		}
+		if OwnershipOf(b, key, fb.UID) == Own {
 			// Its removal comes back as an event; the requeue is a safety net.
 			return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
 		}

@@ -109,3 +109,12 @@ func TestNameTooLong(t *testing.T) {
 		t.Errorf("Ready = %+v, want NameTooLong", c)
 	}
 }
+
+func TestInvalidSelector(t *testing.T) {
+	fb := fleetBundle("hello")
+	fb.Spec.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn}}}
+	c := meta.FindStatusCondition(ComputeStatus(fb, nil, 0, metav1.Now()).Conditions, hubv1alpha1.ReadyCondition)
+	if c == nil || c.Reason != hubv1alpha1.InvalidSelectorReason || c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready = %+v, want False InvalidSelector", c)
+	}
+}

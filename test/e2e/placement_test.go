@@ -207,6 +207,26 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 		fbReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
 	g.Expect(memberc["m2"].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
 
+	// An invalid selector (In without values) passes admission: it is reported, and nothing in
+	// any member changes until it is fixed.
+	setSelector := func(sel *metav1.LabelSelector) {
+		g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := &hubv1alpha1.FleetBundle{}
+			if err := hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), got); err != nil {
+				return err
+			}
+			got.Spec.ClusterSelector = sel
+			return hubc.Update(context.Background(), got)
+		})).To(Succeed())
+	}
+	valid := fb.Spec.ClusterSelector
+	setSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn}}})
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.InvalidSelectorReason))
+	g.Consistently(func(g Gomega) []string { return []string{placedMessage("m1", fb)(g), placedMessage("m3", fb)(g)} }).
+		WithTimeout(quietPeriod).WithPolling(interval).Should(Equal([]string{"v6", "v6"}), "an invalid selector removes nothing")
+	setSelector(valid)
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.AllReadyReason))
+
 	// Deleting the FleetBundle removes its bundles, then the FleetBundle.
 	got := &hubv1alpha1.FleetBundle{}
 	g.Expect(hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())

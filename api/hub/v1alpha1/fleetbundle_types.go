@@ -26,6 +26,11 @@ const (
 	// longer than MaxFleetBundleLabelValue (63) characters, the most a label value holds, so
 	// FleetBundleLabel cannot name it: nothing is placed. Recreate it with a shorter name.
 	NameTooLongReason = "NameTooLong"
+
+	// InvalidSelectorReason (False): spec.clusterSelector is not a valid label selector (an
+	// operator In without values, say): nothing is placed, removed or changed in any member
+	// until it is fixed.
+	InvalidSelectorReason = "InvalidSelector"
 )
 
 // MaxFleetBundleLabelValue is the longest "<namespace>.<name>" of a FleetBundle that can be
