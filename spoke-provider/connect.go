@@ -150,12 +150,26 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 			p.log.Error(err, "Member cluster stopped", "cluster", name)
 		}
 	}()
-	for _, obj := range p.opts.WarmTypes {
-		if _, err := cl.GetCache().GetInformer(ctx, obj); err != nil {
-			return nil, &connectError{reason: hubv1alpha1.UnreachableReason, err: fmt.Errorf("warming the cache of %T: %w", obj, err)}
-		}
+	if err := p.warm(ctx, cl); err != nil {
+		return nil, err
 	}
 	return conn, nil
+}
+
+// warm starts the informers of WarmTypes on a started cluster's cache and waits until every one
+// has synced. GetInformer blocks until synced only on a cache already started, and cl.Start runs
+// in its own goroutine and may not have got that far: WaitForCacheSync waits for the start,
+// then for every informer's sync, so that no reconcile reads a cold cache.
+func (p *Provider) warm(ctx context.Context, cl cluster.Cluster) error {
+	for _, obj := range p.opts.WarmTypes {
+		if _, err := cl.GetCache().GetInformer(ctx, obj); err != nil {
+			return &connectError{reason: hubv1alpha1.UnreachableReason, err: fmt.Errorf("warming the cache of %T: %w", obj, err)}
+		}
+	}
+	if !cl.GetCache().WaitForCacheSync(ctx) {
+		return &connectError{reason: hubv1alpha1.UnreachableReason, err: fmt.Errorf("warming the caches: %w", context.Cause(ctx))}
+	}
+	return nil
 }
 
 // withDialer returns a copy of cfg whose every TCP connection the returned dialer makes, so that
