@@ -162,7 +162,34 @@ func (s *scope) hadPublished() bool {
 // then a difference is drift to heal, not a change of the bundle to follow. Where nothing says
 // the hub published a ConfigMap, nobody can say who wrote it, and nothing is counted as a heal.
 func (s *scope) changedByOthers(cm *corev1.ConfigMap) bool {
-	return s.hadPublished() && !s.published(cm)
+	if !s.hadPublished() || s.published(cm) {
+		return false
+	}
+	// Memory knows the hub's last write, when there was one since the hub started; without it,
+	// the ConfigMap's managedFields tell.
+	return s.memory.wrote(s.req) || !s.writtenLastByHub(cm)
+}
+
+// writtenLastByHub reports whether the hub's field manager made the latest write of cm, as its
+// managedFields record it (to the second; a tie with another manager is not the hub's). It
+// covers what memory and status cannot: a hub killed between its ConfigMap write and the status
+// write that records it has, once restarted, neither. It is asked only then: a write that only
+// removes fields may leave no managedFields entry of its own.
+func (s *scope) writtenLastByHub(cm *corev1.ConfigMap) bool {
+	var last time.Time
+	hub := false
+	for _, f := range cm.ManagedFields {
+		if f.Time == nil {
+			continue
+		}
+		switch t := f.Time.Time; {
+		case t.After(last):
+			last, hub = t, f.Manager == s.fieldOwner
+		case t.Equal(last) && f.Manager != s.fieldOwner:
+			hub = false
+		}
+	}
+	return hub
 }
 
 func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
