@@ -99,8 +99,7 @@ func untilConverged(t *testing.T, c client.Client, heals map[*v1alpha1.ConfigBun
 	t.Helper()
 	ctx := context.Background()
 	took := map[string]time.Duration{}
-	deadline := time.Now().Add(timeout)
-	for {
+	NewWithT(t).Eventually(func() error {
 		var errs []error
 		for b, n := range heals {
 			if _, done := took[b.Name]; done {
@@ -112,14 +111,9 @@ func untilConverged(t *testing.T, c client.Client, heals map[*v1alpha1.ConfigBun
 			}
 			took[b.Name] = time.Since(since).Round(time.Millisecond)
 		}
-		if len(errs) == 0 {
-			return took
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not converged %s after the member answered again: %v (converged: %v)", timeout, errors.Join(errs...), took)
-		}
-		time.Sleep(interval)
-	}
+		return errors.Join(errs...)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "not converged after the member answered again (converged: %v)", took)
+	return took
 }
 
 // createBundles creates bundles b1..bn in a namespace of their own and waits until each is
