@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +27,7 @@ import (
 
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/statusbudget"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -111,8 +111,8 @@ type MemberClusterReconciler struct {
 
 	recorder events.EventRecorder
 
-	mu         sync.Mutex
-	lastWrites map[string]time.Time
+	// writes spaces out the status writes of each member that change only its counts.
+	writes statusbudget.Budget[string]
 }
 
 // SetupWithManager builds the MemberCluster and Fleet controllers. secretNamespace is the
@@ -121,7 +121,7 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 	opts.defaults()
 	r := &MemberClusterReconciler{
 		hub: mgr.GetLocalManager().GetClient(), members: members, opts: opts,
-		secretNamespace: secretNamespace, lastWrites: map[string]time.Time{},
+		secretNamespace: secretNamespace, writes: statusbudget.Budget[string]{Interval: opts.MinWriteInterval},
 		recorder: mgr.GetLocalManager().GetEventRecorder(hubv1alpha1.FieldOwner),
 	}
 	byMemberName := func(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
@@ -180,7 +180,7 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	}
 	// A change of a condition is written at once; counts and lastSeenTime wait for the budget.
 	transition := !equality.Semantic.DeepEqual(conditionsOf(want), conditionsOf(mc.Status))
-	if wait := r.writeBudget(name, transition); wait > 0 {
+	if wait := r.writes.Take(name, transition); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	updated := mc.DeepCopy()
@@ -250,23 +250,9 @@ func (r *MemberClusterReconciler) deleteStale(ctx context.Context, name string, 
 	if err := r.hub.Delete(ctx, mc); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting stale MemberCluster: %w", err)
 	}
-	r.mu.Lock()
-	delete(r.lastWrites, name)
-	r.mu.Unlock()
+	r.writes.Forget(name)
 	deleteCredentialsMetric(name)
 	return nil
-}
-
-// writeBudget rate-limits status writes per member: it returns how long to wait before the
-// next write may happen, and books the write if it may happen now (always, when now is set).
-func (r *MemberClusterReconciler) writeBudget(name string, now bool) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if wait := r.opts.MinWriteInterval - time.Since(r.lastWrites[name]); wait > 0 && !now {
-		return wait
-	}
-	r.lastWrites[name] = time.Now()
-	return 0
 }
 
 // requeue comes back to count a Ready member's bundles again, and when the member's credential

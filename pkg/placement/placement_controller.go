@@ -28,6 +28,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/statusbudget"
 )
 
 // What placement needs in each member cluster, besides the ConfigBundle reconciler's rules:
@@ -65,7 +66,8 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, opts Options) erro
 	if err := r.setup(); err != nil {
 		return err
 	}
-	s := &StatusReconciler{manager: mgr, hub: local.GetClient(), members: members, opts: opts, memory: mem}
+	s := &StatusReconciler{manager: mgr, hub: local.GetClient(), members: members, opts: opts, memory: mem,
+		writes: statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval}}
 	return s.setup(n)
 }
 
@@ -190,14 +192,15 @@ func (r *Reconciler) fleetBundleToPairs(_ multicluster.ClusterName, _ cluster.Cl
 // memberToPairs maps a MemberCluster to its pairs with every FleetBundle.
 func (r *Reconciler) memberToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return r.pairsOf(ctx, o.GetName())
+		return pairsOf(ctx, r.hub, o.GetName())
 	})
 }
 
-// pairsOf returns a member's pairs with every FleetBundle.
-func (r *Reconciler) pairsOf(ctx context.Context, member string) []mcreconcile.Request {
+// pairsOf returns a member's pairs with every FleetBundle; member "" gives the status
+// controller's requests, one per FleetBundle.
+func pairsOf(ctx context.Context, hub client.Reader, member string) []mcreconcile.Request {
 	list := &hubv1alpha1.FleetBundleList{}
-	if err := r.hub.List(ctx, list); err != nil {
+	if err := hub.List(ctx, list); err != nil {
 		return nil
 	}
 	reqs := make([]mcreconcile.Request, 0, len(list.Items))
@@ -236,7 +239,7 @@ func (r *Reconciler) resyncSource() source.TypedSource[mcreconcile.Request] {
 }
 
 func (r *Reconciler) resync(ctx context.Context, name string, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	for _, req := range r.pairsOf(ctx, name) {
+	for _, req := range pairsOf(ctx, r.hub, name) {
 		q.Add(req)
 	}
 	member, err := r.manager.GetCluster(ctx, multicluster.ClusterName(name))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,6 +25,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/statusbudget"
 )
 
 // conflictRetry is how soon a status is computed again after a write lost to a newer version:
@@ -41,8 +41,8 @@ type StatusReconciler struct {
 	opts    Options
 	memory  *memory
 
-	mu         sync.Mutex
-	lastWrites map[types.NamespacedName]time.Time // of each FleetBundle's status; see writeBudget
+	// writes spaces out the status writes of each FleetBundle that change only its counts.
+	writes statusbudget.Budget[types.NamespacedName]
 }
 
 func (r *StatusReconciler) setup(n *notifier) error {
@@ -71,7 +71,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	fb := &hubv1alpha1.FleetBundle{}
 	switch err := r.hub.Get(ctx, req.NamespacedName, fb); {
 	case apierrors.IsNotFound(err):
-		r.forget(req.NamespacedName)
+		r.writes.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading FleetBundle: %w", err)
@@ -92,7 +92,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if equality.Semantic.DeepEqual(want, fb.Status) {
 		return ctrl.Result{}, nil
 	}
-	if wait := r.writeBudget(req.NamespacedName, readyChanged(want, fb.Status)); wait > 0 {
+	if wait := r.writes.Take(req.NamespacedName, readyChanged(want, fb.Status)); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	updated := fb.DeepCopy()
@@ -104,29 +104,6 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	}
 	r.memory.healsWritten(fb.UID, pending)
 	return ctrl.Result{}, nil
-}
-
-// writeBudget returns how long the status write of a FleetBundle must wait: nothing for a change
-// of its Ready condition, otherwise until MinStatusInterval after its last status write. A write
-// allowed now is noted as made.
-func (r *StatusReconciler) writeBudget(key types.NamespacedName, transition bool) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lastWrites == nil {
-		r.lastWrites = map[types.NamespacedName]time.Time{}
-	}
-	if wait := r.opts.MinStatusInterval - time.Since(r.lastWrites[key]); wait > 0 && !transition {
-		return wait
-	}
-	r.lastWrites[key] = time.Now()
-	return 0
-}
-
-// forget drops what writeBudget remembers of a FleetBundle that is gone.
-func (r *StatusReconciler) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.lastWrites, key)
 }
 
 // readyChanged reports whether the Ready condition's status or reason differs between two
@@ -256,15 +233,7 @@ func (r *StatusReconciler) toItself(_ multicluster.ClusterName, _ cluster.Cluste
 // toEveryFleetBundle maps a MemberCluster to every FleetBundle's status.
 func (r *StatusReconciler) toEveryFleetBundle(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []mcreconcile.Request {
-		list := &hubv1alpha1.FleetBundleList{}
-		if err := r.hub.List(ctx, list); err != nil {
-			return nil
-		}
-		reqs := make([]mcreconcile.Request, 0, len(list.Items))
-		for _, fb := range list.Items {
-			reqs = append(reqs, mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fb)}})
-		}
-		return reqs
+		return pairsOf(ctx, r.hub, "")
 	})
 }
 

@@ -70,6 +70,21 @@ func newFleetBundle(t *testing.T, ns, name, key string, spec v1alpha1.ConfigBund
 	return fb
 }
 
+// placedOn joins members, selects them by key=yes, and places FleetBundle ns/web with message in
+// them (the namespace created in each); it returns once every member's ConfigMap has it.
+func placedOn(t *testing.T, key, ns, message string, names ...string) *hubv1alpha1.FleetBundle {
+	t.Helper()
+	g := NewWithT(t)
+	joined(t, names...)
+	for _, m := range names {
+		ensureNamespace(g, m, ns)
+		selectMember(t, m, key, "yes")
+	}
+	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: message})
+	everywhere(g, fb, message, names...)
+	return fb
+}
+
 // deleteFleetBundle deletes a FleetBundle and waits until it is gone (its finalizer removed).
 func deleteFleetBundle(g Gomega, fb *hubv1alpha1.FleetBundle) {
 	g.Expect(client.IgnoreNotFound(hubc.Delete(context.Background(), fb))).To(Succeed())
@@ -334,14 +349,8 @@ func TestFleetBundleAdmission(t *testing.T) {
 // and its bundle in that member is removed when the member is back.
 func TestPlacementPausedMemberIsCountedAndDelaysNobody(t *testing.T) {
 	g := NewWithT(t)
-	joined(t, "m1", "m2")
-	const key, ns = "e2e.placement/paused", "placement-paused"
-	for _, m := range []string{"m1", "m2"} {
-		ensureNamespace(g, m, ns)
-		selectMember(t, m, key, "yes")
-	}
-	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "before"})
-	everywhere(g, fb, "before", "m1", "m2")
+	const ns = "placement-paused"
+	fb := placedOn(t, "e2e.placement/paused", ns, "before", "m1", "m2")
 
 	pause := func() {
 		g.Expect(members["m2"].Pause()).To(Succeed())
@@ -398,14 +407,8 @@ func TestPlacementCountsMembersNotJoined(t *testing.T) {
 // removed) keeps the bundle placed in it, untouched, and is no longer counted.
 func TestPlacementLeavesAMemberThatLeftUntouched(t *testing.T) {
 	g := NewWithT(t)
-	joined(t, "m1", "m3")
-	const key, ns = "e2e.placement/leave", "placement-leave"
-	for _, m := range []string{"m1", "m3"} {
-		ensureNamespace(g, m, ns)
-		selectMember(t, m, key, "yes")
-	}
-	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "stay"})
-	everywhere(g, fb, "stay", "m1", "m3")
+	const ns = "placement-leave"
+	fb := placedOn(t, "e2e.placement/leave", ns, "stay", "m1", "m3")
 	before := placed("m3", fb)(g)
 
 	leave(g, "m3")
