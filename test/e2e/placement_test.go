@@ -409,6 +409,8 @@ func TestPlacementLeavesAMemberThatLeftUntouched(t *testing.T) {
 	g := NewWithT(t)
 	const ns = "placement-leave"
 	fb := placedOn(t, "e2e.placement/leave", ns, "stay", "m1", "m3")
+	// Settled: the member's reconciler has written the placed bundle's status too.
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.AllReadyReason))
 	before := placed("m3", fb)(g)
 
 	leave(g, "m3")
