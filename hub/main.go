@@ -71,6 +71,9 @@ ConfigBundles into ConfigMaps, heals drift, and reports each member's health as 
 and the fleet's as the Fleet "default". Members are added with "hub register".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				return err // a usage error, said before anything starts
+			}
 			return runHub(opts, zapOpts)
 		},
 		SilenceErrors:     true,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,7 +126,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	}
 
 	opts := append([]cluster.Option{func(o *cluster.Options) { o.NewClient = p.newClient }}, p.opts.ClusterOptions...)
-	cl, err := cluster.New(cfg, opts...)
+	cl, err := cluster.New(p.fenced(name, cfg), opts...)
 	if err != nil {
 		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
 	}
@@ -255,4 +256,37 @@ func (p *Provider) applyCRDs(ctx context.Context, cfg *rest.Config) error {
 func servesCRDs(disc discovery.DiscoveryInterface, crds []*apiextensionsv1.CustomResourceDefinition) bool {
 	missing, err := crdsMissing(disc, crds)
 	return err == nil && !missing
+}
+
+// fenced returns cfg with every write request going through Options.Fence, or cfg itself if
+// there is no fence.
+func (p *Provider) fenced(name string, cfg *rest.Config) *rest.Config {
+	if p.opts.Fence == nil {
+		return cfg
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return &fence{next: next, begin: func() (func(), error) { return p.opts.Fence(name) }}
+	})
+	return cfg
+}
+
+// fence lets a write request leave only if begin allows it, right before it would, and ends
+// the write once it is answered.
+type fence struct {
+	next  http.RoundTripper
+	begin func() (end func(), err error)
+}
+
+func (f *fence) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return f.next.RoundTrip(req)
+	}
+	end, err := f.begin()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s refused: %w", req.Method, req.URL.Path, err)
+	}
+	defer end()
+	return f.next.RoundTrip(req)
 }

@@ -84,6 +84,21 @@ type Options struct {
 	// FieldOwner is the field manager of the CRDs the provider applies. Defaults to
 	// hubv1alpha1.FieldOwner.
 	FieldOwner string
+
+	// Owns, if set, shards the members between hub replicas: the provider connects to, probes
+	// and engages only the members for which it returns true, lets go of a member as soon as
+	// it returns false (see Rebalance), and runs on every replica, leader election or not.
+	// Defaults to nil: every member.
+	Owns func(name string) bool
+
+	// Fence, if set, is asked before every write the clients of an engaged member send
+	// (create, update, patch, delete; reads are not fenced): an error refuses the write, which
+	// fails with that error; otherwise end is called once the write has been answered. Sharded
+	// replicas fence writes with the member's Lease, so that a replica whose Lease may have
+	// lapsed (paused, cut off) does not write to a member another replica has taken over, and a
+	// replica handing a member over releases its Lease only after its last write. Joining (the
+	// CRD install) is not fenced. Defaults to nil.
+	Fence func(name string) (end func(), err error)
 }
 
 // defaults applies the defaults of Options: the one place they are applied.

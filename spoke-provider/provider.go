@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +51,8 @@ type Provider struct {
 	aware   multicluster.Aware
 
 	// queue is the Secret controller's workqueue, through which a failed connection is
-	// retried (AddAfter); set when the controller starts, before any Reconcile.
+	// retried (AddAfter); set (under mu, for Rebalance) when the controller starts, before any
+	// Reconcile.
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 	mu        sync.Mutex
@@ -93,15 +95,45 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 	p.hub = mgr.GetLocalManager().GetClient()
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == p.opts.Namespace })
 	keepQueue := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		p.mu.Lock()
 		p.queue = q
+		p.mu.Unlock()
 		return nil
 	})
 	return ctrl.NewControllerManagedBy(mgr.GetLocalManager()).
 		Named("kubeconfig-secrets").
 		For(&corev1.Secret{}, builder.WithPredicates(inNamespace)).
 		WatchesRawSource(keepQueue).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(p.NeedLeaderElection())}).
 		Complete(p)
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: a provider that shards members
+// between replicas (Options.Owns) runs on each of them; otherwise only on the elected one.
+func (p *Provider) NeedLeaderElection() bool { return p.opts.Owns == nil }
+
+// Owns reports whether this replica manages the member: always, unless Options.Owns shards the
+// members between replicas.
+func (p *Provider) Owns(name string) bool { return p.opts.Owns == nil || p.opts.Owns(name) }
+
+// Rebalance has every member's Secret reconciled again, so that the provider lets go of the
+// members it no longer owns and connects the ones it now owns. Call it when the answers of
+// Options.Owns may have changed (the peer replicas changed).
+func (p *Provider) Rebalance(ctx context.Context) error {
+	p.mu.Lock()
+	queue := p.queue
+	p.mu.Unlock()
+	if queue == nil {
+		return nil // not started yet: every Secret is reconciled when it starts
+	}
+	secrets := &corev1.SecretList{}
+	if err := p.hub.List(ctx, secrets, client.InNamespace(p.opts.Namespace), client.MatchingLabels{p.opts.Label: "true"}); err != nil {
+		return fmt.Errorf("listing the kubeconfig Secrets: %w", err)
+	}
+	for _, s := range secrets.Items {
+		queue.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+	}
+	return nil
 }
 
 // Start implements multicluster.ProviderRunnable: it records the manager to engage members
@@ -205,7 +237,11 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := p.hub.Get(ctx, req.NamespacedName, secret); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("reading Secret: %w", err)
 	} else if err != nil || secret.Labels[p.opts.Label] != "true" || !secret.DeletionTimestamp.IsZero() {
-		p.remove(req.Name)
+		p.remove(req.Name, "Member left")
+		return ctrl.Result{}, nil
+	}
+	if !p.Owns(req.Name) {
+		p.remove(req.Name, "Member handed over to another replica")
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: p.admit(secret)}, nil
@@ -343,8 +379,9 @@ func (p *Provider) connectFailed(name, hash string, err error) {
 	p.queue.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: p.opts.Namespace, Name: name}}, retryIn)
 }
 
-// remove disengages a member whose Secret is gone or unlabelled. Nothing in the member changes.
-func (p *Provider) remove(name string) {
+// remove disengages a member whose Secret is gone or unlabelled, or that another replica now
+// manages, and logs why. Nothing in the member changes.
+func (p *Provider) remove(name, why string) {
 	p.mu.Lock()
 	m, ok := p.members[name]
 	delete(p.members, name)
@@ -361,7 +398,7 @@ func (p *Provider) remove(name string) {
 	if active != nil {
 		active.cancel()
 	}
-	p.log.Info("Member left", "cluster", name)
+	p.log.Info(why, "cluster", name)
 	p.changed(name)
 	// A member refused as a duplicate may be the cluster that just left: try it now, not after
 	// its back-off.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -93,6 +94,10 @@ type Options struct {
 	// lists of metadata tell) are reconciled on a live read. The function does not block.
 	// Defaults to nil.
 	ResyncOn func(resync func(name string))
+
+	// Sharded runs the controller on every hub replica, each for the members engaged with it
+	// (sharded replicas), instead of only on the elected one. Defaults to false.
+	Sharded bool
 }
 
 func (o *Options) defaults() {
@@ -154,6 +159,7 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			ReconciliationTimeout:   opts.ReconcileTimeout,
+			NeedLeaderElection:      ptr.To(!opts.Sharded),
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBaseDelay, opts.RetryMaxDelay),
 			LogConstructor: func(req *mcreconcile.Request) logr.Logger {
 				log := mgr.GetLogger().WithValues("controller", ControllerName)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -44,6 +45,8 @@ const conflictRetry = 100 * time.Millisecond
 // Members is what the reports need from the provider (*spokeprovider.Provider).
 type Members interface {
 	State(name string) (spokeprovider.State, bool)
+	// Owns reports whether this replica manages the member (always, unless sharded).
+	Owns(name string) bool
 	Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error)
 	OnChange(fn func(name string))
 }
@@ -76,6 +79,15 @@ type Options struct {
 	// configbundle.Reconciler.Unreported): those bundles are counted by it, not by their stale
 	// status. Defaults to nil.
 	Unreported func(member string) map[types.NamespacedName]metav1.Condition
+
+	// Replica is this hub replica's identity (--replica-id), written to the status.replica of
+	// the MemberClusters it manages. Defaults to empty (not written).
+	Replica string
+
+	// Sharded runs the MemberCluster controller on every replica, each for the members it owns
+	// (Members.Owns), while the Fleet roll-up stays with the one elected replica. Defaults to
+	// false: both wait for leader election, when the manager has it.
+	Sharded bool
 }
 
 // Defaults of Options.
@@ -139,7 +151,9 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 		Watches(&corev1.Secret{}, byMemberName, hubOnly...).
 		Watches(&v1alpha1.ConfigBundle{}, byMemberName, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		WatchesRawSource(r.stateChanges()).
-		WithOptions(controller.TypedOptions[mcreconcile.Request]{MaxConcurrentReconciles: 4, ReconciliationTimeout: 30 * time.Second}).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{
+			MaxConcurrentReconciles: 4, ReconciliationTimeout: 30 * time.Second, NeedLeaderElection: ptr.To(!opts.Sharded),
+		}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the membercluster controller: %w", err)
@@ -161,6 +175,11 @@ func (r *MemberClusterReconciler) stateChanges() source.TypedSource[mcreconcile.
 // bundles, or deletes it when the member's Secret is gone.
 func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	name := req.Name
+	if !r.members.Owns(name) { // another replica manages it, and reports it
+		r.writes.Forget(name)
+		deleteCredentialsMetric(name)
+		return ctrl.Result{}, nil
+	}
 	if gone, err := r.secretGone(ctx, name); err != nil || gone {
 		return ctrl.Result{}, r.deleteStale(ctx, name, err)
 	}
@@ -178,8 +197,9 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	if equality.Semantic.DeepEqual(want, mc.Status) {
 		return r.requeue(state, now), nil
 	}
-	// A change of a condition is written at once; counts and lastSeenTime wait for the budget.
-	transition := !equality.Semantic.DeepEqual(conditionsOf(want), conditionsOf(mc.Status))
+	// A change of a condition or of the managing replica is written at once; counts and
+	// lastSeenTime wait for the budget.
+	transition := !equality.Semantic.DeepEqual(conditionsOf(want), conditionsOf(mc.Status)) || want.Replica != mc.Status.Replica
 	if wait := r.writes.Take(name, transition); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}

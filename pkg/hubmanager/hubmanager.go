@@ -7,8 +7,10 @@ package hubmanager
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -27,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
@@ -42,6 +46,7 @@ const (
 	DefaultResyncPeriod           = 10 * time.Minute
 	DefaultMetricsBindAddress     = ":8080"
 	DefaultHealthProbeBindAddress = ":8081"
+	DefaultLeaseDuration          = 15 * time.Second
 )
 
 // Options configure the hub. The zero value of every field means its default, which the
@@ -65,8 +70,22 @@ type Options struct {
 	// MetricsBindAddress and HealthProbeBindAddress serve metrics and health endpoints; "0"
 	// disables one. Default to ":8080" and ":8081".
 	MetricsBindAddress, HealthProbeBindAddress string
-	// LeaderElect elects one active hub among replicas. Defaults to false.
+	// LeaderElect elects one active hub among replicas. Defaults to false. Exclusive with
+	// Sharded.
 	LeaderElect bool
+	// Sharded shares the members between the replicas run with it, each member reconciled by
+	// exactly one live replica, fenced by its Lease; the hub-wide work (Fleet roll-up,
+	// FleetBundle status) is done by one elected replica. Defaults to false. Exclusive with
+	// LeaderElect.
+	Sharded bool
+	// ReplicaID is this replica's identity: it names its peer Lease, holds the Leases of the
+	// members it manages and is written to their MemberClusters' status.replica. Defaults to
+	// $POD_NAME, else the hostname (made a DNS-1123 name).
+	ReplicaID string
+	// LeaseDuration is the duration of the Leases of leader election and of sharded replicas,
+	// renewed every third of it: a dead replica's work is taken over after about this long.
+	// Defaults to 15 seconds.
+	LeaseDuration time.Duration
 	// CredentialsExpiryWarning is how long before a member's credential expires its
 	// CredentialsValid condition turns False (ExpiresSoon). Defaults to 30 days.
 	CredentialsExpiryWarning time.Duration
@@ -92,7 +111,37 @@ func (o Options) complete() Options {
 	o.HealthProbeBindAddress = cmp.Or(o.HealthProbeBindAddress, DefaultHealthProbeBindAddress)
 	o.CredentialsExpiryWarning = cmp.Or(o.CredentialsExpiryWarning, fleet.DefaultCredentialsExpiryWarning)
 	o.HeartbeatInterval = cmp.Or(o.HeartbeatInterval, fleet.DefaultHeartbeatInterval)
+	o.ReplicaID = cmp.Or(o.ReplicaID, os.Getenv("POD_NAME"), hostname())
+	o.LeaseDuration = cmp.Or(o.LeaseDuration, DefaultLeaseDuration)
 	return o
+}
+
+// hostname returns the host's name as a DNS-1123 name, or "" if it has none.
+func hostname() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return sanitize.DNS1123(h)
+	}
+	return ""
+}
+
+// Validate reports options that cannot work together or a value the hub cannot use, as the
+// flags name them.
+func (o Options) Validate() error {
+	o = o.complete()
+	if o.Sharded && o.LeaderElect {
+		return errors.New("--sharded and --leader-elect are mutually exclusive: sharded replicas share the members (and elect one of them for the hub-wide work), leader election makes one replica do everything; choose one")
+	}
+	if o.LeaseDuration < 3*time.Second {
+		return fmt.Errorf("--lease-duration %s is too short: at least 3s (Leases count whole seconds, renewed every third)", o.LeaseDuration)
+	}
+	if o.ReplicaID == "" {
+		return errors.New("--replica-id is empty, and neither $POD_NAME nor the hostname gives one")
+	}
+	if errs := validation.IsDNS1123Subdomain(hubv1alpha1.PeerLeasePrefix + "-" + o.ReplicaID); len(errs) > 0 || sanitize.DNS1123(o.ReplicaID) != o.ReplicaID {
+		return fmt.Errorf("--replica-id %q cannot name a Lease: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most %d characters",
+			o.ReplicaID, validation.DNS1123SubdomainMaxLength-len(hubv1alpha1.PeerLeasePrefix)-1)
+	}
+	return nil
 }
 
 // BindFlags defines the hub's command-line flags on fs, each bound to a field of o and
@@ -111,7 +160,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(o.InstallCRDs, "install-crds", *d.InstallCRDs, "Apply the ConfigBundle CRD to each member when it joins (server-side apply).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", d.MetricsBindAddress, `Address of the Prometheus metrics endpoint; "0" disables it.`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", d.HealthProbeBindAddress, `Address of the /healthz and /readyz endpoints; "0" disables them.`)
-	fs.BoolVar(&o.LeaderElect, "leader-elect", d.LeaderElect, "Elect a leader among hub replicas (a Lease in --secret-namespace), so that only one reconciles.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", d.LeaderElect, "Elect a leader among hub replicas (a Lease in --secret-namespace), so that only one reconciles. Exclusive with --sharded.")
+	fs.BoolVar(&o.Sharded, "sharded", d.Sharded, "Share the members between the hub replicas run with it: each member is reconciled by exactly one live replica, fenced by a Lease in --secret-namespace. Exclusive with --leader-elect.")
+	o.ReplicaID = ""
+	fs.StringVar(&o.ReplicaID, "replica-id", "", "This replica's identity, unique among the replicas: names its Leases and shows in MemberCluster status.replica. (default $POD_NAME, else the hostname)")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", d.LeaseDuration, "Duration of the Leases of --leader-elect and --sharded, renewed every third of it: a dead replica's work is taken over after about this long.")
 	fs.DurationVar(&o.CredentialsExpiryWarning, "credentials-expiry-warning", d.CredentialsExpiryWarning, "How long before a member's credential expires its MemberCluster's CredentialsValid condition turns False (ExpiresSoon).")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "How often the hub refreshes Fleet status.heartbeatTime, which hub status --max-age checks (one write per interval).")
 }
@@ -145,44 +198,35 @@ func Scheme() (*runtime.Scheme, error) {
 
 // New assembles a hub that runs against the hub cluster of cfg.
 func New(cfg *rest.Config, opts Options) (*Hub, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	opts = opts.complete()
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
 	}
-	provider, err := newProvider(scheme, opts)
+	var shards *sharding
+	if opts.Sharded {
+		if shards, err = newSharding(cfg, scheme, opts); err != nil {
+			return nil, err
+		}
+	}
+	provider, err := newProvider(scheme, opts, shards)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newManager(cfg, scheme, provider, opts)
+	mgr, err := newManager(cfg, scheme, provider, opts, shards)
 	if err != nil {
 		return nil, err
 	}
-	if err := provider.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the provider: %w", err)
+	if shards != nil {
+		shards.provider = provider
+		if err := mgr.GetLocalManager().Add(shards); err != nil {
+			return nil, err
+		}
 	}
-	// A member that becomes Ready (on join or after an outage) has all its bundles reconciled.
-	reconciler, err := configbundle.SetupWithManager(mgr, configbundle.Options{
-		ResyncPeriod:      opts.ResyncPeriod,
-		RetryBaseDelay:    opts.RetryBaseDelay,
-		RetryMaxDelay:     opts.RetryMaxDelay,
-		Connected:         provider.Connected,
-		NotConnectedRetry: provider.Options().ProbeInterval,
-		ResyncOn:          provider.OnReady,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := fleet.SetupWithManager(mgr, provider, opts.SecretNamespace, fleet.Options{
-		CredentialsExpiryWarning: opts.CredentialsExpiryWarning,
-		HeartbeatInterval:        opts.HeartbeatInterval,
-		Unreported:               unreported(reconciler),
-	}); err != nil {
-		return nil, err
-	}
-	if err := placement.SetupWithManager(mgr, provider, placement.Options{
-		NotConnectedRetry: provider.Options().ProbeInterval,
-	}); err != nil {
+	if err := setupControllers(mgr, provider, opts, shards); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -192,6 +236,42 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	return &Hub{Manager: mgr, Provider: provider}, nil
+}
+
+// setupControllers sets up the provider's Secret controller, the ConfigBundle reconciler, the
+// health reports and FleetBundle placement on mgr.
+func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, opts Options, shards *sharding) error {
+	if err := provider.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the provider: %w", err)
+	}
+	// A member that becomes Ready (on join or after an outage) has all its bundles reconciled.
+	reconciler, err := configbundle.SetupWithManager(mgr, configbundle.Options{
+		ResyncPeriod:      opts.ResyncPeriod,
+		RetryBaseDelay:    opts.RetryBaseDelay,
+		RetryMaxDelay:     opts.RetryMaxDelay,
+		Connected:         provider.Connected,
+		NotConnectedRetry: provider.Options().ProbeInterval,
+		ResyncOn:          provider.OnReady,
+		Sharded:           opts.Sharded,
+	})
+	if err != nil {
+		return err
+	}
+	if err := fleet.SetupWithManager(mgr, provider, opts.SecretNamespace, fleet.Options{
+		CredentialsExpiryWarning: opts.CredentialsExpiryWarning,
+		HeartbeatInterval:        opts.HeartbeatInterval,
+		Unreported:               unreported(reconciler),
+		Replica:                  opts.ReplicaID,
+		Sharded:                  opts.Sharded,
+	}); err != nil {
+		return err
+	}
+	return placement.SetupWithManager(mgr, provider, placement.Options{
+		NotConnectedRetry: provider.Options().ProbeInterval,
+		Sharded:           opts.Sharded,
+		Replica:           opts.ReplicaID,
+		LiveReplicas:      shards.liveReplicas,
+	})
 }
 
 // unreported adapts the reconciler's bundles whose outcome could not be written to the reports.
@@ -205,12 +285,19 @@ func unreported(r *configbundle.Reconciler) func(string) map[types.NamespacedNam
 	}
 }
 
-func newProvider(scheme *runtime.Scheme, opts Options) (*spokeprovider.Provider, error) {
+func newProvider(scheme *runtime.Scheme, opts Options, shards *sharding) (*spokeprovider.Provider, error) {
 	memberCRDs, err := config.MemberCRDs()
 	if err != nil {
 		return nil, err
 	}
+	var owns func(string) bool
+	var fence func(string) (func(), error)
+	if shards != nil {
+		owns, fence = shards.owns, shards.fence
+	}
 	return spokeprovider.New(spokeprovider.Options{
+		Owns:          owns,
+		Fence:         fence,
 		Namespace:     opts.SecretNamespace,
 		Label:         opts.SecretLabel,
 		Key:           opts.SecretKey,
@@ -228,19 +315,28 @@ func newProvider(scheme *runtime.Scheme, opts Options) (*spokeprovider.Provider,
 	}), nil
 }
 
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options) (mcmanager.Manager, error) {
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, shards *sharding) (mcmanager.Manager, error) {
 	cacheOpts := cache.Options{}
 	provider.SecretCacheOptions(&cacheOpts)
+	var mcOpts []mcmanager.Option
+	if shards != nil {
+		mcOpts = append(mcOpts, mcmanager.WithCoordinator(shards.coord))
+	}
+	// Sharded replicas elect one of them too, for the hub-wide work; the per-member work runs
+	// on every replica (its controllers and the provider say they need no leader election).
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
-		LeaderElection:                opts.LeaderElect,
+		LeaderElection:                opts.LeaderElect || opts.Sharded,
 		LeaderElectionID:              hubv1alpha1.LeaderElectionID,
 		LeaderElectionNamespace:       opts.SecretNamespace,
 		LeaderElectionReleaseOnCancel: true,
-	})
+		LeaseDuration:                 ptr.To(opts.LeaseDuration),
+		RenewDeadline:                 ptr.To(opts.LeaseDuration * 2 / 3),
+		RetryPeriod:                   ptr.To(opts.LeaseDuration * 2 / 15),
+	}, mcOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}

@@ -18,6 +18,8 @@ type Members interface {
 	State(name string) (spokeprovider.State, bool)
 	// OnReady registers fn to be called when a member becomes Ready.
 	OnReady(fn func(name string))
+	// Owns reports whether this replica manages the member (always, unless sharded).
+	Owns(name string) bool
 }
 
 // Options configure placement. The zero value is ready to use; each field documents its
@@ -54,6 +56,19 @@ type Options struct {
 	// FieldOwner is the field manager of placement's writes and the reporting controller of its
 	// Events. Defaults to hubv1alpha1.FieldOwner.
 	FieldOwner string
+
+	// Sharded runs both controllers on every hub replica (sharded replicas): placement for the
+	// members engaged with the replica; fleetbundle-status to write the replica's share of each
+	// FleetBundle's status (status.replicas) and, on the elected replica only, the totals and
+	// the finalizer. Defaults to false: both wait for leader election, when the manager has it.
+	Sharded bool
+
+	// Replica is this replica's --replica-id, the key of its share. Required when Sharded.
+	Replica string
+
+	// LiveReplicas returns the ids of the live replicas: the elected replica drops the shares of
+	// the others. Required when Sharded.
+	LiveReplicas func() []string
 }
 
 func (o *Options) defaults() {

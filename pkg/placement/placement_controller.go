@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -67,7 +68,8 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, opts Options) erro
 		return err
 	}
 	s := &StatusReconciler{manager: mgr, hub: local.GetClient(), members: members, opts: opts, memory: mem,
-		writes: statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval}}
+		writes:      statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval},
+		shareWrites: statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval}}
 	return s.setup(n)
 }
 
@@ -84,6 +86,7 @@ func (r *Reconciler) setup() error {
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles,
 			ReconciliationTimeout:   r.opts.ReconcileTimeout,
+			NeedLeaderElection:      ptr.To(!r.opts.Sharded),
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](r.opts.RetryBaseDelay, r.opts.RetryMaxDelay),
 			LogConstructor:          logConstructor(r.manager, ControllerName),
 		}).

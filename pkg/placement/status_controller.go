@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -41,24 +42,28 @@ type StatusReconciler struct {
 	opts    Options
 	memory  *memory
 
-	// writes spaces out the status writes of each FleetBundle that change only its counts.
-	writes statusbudget.Budget[types.NamespacedName]
+	// writes spaces out the status writes of each FleetBundle that change only its counts;
+	// shareWrites the writes of this replica's share of it (sharded replicas).
+	writes, shareWrites statusbudget.Budget[types.NamespacedName]
 }
 
 func (r *StatusReconciler) setup(n *notifier) error {
 	hubOnly := []mcbuilder.WatchesOption{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
-	err := mcbuilder.ControllerManagedBy(r.manager).
+	b := mcbuilder.ControllerManagedBy(r.manager).
 		Named(StatusControllerName).
 		Watches(&hubv1alpha1.FleetBundle{}, r.toItself, hubOnly...).
 		Watches(&hubv1alpha1.MemberCluster{}, r.toEveryFleetBundle, append(hubOnly, mcbuilder.WithPredicates(labelsOrReadinessChanged))...).
 		Watches(&configbundlev1alpha1.ConfigBundle{}, r.placedToFleetBundle, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
-		WatchesRawSource(n.source()).
-		WithOptions(controller.TypedOptions[mcreconcile.Request]{
-			MaxConcurrentReconciles: 2,
-			ReconciliationTimeout:   r.opts.ReconcileTimeout,
-			LogConstructor:          logConstructor(r.manager, StatusControllerName),
-		}).
-		Complete(r)
+		WatchesRawSource(n.source())
+	if r.opts.Sharded { // the elected replica takes over the totals of every FleetBundle
+		b = b.WatchesRawSource(r.electedSource())
+	}
+	err := b.WithOptions(controller.TypedOptions[mcreconcile.Request]{
+		MaxConcurrentReconciles: 2,
+		ReconciliationTimeout:   r.opts.ReconcileTimeout,
+		NeedLeaderElection:      ptr.To(!r.opts.Sharded),
+		LogConstructor:          logConstructor(r.manager, StatusControllerName),
+	}).Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the %s controller: %w", StatusControllerName, err)
 	}
@@ -72,9 +77,13 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	switch err := r.hub.Get(ctx, req.NamespacedName, fb); {
 	case apierrors.IsNotFound(err):
 		r.writes.Forget(req.NamespacedName)
+		r.shareWrites.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading FleetBundle: %w", err)
+	}
+	if r.opts.Sharded {
+		return r.reconcileShare(ctx, fb)
 	}
 	if !fb.DeletionTimestamp.IsZero() {
 		return r.release(ctx, fb)
@@ -116,7 +125,8 @@ func readyChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
 	return ca.Status != cb.Status || ca.Reason != cb.Reason
 }
 
-// selectedMembers returns what the status needs of each member the FleetBundle selects.
+// selectedMembers returns what the status needs of each member the FleetBundle selects that this
+// replica manages (every one, unless sharded).
 func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle) ([]MemberView, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
@@ -125,7 +135,7 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 	key := client.ObjectKeyFromObject(fb)
 	var views []MemberView
 	for _, mc := range list.Items {
-		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok {
+		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok || !r.members.Owns(mc.Name) {
 			continue
 		}
 		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.memory.outcome(pair{member: mc.Name, fb: key})}

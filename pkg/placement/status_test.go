@@ -118,3 +118,55 @@ func TestInvalidSelector(t *testing.T) {
 		t.Errorf("Ready = %+v, want False InvalidSelector", c)
 	}
 }
+
+// TestShareAndTotals: with sharded replicas, each replica's share counts its members, and the
+// totals of the shares are the status one replica seeing every member would compute.
+func TestShareAndTotals(t *testing.T) {
+	fb := fleetBundle("hello")
+	fb.Generation = 3
+	var all []MemberView
+	for i := range 14 {
+		name := fmt.Sprintf("m%02d", i)
+		v := MemberView{Name: name, Bundle: placedBundle(fb, metav1.ConditionTrue, configbundlev1alpha1.SyncedReason)}
+		if i%3 == 0 { // every third member unreachable: 5 failures, more than one share's worth
+			v = MemberView{Name: name, NotReady: Outcome{Reason: hubv1alpha1.UnreachableReason, Message: "down"}}
+		}
+		all = append(all, v)
+	}
+	// Three replicas share the members: r0 the first 6, r1 the next 6, r2 the last 2.
+	parts := map[string][]MemberView{"r0": all[:6], "r1": all[6:12], "r2": all[12:]}
+	var shares []hubv1alpha1.FleetBundleReplicaStatus
+	for _, id := range []string{"r0", "r1", "r2"} {
+		prev := &hubv1alpha1.FleetBundleReplicaStatus{Replica: id, Heals: 2}
+		shares = append(shares, Share(fb, id, parts[id], prev, 1))
+	}
+	if got := shares[0]; got.Clusters != (hubv1alpha1.PlacementCounts{Selected: 6, Applied: 4, Ready: 4, Failed: 2}) || got.Holding != 4 || got.Heals != 3 || got.ObservedGeneration != 3 {
+		t.Errorf("r0's share: %+v", got)
+	}
+	now := metav1.NewTime(time.Unix(1e9, 0))
+	whole := ComputeStatus(fb, all, 9, now)
+	totals := Totals(fb, shares, int32(len(all)), now)
+	if diff := cmp.Diff(whole.Clusters, totals.Clusters); diff != "" {
+		t.Errorf("counts of the shares differ from the whole's (-whole +shares):\n%s", diff)
+	}
+	if diff := cmp.Diff(whole.FailedClusters, totals.FailedClusters); diff != "" {
+		t.Errorf("first failures differ (-whole +shares):\n%s", diff)
+	}
+	if diff := cmp.Diff(whole.Conditions, totals.Conditions); diff != "" {
+		t.Errorf("Ready differs (-whole +shares):\n%s", diff)
+	}
+	if totals.Heals != 9 || len(totals.Replicas) != 3 {
+		t.Errorf("heals %d (want 9), %d shares (want 3)", totals.Heals, len(totals.Replicas))
+	}
+
+	// A share of another generation counts heals only; its members are neither ready nor
+	// failed until it is recomputed, and a member in no share (its replica gone) likewise.
+	shares[2].ObservedGeneration = 2
+	totals = Totals(fb, shares[1:], int32(len(all)), now)
+	if want := (hubv1alpha1.PlacementCounts{Selected: 14, Applied: 4, Ready: 4, Failed: 2}); totals.Clusters != want {
+		t.Errorf("counts with a stale share and a missing one: %+v, want %+v", totals.Clusters, want)
+	}
+	if c := meta.FindStatusCondition(totals.Conditions, hubv1alpha1.ReadyCondition); c == nil || c.Reason != hubv1alpha1.ClustersFailedReason {
+		t.Errorf("Ready: %+v", c)
+	}
+}

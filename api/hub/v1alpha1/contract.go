@@ -27,8 +27,19 @@ const (
 	UserAgent = HubName
 
 	// LeaderElectionID names the Lease, in the Secret namespace, that elects the active hub
-	// among replicas run with --leader-elect.
+	// among replicas run with --leader-elect, and the replica that does the hub-wide work (the
+	// Fleet roll-up, FleetBundle status) among replicas run with --sharded.
 	LeaderElectionID = HubName
+
+	// PeerLeasePrefix prefixes the Lease, in the Secret namespace, by which each replica run
+	// with --sharded announces itself: PeerLeasePrefix + "-" + its --replica-id. The members are
+	// shared between the replicas whose peer Lease is valid (rendezvous hashing).
+	PeerLeasePrefix = HubName + "-peer"
+
+	// MemberLeasePrefix prefixes the Lease, in the Secret namespace, that fences one member
+	// between replicas run with --sharded: MemberLeasePrefix + "-" + the member's name, held by
+	// the --replica-id of the one replica that reconciles the member.
+	MemberLeasePrefix = HubName + "-member"
 
 	// ManagedByLabel is the well-known label the hub sets on what it creates
 	// (app.kubernetes.io/managed-by), with the value FieldOwner.

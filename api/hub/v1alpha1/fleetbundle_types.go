@@ -176,6 +176,43 @@ type ClusterFailure struct {
 	Message string `json:"message,omitempty"`
 }
 
+// FleetBundleReplicaStatus is one sharded hub replica's share of a FleetBundle's status: the
+// selected members that replica manages.
+type FleetBundleReplicaStatus struct {
+	// replica is the --replica-id of the replica.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Replica string `json:"replica"`
+
+	// observedGeneration is the generation of the FleetBundle this share was computed for.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// clusters counts the selected members the replica manages.
+	// +optional
+	Clusters PlacementCounts `json:"clusters"`
+
+	// failedClusters are the first MaxFailedClusters (10) of them that failed, sorted by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=10
+	FailedClusters []ClusterFailure `json:"failedClusters,omitempty"`
+
+	// heals is how many times this replica restored a placed ConfigBundle.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Heals int64 `json:"heals"`
+
+	// holding is the number of the replica's connected members that hold the bundle: a
+	// FleetBundle being deleted keeps its finalizer until every live replica reports 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Holding int32 `json:"holding"`
+}
+
 // FleetBundleStatus is where a FleetBundle's bundle stands in the members it selects.
 type FleetBundleStatus struct {
 	// observedGeneration is the generation the status was computed for.
@@ -199,6 +236,16 @@ type FleetBundleStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Heals int64 `json:"heals"`
+
+	// replicas holds, with sharded hub replicas (--sharded), what each live replica observes of
+	// the FleetBundle in the members it manages; the replica elected for the hub-wide work sums
+	// them into clusters, failedClusters and heals, and drops the entries of replicas that are
+	// gone. Empty without --sharded.
+	// +optional
+	// +listType=map
+	// +listMapKey=replica
+	// +kubebuilder:validation:MaxItems=64
+	Replicas []FleetBundleReplicaStatus `json:"replicas,omitempty"`
 
 	// conditions hold Ready: True when every selected member holds the bundle and it is Ready
 	// there.

@@ -175,6 +175,14 @@ type MemberClusterStatus struct {
 	// watches it; once it is not, lastSeenTime is when it last answered, frozen.
 	// +optional
 	LastSeenTime *metav1.Time `json:"lastSeenTime,omitempty"`
+
+	// replica is the --replica-id of the hub replica managing the member now: the one that
+	// connects to it, reconciles its ConfigBundles and writes this status. With sharded replicas
+	// (--sharded) it shows how the members are spread; it changes when a replica joins or leaves
+	// and the member is handed over.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Replica string `json:"replica,omitempty"`
 }
 
 // MemberCluster is one member of the fleet, as discovered from a labelled kubeconfig Secret in
@@ -190,6 +198,7 @@ type MemberClusterStatus struct {
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
 // +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
+// +kubebuilder:printcolumn:name="Replica",type=string,JSONPath=`.status.replica`,priority=1
 // +kubebuilder:printcolumn:name="Placed",type=integer,JSONPath=`.status.bundles.placed`,priority=1
 // +kubebuilder:printcolumn:name="Last-Seen",type=date,JSONPath=`.status.lastSeenTime`,priority=1
 // +kubebuilder:printcolumn:name="Credentials",type=string,JSONPath=`.status.conditions[?(@.type=="CredentialsValid")].reason`,priority=1

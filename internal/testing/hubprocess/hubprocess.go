@@ -18,10 +18,12 @@ import (
 )
 
 // Build compiles the hub binary (the module's ./hub) into dir and returns its path: what tests
-// run, so that they test the binary a user runs.
-func Build(dir string) (string, error) {
+// run, so that they test the binary a user runs. Extra go build flags (such as -race) come
+// after dir.
+func Build(dir string, flags ...string) (string, error) {
 	bin := filepath.Join(dir, "hub")
-	if out, err := exec.Command("go", "build", "-o", bin, "configbundle.dev/hub/hub").CombinedOutput(); err != nil {
+	args := append(append([]string{"build"}, flags...), "-o", bin, "configbundle.dev/hub/hub")
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the hub: %w\n%s", err, out)
 	}
 	return bin, nil

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -110,6 +111,17 @@ type engagedCluster struct {
 	cluster cluster.Cluster
 	ctx     context.Context
 	cancel  context.CancelFunc
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable with the answer of the
+// controller it wraps, which follows controller.Options.NeedLeaderElection: the embedded
+// interface does not carry the method, and without it the manager would make every
+// multi-cluster controller wait for leader election whatever its options say.
+func (c *mcController[request]) NeedLeaderElection() bool {
+	if le, ok := c.TypedController.(manager.LeaderElectionRunnable); ok {
+		return le.NeedLeaderElection()
+	}
+	return true
 }
 
 func (c *mcController[request]) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
@@ -206,6 +218,15 @@ func startWithinContext[request mcreconcile.ClusterAware[request]](ctx context.C
 		ctx, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(ctlCtx, cancel)
 		context.AfterFunc(ctx, func() { stop() })
-		return src.Start(ctx, w)
+		// A controller started after the engagement ended (it waited for leader election while
+		// the cluster came and went) has nothing to watch there: that is no error, and must
+		// not stop the controller, and the manager with it (PATCHES.md, patch 8).
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := src.Start(ctx, w); err != nil && ctx.Err() == nil {
+			return err
+		}
+		return nil
 	})
 }

@@ -251,15 +251,30 @@ func (m *mcManager) GetFieldIndexer() client.FieldIndexer {
 func (m *mcManager) Start(ctx context.Context) error {
 	// if provider is a ProviderRunnable, add it as last runnable before starting.
 	if runnable, ok := m.GetProvider().(multicluster.ProviderRunnable); ok {
-		if err := m.Manager.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		var r manager.Runnable = manager.RunnableFunc(func(ctx context.Context) error {
 			return runnable.Start(ctx, m)
-		})); err != nil {
+		})
+		// A provider that says whether it needs leader election is started accordingly (a
+		// provider of sharded replicas runs on each of them); others wait for it.
+		if le, ok := runnable.(manager.LeaderElectionRunnable); ok {
+			r = providerRunnable{Runnable: r, needLeaderElection: le.NeedLeaderElection()}
+		}
+		if err := m.Manager.Add(r); err != nil {
 			return err
 		}
 	}
 
 	return m.Manager.Start(ctx)
 }
+
+// providerRunnable starts a provider with the leader election it asks for.
+type providerRunnable struct {
+	manager.Runnable
+	needLeaderElection bool
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (r providerRunnable) NeedLeaderElection() bool { return r.needLeaderElection }
 
 var _ manager.Manager = &scopedManager{}
 

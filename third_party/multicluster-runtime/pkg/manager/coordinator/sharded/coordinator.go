@@ -124,12 +124,17 @@ type engagement struct {
 	name multicluster.ClusterName
 	// cl is the controller-runtime cluster handle for this engagement.
 	cl cluster.Cluster
+	// parent is the context the cluster was engaged with: it ends when the cluster goes away,
+	// and every start of the cluster's work derives from it.
+	parent context.Context
 	// ctx is the engagement context; cancelling it stops sources/work.
 	ctx context.Context
 	// cancel cancels ctx.
 	cancel context.CancelFunc
 	// started is true after awares have been engaged for this cluster.
 	started bool
+	// writes tracks the writes begun since the cluster started (nil while stopped).
+	writes *writeGate
 
 	// fence is the per-cluster Lease guard (nil until first start attempt).
 	fence *leaseGuard
@@ -176,9 +181,68 @@ func (c *Coordinator) fenceName(cluster string) string {
 	return c.cfg.FencePrefix
 }
 
-// Runnable returns a Runnable that manages synchronization of clusters.
+// everyReplica is a Runnable that runs whether or not this process is the elected leader: a
+// sharded coordinator is how replicas share work, it must run on each of them.
+type everyReplica func(ctx context.Context) error
+
+func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (r everyReplica) NeedLeaderElection() bool { return false }
+
+// writeGate tracks the writes begun under one start of a cluster, so that its fence is
+// released only once they have ended: the next owner cannot write while one is in flight.
+type writeGate struct {
+	sync.RWMutex
+	closed bool
+}
+
+// BeginWrite reports whether this peer may write to the cluster now: the cluster is engaged
+// and started here, and its fence is held and was renewed recently enough (see
+// leaseGuard.Valid). If so, the write is in flight until end is called, and the fence is not
+// released before. Call it right before each write to the cluster, and end right after: a peer
+// that was paused or cut off past its Lease sees at once that it must not write, before its
+// renew loop notices that another peer took over; and a peer handing a cluster over releases
+// its fence only after its last write.
+func (c *Coordinator) BeginWrite(name multicluster.ClusterName) (end func(), ok bool) {
+	c.mu.Lock()
+	var gate *writeGate
+	var fence *leaseGuard
+	if e := c.engaged[name]; e != nil && e.started {
+		gate, fence = e.writes, e.fence
+	}
+	c.mu.Unlock()
+	if gate == nil || fence == nil {
+		return nil, false
+	}
+	gate.RLock()
+	if gate.closed || !fence.Valid() {
+		gate.RUnlock()
+		return nil, false
+	}
+	return gate.RUnlock, true
+}
+
+// release releases a fence in the background once the writes begun under it (gate, may be
+// nil) have ended, bounded by the lease duration: the context of the engagement or of the
+// coordinator may already be done.
+func (c *Coordinator) release(fence *leaseGuard, gate *writeGate) {
+	go func() {
+		if gate != nil {
+			gate.Lock() // waits for the writes in flight; none begins after
+			gate.closed = true
+			gate.Unlock()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaseDuration)
+		defer cancel()
+		fence.Release(ctx)
+	}()
+}
+
+// Runnable returns a Runnable that manages synchronization of clusters. It runs on every
+// replica, leader election or not.
 func (c *Coordinator) Runnable() manager.Runnable {
-	return manager.RunnableFunc(func(ctx context.Context) error {
+	return everyReplica(func(ctx context.Context) error {
 		c.log.Info("synchronization runnable starting", "peer", c.self.ID)
 		errCh := make(chan error, 1)
 		go func() { errCh <- c.peers.Run(ctx) }()
@@ -220,7 +284,7 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 			cur.cancel() // stop old sources/workers
 		}
 
-		newEng := &engagement{name: name, cl: cl, fence: fence}
+		newEng := &engagement{name: name, cl: cl, parent: parent, fence: fence}
 		c.engaged[name] = newEng
 
 		// cleanup tied to the *new* token; old goroutine will no-op (ee != token)
@@ -232,7 +296,7 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 					ee.cancel()
 				}
 				if ee.fence != nil {
-					go ee.fence.Release(context.Background())
+					c.release(ee.fence, ee.writes)
 				}
 				delete(c.engaged, key)
 			}
@@ -241,7 +305,7 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 
 		doRecompute = true
 	} else {
-		eng := &engagement{name: name, cl: cl}
+		eng := &engagement{name: name, cl: cl, parent: parent}
 		c.engaged[name] = eng
 		go func(pctx context.Context, key multicluster.ClusterName, token *engagement) {
 			<-pctx.Done()
@@ -251,7 +315,7 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 					ee.cancel()
 				}
 				if ee.fence != nil {
-					go ee.fence.Release(context.Background())
+					c.release(ee.fence, ee.writes)
 				}
 				delete(c.engaged, key)
 			}
@@ -322,8 +386,10 @@ func (c *Coordinator) recompute(parent context.Context) {
 			}
 
 			// acquired fence; start the cluster
-			ctx, cancel := context.WithCancel(parent)
-			engm.ctx, engm.cancel, engm.started = ctx, cancel, true
+			// Derived from the cluster's own context, not the tick's: the work stops the moment
+			// the cluster goes away (its cache with it), not when a goroutine notices.
+			ctx, cancel := context.WithCancel(engm.parent)
+			engm.ctx, engm.cancel, engm.started, engm.writes = ctx, cancel, true, &writeGate{}
 			starts = append(starts, toStart{name: engm.name, cl: engm.cl, ctx: ctx})
 			c.log.Info("synchronization start", "cluster", name, "peer", self.ID)
 
@@ -333,10 +399,11 @@ func (c *Coordinator) recompute(parent context.Context) {
 				stops = append(stops, engm.cancel)
 			}
 			if engm.fence != nil {
-				go engm.fence.Release(parent)
+				c.release(engm.fence, engm.writes)
 			}
 			engm.cancel = nil
 			engm.started = false
+			engm.writes = nil
 			engm.nextTry = time.Time{}
 			c.log.Info("synchronization stop", "cluster", name, "peer", self.ID)
 		}

@@ -18,6 +18,8 @@ package sharded
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -36,17 +38,23 @@ import (
 //     and, on success, starts a background renew loop. It is idempotent:
 //     calling it while already held is a cheap true.
 //
-//   - Renewing: a ticker renews the Lease every `renew`. If renewal fails
-//     (API error, conflict, or we observe another holder while still valid),
-//     `onLost` is invoked once (best-effort), the fence is released, and the
-//     loop exits.
+//   - Renewing: a ticker renews the Lease every `renew`. A failed renewal is
+//     retried at the next tick for as long as the fence is still Valid; once it
+//     is not, or as soon as another valid holder is observed, `onLost` is
+//     invoked once, the fence is released, and the loop exits.
+//
+//   - Valid reports whether the holder may still act: it holds the Lease and
+//     its last successful acquisition or renewal started less than
+//     ldur-renew ago (by the local monotonic clock, so a process that was
+//     paused sees at once that its time is up). Callers check it right before
+//     each write they fence, so that a holder whose Lease may have lapsed (a
+//     paused process, a partitioned one) does not write after another has
+//     taken over. The renew margin covers clock skew between peers.
 //
 //   - Release(ctx) stops renewing and, if we still own the Lease, clears
 //     HolderIdentity (best-effort). Safe to call multiple times.
 //
-//   - Thread-safety: leaseGuard is intended to be used by a single goroutine
-//     (caller) per fence. External synchronization is required if multiple
-//     goroutines might call its methods concurrently.
+//   - Thread-safety: all methods are safe for concurrent use.
 //
 //   - Timings: choose ldur (duration) > renew. A common pattern is
 //     renew ≈ ldur/3. Too small ldur increases churn; too large slows
@@ -62,23 +70,49 @@ type leaseGuard struct {
 	renew  time.Duration // renew period
 	onLost func()        // callback when we lose the lease
 
-	held   bool
-	cancel context.CancelFunc
+	mu         sync.Mutex
+	held       bool
+	cancel     context.CancelFunc
+	validUntil time.Time // while held: until when the holder may act
 }
+
+// errTaken is returned by renewOnce when another, valid holder has the Lease.
+var errTaken = errors.New("lease held by another holder")
 
 // newLeaseGuard builds a guard; it does not contact the API server.
 func newLeaseGuard(c client.Client, ns, name, id string, ldur, renew time.Duration, onLost func()) *leaseGuard {
 	return &leaseGuard{c: c, ns: ns, nm: name, id: id, ldur: ldur, renew: renew, onLost: onLost}
 }
 
+// validity is how long after the start of a successful acquisition or renewal the holder may
+// act: the lease duration less one renew period, a margin for clock skew and slow requests.
+func (g *leaseGuard) validity() time.Duration {
+	if v := g.ldur - g.renew; v > 0 {
+		return v
+	}
+	return g.ldur * 2 / 3
+}
+
+// Valid reports whether the Lease is held and was acquired or renewed recently enough for the
+// holder to act.
+func (g *leaseGuard) Valid() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held && time.Now().Before(g.validUntil)
+}
+
 // TryAcquire creates/adopts the Lease for g.id and starts renewing it.
 // Returns true iff we own it after this call (or already owned).
 // Fails (returns false) when another non-expired holder exists or API calls error.
 func (g *leaseGuard) TryAcquire(ctx context.Context) bool {
-	if g.held {
+	g.mu.Lock()
+	held := g.held
+	g.mu.Unlock()
+	if held {
 		return true
 	}
 
+	start := time.Now()
 	key := types.NamespacedName{Namespace: g.ns, Name: g.nm}
 	now := metav1.NowMicro()
 
@@ -127,14 +161,16 @@ func (g *leaseGuard) TryAcquire(ctx context.Context) bool {
 
 	// we own it; start renewer
 	rctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
-	g.held = true
+	g.mu.Lock()
+	g.held, g.cancel, g.validUntil = true, cancel, start.Add(g.validity())
+	g.mu.Unlock()
 	go g.renewLoop(rctx, key)
 	return true
 }
 
-// Internal: renew loop and single-step renew. If renewal observes a different,
-// valid holder or API errors persist, onLost() is invoked once and the fence is released.
+// Internal: renew loop and single-step renew. A failed renewal is retried at the next tick
+// while the fence is still valid; once it is not, or another valid holder is observed,
+// onLost() is invoked once and the fence is released.
 func (g *leaseGuard) renewLoop(ctx context.Context, key types.NamespacedName) {
 	t := time.NewTicker(g.renew)
 	defer t.Stop()
@@ -143,48 +179,63 @@ func (g *leaseGuard) renewLoop(ctx context.Context, key types.NamespacedName) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if ok := g.renewOnce(ctx, key); !ok {
-				// best-effort notify once, then release
-				if g.onLost != nil {
-					g.onLost()
-				}
-				g.Release(context.Background())
+			start := time.Now()
+			err := g.renewOnce(ctx, key)
+			if ctx.Err() != nil {
 				return
 			}
+			if err == nil {
+				g.mu.Lock()
+				if g.held {
+					g.validUntil = start.Add(g.validity())
+				}
+				g.mu.Unlock()
+				continue
+			}
+			if !errors.Is(err, errTaken) && g.Valid() {
+				continue // try again at the next tick
+			}
+			// best-effort notify once, then release
+			if g.onLost != nil {
+				g.onLost()
+			}
+			g.Release(context.Background())
+			return
 		}
 	}
 }
 
-func (g *leaseGuard) renewOnce(ctx context.Context, key types.NamespacedName) bool {
+func (g *leaseGuard) renewOnce(ctx context.Context, key types.NamespacedName) error {
 	now := metav1.NowMicro()
 	var ls coordinationv1.Lease
 	if err := g.c.Get(ctx, key, &ls); err != nil {
-		return false
+		return err
 	}
 	// another holder?
 	if ls.Spec.HolderIdentity != nil && *ls.Spec.HolderIdentity != g.id && !expired(&ls, now) {
-		return false
+		return errTaken
 	}
 	ldurSec := int32(g.ldur / time.Second)
 	// update
 	ls.Spec.HolderIdentity = &g.id
 	ls.Spec.LeaseDurationSeconds = &ldurSec
 	ls.Spec.RenewTime = &now
-	if err := g.c.Update(ctx, &ls); err != nil {
-		return false
-	}
-	return true
+	return g.c.Update(ctx, &ls)
 }
 
 // Release stops renewing; best-effort clear if we still own it.
 func (g *leaseGuard) Release(ctx context.Context) {
+	g.mu.Lock()
 	if !g.held {
+		g.mu.Unlock()
 		return
 	}
-	if g.cancel != nil {
-		g.cancel()
+	cancel := g.cancel
+	g.held, g.cancel, g.validUntil = false, nil, time.Time{}
+	g.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
-	g.held = false
 
 	key := types.NamespacedName{Namespace: g.ns, Name: g.nm}
 	var ls coordinationv1.Lease

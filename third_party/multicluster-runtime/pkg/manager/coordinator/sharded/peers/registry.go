@@ -62,13 +62,36 @@ type leaseRegistry struct {
 	self           sharder.PeerInfo
 	cli            crclient.Client
 
-	mu    sync.RWMutex
-	peers map[string]sharder.PeerInfo
+	mu        sync.RWMutex
+	peers     map[string]peer
+	refreshed time.Time // when peers was last listed
 
-	ttl   time.Duration
-	renew time.Duration
+	ttl     time.Duration
+	renew   time.Duration
+	refresh time.Duration // how often peers are listed; at most renew
 
 	log logr.Logger
+}
+
+// RegistryOption configures a Lease-based Registry.
+type RegistryOption func(*leaseRegistry)
+
+// WithLeaseTimings sets how long a peer's Lease is valid without renewal (ttl, 30s by default)
+// and how often this peer renews its own (renew, 10s by default; choose about ttl/3). A peer
+// that dies is dropped from the others' snapshots about ttl after its last renewal.
+func WithLeaseTimings(ttl, renew time.Duration) RegistryOption {
+	return func(r *leaseRegistry) {
+		r.ttl, r.renew = ttl, renew
+	}
+}
+
+// WithRefreshInterval sets how often the peer Leases are listed to refresh the snapshot
+// (default: the renew interval). A shorter interval notices a dead or new peer sooner, at the
+// cost of one List per interval.
+func WithRefreshInterval(d time.Duration) RegistryOption {
+	return func(r *leaseRegistry) {
+		r.refresh = d
+	}
 }
 
 // NewLeaseRegistry constructs a Lease-based Registry.
@@ -79,7 +102,7 @@ type leaseRegistry struct {
 //   - selfID: this process ID (defaults to os.Hostname() if empty)
 //   - weight: relative capacity (0 treated as 1)
 //   - log: logger; use logr.Discard() to silence
-func NewLeaseRegistry(cli crclient.Client, ns, namePrefix string, selfID string, weight uint32, log logr.Logger) Registry {
+func NewLeaseRegistry(cli crclient.Client, ns, namePrefix string, selfID string, weight uint32, log logr.Logger, opts ...RegistryOption) Registry {
 	if selfID == "" {
 		if hn, _ := os.Hostname(); hn != "" {
 			selfID = hn
@@ -92,26 +115,49 @@ func NewLeaseRegistry(cli crclient.Client, ns, namePrefix string, selfID string,
 	if weight == 0 {
 		weight = defaultWeight
 	}
-	return &leaseRegistry{
+	r := &leaseRegistry{
 		ns:         ns,
 		namePrefix: namePrefix,
 		self:       sharder.PeerInfo{ID: selfID, Weight: weight},
 		cli:        cli,
-		peers:      map[string]sharder.PeerInfo{},
+		peers:      map[string]peer{},
 		ttl:        30 * time.Second,
 		renew:      10 * time.Second,
 		log:        log.WithName("lease-registry").WithValues("ns", ns, "prefix", namePrefix, "selfID", selfID, "weight", weight),
 	}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.refresh <= 0 || r.refresh > r.renew {
+		r.refresh = r.renew
+	}
+	return r
 }
 
 func (r *leaseRegistry) Self() sharder.PeerInfo { return r.self }
 
+// peer is a live peer and when its Lease expires unless it is renewed.
+type peer struct {
+	info    sharder.PeerInfo
+	expires time.Time
+}
+
+// Snapshot returns the peers whose Lease was valid at the last refresh and, if that refresh is
+// recent, has not expired since: a dead peer is dropped when its Lease expires, not up to a
+// refresh interval later. After a failed or late refresh (the API server is unreachable, or
+// this process was paused), the peers of the last refresh are returned as they were: a stale
+// view must not make this peer believe it is alone.
 func (r *leaseRegistry) Snapshot() []sharder.PeerInfo {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	now := time.Now()
+	recent := now.Sub(r.refreshed) < 2*r.refresh
 	out := make([]sharder.PeerInfo, 0, len(r.peers))
-	for _, p := range r.peers {
-		out = append(out, p)
+	for id, p := range r.peers {
+		if recent && id != r.self.ID && !now.Before(p.expires) {
+			continue
+		}
+		out = append(out, p.info)
 	}
 	return out
 }
@@ -119,14 +165,21 @@ func (r *leaseRegistry) Snapshot() []sharder.PeerInfo {
 func (r *leaseRegistry) Run(ctx context.Context) error {
 	r.log.Info("peer registry starting", "ns", r.ns, "prefix", r.namePrefix, "self", r.self.ID)
 
-	// Tick frequently enough to renew well within ttl.
-	t := time.NewTicker(r.renew)
+	// Tick at the refresh interval; renew our own Lease every renew interval, well within ttl.
+	t := time.NewTicker(r.refresh)
 	defer t.Stop()
 
+	var renewed time.Time
 	for {
-		// Do one pass immediately so we publish our presence promptly.
-		if err := r.renewSelfLease(ctx); err != nil && ctx.Err() == nil {
-			r.log.V(1).Info("renewSelfLease failed; will retry", "err", err)
+		// Do one pass immediately so we publish our presence promptly; renew whenever waiting
+		// for the next tick would make the renewal late.
+		if time.Since(renewed)+r.refresh > r.renew {
+			start := time.Now()
+			if err := r.renewSelfLease(ctx); err != nil && ctx.Err() == nil {
+				r.log.V(1).Info("renewSelfLease failed; will retry", "err", err)
+			} else if err == nil {
+				renewed = start
+			}
 		}
 		if err := r.refreshPeers(ctx); err != nil && ctx.Err() == nil {
 			r.log.V(1).Info("refreshPeers failed; will retry", "err", err)
@@ -134,10 +187,29 @@ func (r *leaseRegistry) Run(ctx context.Context) error {
 
 		select {
 		case <-ctx.Done():
+			r.releaseSelfLease()
 			return ctx.Err()
 		case <-t.C:
 			// loop
 		}
+	}
+}
+
+// releaseSelfLease clears the holder of our Lease when we stop, so that the other peers drop
+// us at their next refresh instead of a ttl later, and take over our share at once.
+func (r *leaseRegistry) releaseSelfLease() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.renew)
+	defer cancel()
+	lease := &coordv1.Lease{}
+	if err := r.cli.Get(ctx, crclient.ObjectKey{Namespace: r.ns, Name: fmt.Sprintf("%s-%s", r.namePrefix, r.self.ID)}, lease); err != nil {
+		return
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != r.self.ID {
+		return
+	}
+	lease.Spec.HolderIdentity = ptr.To("")
+	if err := r.cli.Update(ctx, lease); err != nil {
+		r.log.V(1).Info("releasing our Lease failed; the other peers drop us once it expires", "err", err)
 	}
 }
 
@@ -203,7 +275,7 @@ func (r *leaseRegistry) refreshPeers(ctx context.Context) error {
 	}
 
 	now := time.Now()
-	next := make(map[string]sharder.PeerInfo, len(list.Items))
+	next := make(map[string]peer, len(list.Items))
 
 	for i := range list.Items {
 		l := &list.Items[i]
@@ -231,14 +303,14 @@ func (r *leaseRegistry) refreshPeers(ctx context.Context) error {
 			}
 		}
 
-		next[id] = sharder.PeerInfo{ID: id, Weight: weight}
+		next[id] = peer{info: sharder.PeerInfo{ID: id, Weight: weight}, expires: exp}
 	}
 
 	// Store snapshot (including ourselves; if not listed yet, ensure we're present).
-	next[r.self.ID] = sharder.PeerInfo{ID: r.self.ID, Weight: r.self.Weight}
+	next[r.self.ID] = peer{info: sharder.PeerInfo{ID: r.self.ID, Weight: r.self.Weight}}
 
 	r.mu.Lock()
-	r.peers = next
+	r.peers, r.refreshed = next, now
 	r.mu.Unlock()
 	return nil
 }

@@ -1,0 +1,262 @@
+package placement
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// With sharded replicas, no replica sees every member: each writes its share of a FleetBundle's
+// status (status.replicas, one entry per replica, applied server-side under a field manager of
+// its own, so that the replicas' writes never overwrite each other), and the replica elected
+// for the hub-wide work sums the shares of the live replicas into the status users read, and
+// holds the finalizer until no live replica reports a member holding the bundle.
+
+// reconcileShare writes this replica's share of the FleetBundle's status if it changed and, on
+// the elected replica, the totals and the finalizer.
+func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
+	pending := r.memory.pendingHeals(fb.UID)
+	mine, err := r.selectedMembers(ctx, fb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	prev := shareOf(fb.Status.Replicas, r.opts.Replica)
+	share := Share(fb, r.opts.Replica, mine, prev, pending)
+	if prev == nil || !equality.Semantic.DeepEqual(*prev, share) {
+		key := client.ObjectKeyFromObject(fb)
+		if wait := r.shareWrites.Take(key, prev == nil || prev.Clusters.Failed != share.Clusters.Failed); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		if err := r.applyShare(ctx, fb, share); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.memory.healsWritten(fb.UID, pending)
+		return ctrl.Result{}, nil // the write comes back as an event, for the totals
+	}
+	if !r.leading() {
+		return ctrl.Result{}, nil
+	}
+	return r.reconcileTotals(ctx, fb)
+}
+
+// Share computes one replica's share of a FleetBundle's status from the selected members it
+// manages (in any order), its previous share (nil if none) and the heals not yet counted in it.
+func Share(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, prev *hubv1alpha1.FleetBundleReplicaStatus, pendingHeals int64) hubv1alpha1.FleetBundleReplicaStatus {
+	st := ComputeStatus(fb, mine, 0, metav1.Time{})
+	share := hubv1alpha1.FleetBundleReplicaStatus{
+		Replica: replica, ObservedGeneration: fb.Generation,
+		Clusters: st.Clusters, FailedClusters: st.FailedClusters, Heals: pendingHeals,
+	}
+	if prev != nil {
+		share.Heals += prev.Heals
+	}
+	key := client.ObjectKeyFromObject(fb)
+	for _, m := range mine {
+		if m.NotReady.Reason == "" && OwnershipOf(m.Bundle, key, fb.UID) == Own {
+			share.Holding++
+		}
+	}
+	return share
+}
+
+// Totals computes the status of a FleetBundle from the shares of the live replicas and the
+// number of members its selector selects, at now: the counts of the shares computed for the
+// FleetBundle's generation, the first failed members of all, the heals of all, and the Ready
+// condition of the sum. A selected member in no share (its replica is gone, its new one has
+// not reported yet) is neither ready nor failed: the FleetBundle is Progressing until it is.
+func Totals(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int32, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+	st := hubv1alpha1.FleetBundleStatus{
+		ObservedGeneration: fb.Generation,
+		Replicas:           shares,
+		Conditions:         slices.Clone(fb.Status.Conditions),
+	}
+	st.Clusters.Selected = selected
+	var failures []hubv1alpha1.ClusterFailure
+	for _, s := range shares {
+		st.Heals += s.Heals
+		if s.ObservedGeneration != fb.Generation {
+			continue // counted for another template
+		}
+		st.Clusters.Applied += s.Clusters.Applied
+		st.Clusters.Ready += s.Clusters.Ready
+		st.Clusters.Failed += s.Clusters.Failed
+		failures = append(failures, s.FailedClusters...)
+	}
+	// The first failures of all are among the first of each share.
+	slices.SortFunc(failures, func(a, b hubv1alpha1.ClusterFailure) int { return strings.Compare(a.Cluster, b.Cluster) })
+	if len(failures) > hubv1alpha1.MaxFailedClusters {
+		failures = failures[:hubv1alpha1.MaxFailedClusters]
+	}
+	st.FailedClusters = failures
+	ready := readyCondition(fb, st)
+	ready.LastTransitionTime = now
+	meta.SetStatusCondition(&st.Conditions, ready)
+	return st
+}
+
+// reconcileTotals (on the elected replica) adds the finalizer, writes the totals of the live
+// replicas' shares and drops the others, or releases a FleetBundle being deleted.
+func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
+	live := r.opts.LiveReplicas()
+	var shares []hubv1alpha1.FleetBundleReplicaStatus
+	for _, s := range fb.Status.Replicas {
+		if slices.Contains(live, s.Replica) {
+			shares = append(shares, s)
+		}
+	}
+	if !fb.DeletionTimestamp.IsZero() {
+		return r.releaseShared(ctx, fb, shares)
+	}
+	if !controllerutil.ContainsFinalizer(fb, hubv1alpha1.PlacementFinalizer) {
+		controllerutil.AddFinalizer(fb, hubv1alpha1.PlacementFinalizer)
+		return r.updateFinalizers(ctx, fb)
+	}
+	selected, err := r.countSelected(ctx, fb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	want := Totals(fb, shares, selected, metav1.Now())
+	if equality.Semantic.DeepEqual(want, fb.Status) {
+		return ctrl.Result{}, nil
+	}
+	key := client.ObjectKeyFromObject(fb)
+	if wait := r.writes.Take(key, readyChanged(want, fb.Status)); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	updated := fb.DeepCopy()
+	updated.Status = want
+	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(r.opts.FieldOwner)); apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil // a share was written meanwhile
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing FleetBundle status: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// releaseShared removes the finalizer of a FleetBundle being deleted once no live replica
+// reports a connected member holding its bundle (as release does for one replica).
+func (r *StatusReconciler) releaseShared(ctx context.Context, fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(fb, hubv1alpha1.PlacementFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	for _, s := range shares {
+		if s.Holding > 0 {
+			// Its removal comes back as a share; the requeue is a safety net.
+			return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
+		}
+	}
+	controllerutil.RemoveFinalizer(fb, hubv1alpha1.PlacementFinalizer)
+	res, err := r.updateFinalizers(ctx, fb)
+	if err == nil {
+		r.memory.forgetFleetBundle(client.ObjectKeyFromObject(fb), fb.UID)
+		ctrl.LoggerFrom(ctx).Info("Released FleetBundle")
+	}
+	return res, err
+}
+
+// countSelected counts the MemberClusters the FleetBundle selects, whoever manages them.
+func (r *StatusReconciler) countSelected(ctx context.Context, fb *hubv1alpha1.FleetBundle) (int32, error) {
+	list := &hubv1alpha1.MemberClusterList{}
+	if err := r.hub.List(ctx, list); err != nil {
+		return 0, fmt.Errorf("listing MemberClusters: %w", err)
+	}
+	var n int32
+	for _, mc := range list.Items {
+		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err == nil && ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// applyShare writes this replica's entry of status.replicas, and nothing else, server-side
+// under the replica's own field manager.
+func (r *StatusReconciler) applyShare(ctx context.Context, fb *hubv1alpha1.FleetBundle, share hubv1alpha1.FleetBundleReplicaStatus) error {
+	entry, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&share)
+	if err != nil {
+		return fmt.Errorf("encoding the share: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": hubv1alpha1.GroupVersion.String(),
+		"kind":       "FleetBundle",
+		"metadata":   map[string]any{"name": fb.Name, "namespace": fb.Namespace},
+		"status":     map[string]any{"replicas": []any{entry}},
+	}}
+	err = r.hub.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(shareFieldOwner(r.opts.FieldOwner, share.Replica)), client.ForceOwnership)
+	if err != nil {
+		return fmt.Errorf("writing this replica's share of the FleetBundle status: %w", err)
+	}
+	return nil
+}
+
+// shareFieldOwner is the field manager of one replica's share: the hub's, with the replica's
+// id, hashed if that would exceed the 128 characters of a field manager.
+func shareFieldOwner(owner, replica string) string {
+	if m := owner + "/" + replica; len(m) <= 128 {
+		return m
+	}
+	sum := sha256.Sum256([]byte(replica))
+	return owner + "/" + hex.EncodeToString(sum[:16])
+}
+
+// shareOf returns a replica's share, or nil.
+func shareOf(shares []hubv1alpha1.FleetBundleReplicaStatus, replica string) *hubv1alpha1.FleetBundleReplicaStatus {
+	for i := range shares {
+		if shares[i].Replica == replica {
+			return &shares[i]
+		}
+	}
+	return nil
+}
+
+// leading reports whether this replica is the elected one.
+func (r *StatusReconciler) leading() bool {
+	select {
+	case <-r.manager.GetLocalManager().Elected():
+		return true
+	default:
+		return false
+	}
+}
+
+// electedSource enqueues every FleetBundle when this replica is elected: the totals and the
+// finalizers are its work from then on.
+func (r *StatusReconciler) electedSource() source.TypedSource[mcreconcile.Request] {
+	return source.TypedFunc[mcreconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+		go func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.manager.GetLocalManager().Elected():
+			}
+			list := &hubv1alpha1.FleetBundleList{}
+			if err := r.hub.List(ctx, list); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing FleetBundles on election failed; their totals wait for their next event")
+				return
+			}
+			for _, fb := range list.Items {
+				q.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fb)}})
+			}
+		}()
+		return nil
+	})
+}

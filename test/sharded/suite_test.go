@@ -1,0 +1,442 @@
+package sharded
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/hubprocess"
+	"configbundle.dev/hub/pkg/hubmanager"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+)
+
+// Settings of the suite: short Leases and probes, so that a failover takes seconds.
+const (
+	leaseDuration = 6 * time.Second
+	probeInterval = 2 * time.Second
+	// takeoverBound is what the issue allows between a replica's death and a drift in one of
+	// its members healed: one lease duration and one probe interval.
+	takeoverBound = leaseDuration + probeInterval
+
+	memberCount  = 12
+	secretNS     = hubv1alpha1.DefaultSecretNamespace
+	bundleNS     = "default"
+	bundleName   = "app"
+	startTimeout = 4 * time.Minute
+	timeout      = 60 * time.Second
+	interval     = 100 * time.Millisecond
+)
+
+// The fleet: a hub control plane, twelve members m01..m12, and the replicas r0, r1, r2 running
+// at the start of every test (a test that stops or adds one restores them).
+var (
+	hubc     client.Client
+	memberc  = map[string]client.Client{}
+	names    []string // the members' names, sorted
+	bin      string
+	hubKC    string
+	logDir   string
+	replicas = map[string]*hubprocess.Process{}
+	mu       sync.Mutex // guards replicas
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
+		return 1
+	}
+	logf.SetLogger(logr.Discard())
+	var err error
+	logDir, err = os.MkdirTemp("", "configbundle-sharded-")
+	must(err)
+	defer os.RemoveAll(logDir)
+	// HUB_BUILD_FLAGS="-race" runs the replicas with the race detector (they share state
+	// between the coordinator's tick, the Lease renewals and every write's fence check); it
+	// needs a quiet machine: a loaded one lets Leases of 6s lapse.
+	if bin, err = hubprocess.Build(logDir, strings.Fields(os.Getenv("HUB_BUILD_FLAGS"))...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	hubCRDs, err := config.HubCRDs()
+	must(err)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for i := 1; i <= memberCount; i++ {
+		names = append(names, fmt.Sprintf("m%02d", i))
+	}
+	cps, err := controlplane.Start(ctx, append(controlplane.Named(controlplane.Options{CRDs: hubCRDs}, "hub"),
+		controlplane.Named(controlplane.Options{}, names...)...)...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting control planes:", err)
+		return 1
+	}
+	defer func() { _ = controlplane.StopAll(cps) }()
+	if err := setUp(ctx, cps); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the fleet:", err)
+		return 1
+	}
+	defer func() {
+		for _, id := range replicaIDs() {
+			stopReplica(id, syscall.SIGTERM)
+		}
+	}()
+	code := m.Run()
+	for _, id := range []string{"r0", "r1", "r2", "r3"} {
+		if data, _ := os.ReadFile(logPath(id)); strings.Contains(string(data), "WARNING: DATA RACE") {
+			fmt.Fprintf(os.Stderr, "replica %s reported a data race:\n%s\n", id, data)
+			code = 1
+		}
+	}
+	if code != 0 {
+		for _, id := range replicaIDs() {
+			data, _ := os.ReadFile(logPath(id))
+			fmt.Fprintf(os.Stderr, "---- log of replica %s (tail) ----\n%s\n", id, tail(data, 8000))
+		}
+	}
+	return code
+}
+
+// setUp registers every member, starts r0..r2 and creates one ConfigBundle in every member.
+func setUp(ctx context.Context, cps []*controlplane.ControlPlane) error {
+	scheme, err := hubmanager.Scheme()
+	if err != nil {
+		return err
+	}
+	if hubc, err = client.New(cps[0].Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	hubKC = cps[0].KubeconfigPath
+	if err := hubc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNS}}); err != nil {
+		return err
+	}
+	for _, cp := range cps[1:] {
+		if memberc[cp.Name], err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
+			return err
+		}
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: cp.Name, Namespace: secretNS, Labels: map[string]string{hubv1alpha1.DefaultSecretLabel: "true"}},
+			Data:       map[string][]byte{hubv1alpha1.DefaultSecretKey: cp.Kubeconfig()},
+		}
+		if err := hubc.Create(ctx, secret); err != nil {
+			return err
+		}
+	}
+	for _, id := range []string{"r0", "r1", "r2"} {
+		if err := startReplica(id); err != nil {
+			return err
+		}
+	}
+	for _, name := range names {
+		// The hub installs the CRD when the member joins: create the bundle once it can.
+		bundle := &configbundlev1alpha1.ConfigBundle{
+			ObjectMeta: metav1.ObjectMeta{Name: bundleName, Namespace: bundleNS},
+			Spec:       configbundlev1alpha1.ConfigBundleSpec{Message: desired(name)},
+		}
+		if err := retryUntil(ctx, func() error { return memberc[name].Create(ctx, bundle) }); err != nil {
+			return fmt.Errorf("creating the bundle in %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func retryUntil(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func tail(data []byte, n int) string {
+	if len(data) > n {
+		data = data[len(data)-n:]
+	}
+	return string(data)
+}
+
+// desired is the message of a member's bundle, and so the data its ConfigMap must hold.
+func desired(member string) string { return "hello from the hub to " + member }
+
+func logPath(id string) string { return filepath.Join(logDir, id+".log") }
+
+// startReplica starts the hub binary as replica id, with --sharded.
+func startReplica(id string) error {
+	p, err := hubprocess.Start(context.Background(), hubprocess.Options{
+		Binary: bin, Kubeconfig: hubKC, LogPath: logPath(id), ReadyTimeout: timeout,
+		Args: []string{"--sharded", "--replica-id=" + id, "--lease-duration=" + leaseDuration.String(),
+			"--probe-interval=" + probeInterval.String(), "--zap-time-encoding=rfc3339nano"},
+	})
+	if err != nil {
+		return fmt.Errorf("starting replica %s: %w", id, err)
+	}
+	mu.Lock()
+	replicas[id] = p
+	mu.Unlock()
+	return nil
+}
+
+// stopReplica ends replica id with sig (SIGKILL: as a crash would) and waits until it has exited.
+func stopReplica(id string, sig syscall.Signal) {
+	mu.Lock()
+	p := replicas[id]
+	delete(replicas, id)
+	mu.Unlock()
+	p.Stop(sig)
+}
+
+// signalReplica sends sig (SIGSTOP, SIGCONT) to replica id, which keeps running.
+func signalReplica(t *testing.T, id string, sig syscall.Signal) {
+	t.Helper()
+	mu.Lock()
+	p := replicas[id]
+	mu.Unlock()
+	if err := syscall.Kill(p.Pid(), sig); err != nil {
+		t.Fatalf("signalling replica %s: %v", id, err)
+	}
+}
+
+func replicaIDs() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	ids := make([]string, 0, len(replicas))
+	for id := range replicas {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// owners returns the replica managing each member, once the fleet is settled on the replicas
+// alive: every member Ready, its Lease held (and valid) by the replica rendezvous hashing names
+// among the alive ones, and its MemberCluster's status.replica naming the same replica.
+func owners(g Gomega, alive ...string) map[string]string {
+	ctx := context.Background()
+	out := map[string]string{}
+	var peers []sharder.PeerInfo
+	for _, id := range alive {
+		peers = append(peers, sharder.PeerInfo{ID: id, Weight: 1})
+	}
+	hrw := sharder.NewHRW()
+	for _, name := range names {
+		mc := &hubv1alpha1.MemberCluster{}
+		g.Expect(hubc.Get(ctx, client.ObjectKey{Name: name}, mc)).To(Succeed())
+		ready := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil(), "member %s has no Ready condition", name)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "member %s: %s", name, ready.Message)
+		lease := &coordinationv1.Lease{}
+		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: hubv1alpha1.MemberLeasePrefix + "-" + name}, lease)).To(Succeed())
+		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+		holder := *lease.Spec.HolderIdentity
+		g.Expect(alive).To(ContainElement(holder), "member %s's Lease holder", name)
+		g.Expect(hrw.ShouldOwn(name, peers, sharder.PeerInfo{ID: holder, Weight: 1})).To(BeTrue(),
+			"member %s is held by %s, not by its rendezvous owner among %v", name, holder, alive)
+		g.Expect(mc.Status.Replica).To(Equal(holder), "member %s: status.replica and the Lease holder", name)
+		expiry := lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
+		g.Expect(time.Now().Before(expiry)).To(BeTrue(), "member %s's Lease expired", name)
+		out[name] = holder
+	}
+	return out
+}
+
+// settledOwners waits until the fleet is settled on the replicas alive and returns the owners.
+func settledOwners(t *testing.T, alive ...string) map[string]string {
+	t.Helper()
+	var out map[string]string
+	Eventually(func(g Gomega) { out = owners(g, alive...) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	return out
+}
+
+// membersOf returns the members a replica manages, sorted.
+func membersOf(owners map[string]string, id string) []string {
+	var out []string
+	for m, o := range owners {
+		if o == id {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// configMap reads the ConfigMap of a member's bundle.
+func configMap(g Gomega, member string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{}
+	g.Expect(memberc[member].Get(context.Background(), client.ObjectKey{Namespace: bundleNS, Name: bundleName}, cm)).To(Succeed())
+	return cm
+}
+
+// drift changes the data of a member's ConfigMap behind the hub's back.
+func drift(member, value string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm := &corev1.ConfigMap{}
+		if err := memberc[member].Get(context.Background(), client.ObjectKey{Namespace: bundleNS, Name: bundleName}, cm); err != nil {
+			return err
+		}
+		cm.Data[configbundlev1alpha1.MessageKey] = value
+		return memberc[member].Update(context.Background(), cm)
+	})
+}
+
+// expectHealed waits until every member's ConfigMap holds its bundle's message.
+func expectHealed(t *testing.T, members ...string) {
+	t.Helper()
+	for _, m := range members {
+		Eventually(func(g Gomega) string {
+			return configMap(g, m).Data[configbundlev1alpha1.MessageKey]
+		}).WithTimeout(timeout).WithPolling(interval).Should(Equal(desired(m)), "member %s", m)
+	}
+}
+
+// drifter drifts the ConfigMaps of members in turn, one every period, until stopped.
+type drifter struct {
+	stop chan struct{}
+	done chan struct{}
+	n    int
+}
+
+func startDrifting(members []string, period time.Duration) *drifter {
+	d := &drifter{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			for _, m := range members {
+				select {
+				case <-d.stop:
+					return
+				case <-t.C:
+				}
+				if drift(m, fmt.Sprintf("drift %d", d.n)) == nil {
+					d.n++
+				}
+			}
+		}
+	}()
+	return d
+}
+
+// Stop stops drifting and returns the number of drifts made.
+func (d *drifter) Stop() int {
+	close(d.stop)
+	<-d.done
+	return d.n
+}
+
+// heal is one "Healed drift" line of a replica's log.
+type heal struct {
+	replica, member string
+	at              time.Time
+}
+
+// healsIn returns the heals the replicas logged between from and to, sorted by time.
+func healsIn(t *testing.T, from, to time.Time, ids ...string) []heal {
+	t.Helper()
+	var out []heal
+	for _, id := range ids {
+		f, err := os.Open(logPath(id))
+		if err != nil {
+			t.Fatalf("reading the log of replica %s: %v", id, err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var line struct {
+				Msg     string    `json:"msg"`
+				TS      time.Time `json:"ts"`
+				Cluster string    `json:"cluster"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Msg != "Healed drift" {
+				continue
+			}
+			if !line.TS.Before(from) && !line.TS.After(to) {
+				out = append(out, heal{replica: id, member: line.Cluster, at: line.TS})
+			}
+		}
+		f.Close()
+	}
+	slices.SortFunc(out, func(a, b heal) int { return a.at.Compare(b.at) })
+	return out
+}
+
+// countLines counts the lines of a replica's log that contain s.
+func countLines(t *testing.T, id, s string) int {
+	t.Helper()
+	data, err := os.ReadFile(logPath(id))
+	if err != nil {
+		t.Fatalf("reading the log of replica %s: %v", id, err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// timeline returns the lines of a replica's log about a member's takeover, from a time on: the
+// live replicas changing, the member joining, its Lease taken, its drift healed.
+func timeline(t *testing.T, id, member string, from time.Time) []string {
+	t.Helper()
+	data, err := os.ReadFile(logPath(id))
+	if err != nil {
+		t.Fatalf("reading the log of replica %s: %v", id, err)
+	}
+	var out []string
+	for _, raw := range strings.Split(string(data), "\n") {
+		var line struct {
+			Msg     string    `json:"msg"`
+			TS      time.Time `json:"ts"`
+			Cluster string    `json:"cluster"`
+		}
+		if json.Unmarshal([]byte(raw), &line) != nil || line.TS.Before(from) {
+			continue
+		}
+		switch {
+		case line.Msg == "Live replicas changed",
+			line.Cluster == member && slices.Contains([]string{"Member joined", "synchronization start", "Healed drift"}, line.Msg):
+			out = append(out, fmt.Sprintf("+%s %s", line.TS.Sub(from).Round(time.Millisecond), line.Msg))
+		}
+	}
+	return out
+}
