@@ -117,7 +117,7 @@ func TestPrinterColumns(t *testing.T) {
 
 	mcs := table(g, "/apis/hub.configbundle.dev/v1alpha1/memberclusters")
 	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
-	g.Expect(columns(mcs, 1)).To(Equal([]string{"Placed", "Last-Seen", "Credentials", "Credentials-Expiry"}))
+	g.Expect(columns(mcs, 1)).To(Equal([]string{"Placed", "Last-Seen", "Credentials", "Credentials-Expiry", "Replica"}))
 	var m1 []any
 	for _, row := range mcs.Rows {
 		if row.Cells[0] == "m1" {

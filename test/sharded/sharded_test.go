@@ -2,6 +2,7 @@ package sharded
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -39,12 +40,13 @@ func TestEveryMemberManagedByExactlyOneReplica(t *testing.T) {
 	}
 	Expect(held).To(Equal(memberCount))
 
+	from := time.Now()
 	for _, m := range names {
 		Expect(drift(m, "drifted")).To(Succeed())
 	}
 	expectHealed(t, names...)
 	// Each member's drift was healed by its owner alone.
-	for _, h := range healsIn(t, time.Now().Add(-timeout), time.Now(), "r0", "r1", "r2") {
+	for _, h := range healsIn(t, from, time.Now(), "r0", "r1", "r2") {
 		Expect(h.replica).To(Equal(own[h.member]), "member %s healed by %s", h.member, h.replica)
 	}
 }
@@ -57,7 +59,9 @@ func TestFleetBundleStatusSumsTheReplicasShares(t *testing.T) {
 	ctx := context.Background()
 	own := settledOwners(t, "r0", "r1", "r2")
 	fb := &hubv1alpha1.FleetBundle{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "everywhere"},
+		// A name of its own each run: the members run no garbage collector, so the ConfigMap of
+		// a previous run's bundle stays, and would conflict.
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("everywhere-%d", time.Now().UnixNano())},
 		Spec: hubv1alpha1.FleetBundleSpec{
 			ClusterSelector: &metav1.LabelSelector{},
 			Template:        hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "placed once, everywhere"}},
@@ -80,7 +84,7 @@ func TestFleetBundleStatusSumsTheReplicasShares(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	for _, m := range names {
 		b := &configbundlev1alpha1.ConfigBundle{}
-		Expect(memberc[m].Get(ctx, client.ObjectKey{Namespace: "default", Name: "everywhere"}, b)).To(Succeed(), "member %s", m)
+		Expect(memberc[m].Get(ctx, client.ObjectKey{Namespace: "default", Name: fb.Name}, b)).To(Succeed(), "member %s", m)
 	}
 
 	Expect(hubc.Delete(ctx, fb)).To(Succeed())
@@ -89,7 +93,7 @@ func TestFleetBundleStatusSumsTheReplicasShares(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the FleetBundle is released")
 	for _, m := range names {
 		Eventually(func() bool {
-			return apierrors.IsNotFound(memberc[m].Get(ctx, client.ObjectKey{Namespace: "default", Name: "everywhere"}, &configbundlev1alpha1.ConfigBundle{}))
+			return apierrors.IsNotFound(memberc[m].Get(ctx, client.ObjectKey{Namespace: "default", Name: fb.Name}, &configbundlev1alpha1.ConfigBundle{}))
 		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the placed bundle is removed from %s", m)
 	}
 }

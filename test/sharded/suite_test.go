@@ -115,9 +115,10 @@ func runSuite(m *testing.M) int {
 		}
 	}
 	if code != 0 {
-		for _, id := range replicaIDs() {
-			data, _ := os.ReadFile(logPath(id))
-			fmt.Fprintf(os.Stderr, "---- log of replica %s (tail) ----\n%s\n", id, tail(data, 8000))
+		for _, id := range []string{"r0", "r1", "r2", "r3"} {
+			if data, err := os.ReadFile(logPath(id)); err == nil {
+				fmt.Fprintf(os.Stderr, "---- replica %s: who ran what, and errors ----\n%s\n", id, ownershipLines(data))
+			}
 		}
 	}
 	return code
@@ -186,11 +187,24 @@ func must(err error) {
 	}
 }
 
-func tail(data []byte, n int) string {
-	if len(data) > n {
-		data = data[len(data)-n:]
+// ownershipLines keeps the lines of a replica's log that say which members it ran and why it
+// stopped, and its errors, at most the last 300.
+func ownershipLines(data []byte) string {
+	keep := []string{"Live replicas changed", "synchronization start", "synchronization stop", "lease lost",
+		"Member joined", "Member handed over", "Member left", "The hub stopped", `"level":"error"`, "leaderelection"}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		for _, k := range keep {
+			if strings.Contains(line, k) {
+				if len(line) > 300 {
+					line = line[:300]
+				}
+				out = append(out, line)
+				break
+			}
+		}
 	}
-	return string(data)
+	return strings.Join(out[max(0, len(out)-300):], "\n")
 }
 
 // desired is the message of a member's bundle, and so the data its ConfigMap must hold.

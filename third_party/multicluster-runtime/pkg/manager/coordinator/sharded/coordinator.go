@@ -193,17 +193,54 @@ func (r everyReplica) NeedLeaderElection() bool { return false }
 // writeGate tracks the writes begun under one start of a cluster, so that its fence is
 // released only once they have ended: the next owner cannot write while one is in flight.
 type writeGate struct {
-	sync.RWMutex
-	closed bool
+	mu       sync.Mutex
+	closed   bool
+	inflight int
+	drained  chan struct{} // closed once closed and no write is in flight
+}
+
+func newWriteGate() *writeGate { return &writeGate{drained: make(chan struct{})} }
+
+// begin counts a write in flight, unless the gate is closed.
+func (g *writeGate) begin() (end func(), ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, false
+	}
+	g.inflight++
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.inflight--; g.closed && g.inflight == 0 {
+			close(g.drained)
+		}
+	}, true
+}
+
+// close lets no write begin any more and waits, at most timeout, for those in flight.
+func (g *writeGate) close(timeout time.Duration) {
+	g.mu.Lock()
+	if !g.closed {
+		g.closed = true
+		if g.inflight == 0 {
+			close(g.drained)
+		}
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.drained:
+	case <-time.After(timeout):
+	}
 }
 
 // BeginWrite reports whether this peer may write to the cluster now: the cluster is engaged
 // and started here, and its fence is held and was renewed recently enough (see
 // leaseGuard.Valid). If so, the write is in flight until end is called, and the fence is not
-// released before. Call it right before each write to the cluster, and end right after: a peer
-// that was paused or cut off past its Lease sees at once that it must not write, before its
-// renew loop notices that another peer took over; and a peer handing a cluster over releases
-// its fence only after its last write.
+// released before (for at most a lease duration). Call it right before each write to the
+// cluster, and end right after: a peer that was paused or cut off past its Lease sees at once
+// that it must not write, before its renew loop notices that another peer took over; and a
+// peer handing a cluster over releases its fence only after its last write.
 func (c *Coordinator) BeginWrite(name multicluster.ClusterName) (end func(), ok bool) {
 	c.mu.Lock()
 	var gate *writeGate
@@ -212,26 +249,20 @@ func (c *Coordinator) BeginWrite(name multicluster.ClusterName) (end func(), ok 
 		gate, fence = e.writes, e.fence
 	}
 	c.mu.Unlock()
-	if gate == nil || fence == nil {
+	if gate == nil || fence == nil || !fence.Valid() {
 		return nil, false
 	}
-	gate.RLock()
-	if gate.closed || !fence.Valid() {
-		gate.RUnlock()
-		return nil, false
-	}
-	return gate.RUnlock, true
+	return gate.begin()
 }
 
 // release releases a fence in the background once the writes begun under it (gate, may be
-// nil) have ended, bounded by the lease duration: the context of the engagement or of the
+// nil) have ended, or a lease duration has passed: a write that hangs must not pin the Lease.
+// The release is bounded by the lease duration too: the context of the engagement or of the
 // coordinator may already be done.
 func (c *Coordinator) release(fence *leaseGuard, gate *writeGate) {
 	go func() {
 		if gate != nil {
-			gate.Lock() // waits for the writes in flight; none begins after
-			gate.closed = true
-			gate.Unlock()
+			gate.close(c.cfg.LeaseDuration)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaseDuration)
 		defer cancel()
@@ -389,7 +420,7 @@ func (c *Coordinator) recompute(parent context.Context) {
 			// Derived from the cluster's own context, not the tick's: the work stops the moment
 			// the cluster goes away (its cache with it), not when a goroutine notices.
 			ctx, cancel := context.WithCancel(engm.parent)
-			engm.ctx, engm.cancel, engm.started, engm.writes = ctx, cancel, true, &writeGate{}
+			engm.ctx, engm.cancel, engm.started, engm.writes = ctx, cancel, true, newWriteGate()
 			starts = append(starts, toStart{name: engm.name, cl: engm.cl, ctx: ctx})
 			c.log.Info("synchronization start", "cluster", name, "peer", self.ID)
 
@@ -406,6 +437,11 @@ func (c *Coordinator) recompute(parent context.Context) {
 			engm.writes = nil
 			engm.nextTry = time.Time{}
 			c.log.Info("synchronization stop", "cluster", name, "peer", self.ID)
+
+		case !should && engm.fence != nil && engm.fence.Held():
+			// Not running it (its start failed) but still holding, and renewing, its fence:
+			// let another peer have it.
+			c.release(engm.fence, nil)
 		}
 	}
 	for _, c := range stops {

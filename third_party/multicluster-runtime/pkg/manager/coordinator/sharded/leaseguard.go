@@ -93,6 +93,13 @@ func (g *leaseGuard) validity() time.Duration {
 	return g.ldur * 2 / 3
 }
 
+// Held reports whether the guard holds the Lease (and renews it), valid or not.
+func (g *leaseGuard) Held() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held
+}
+
 // Valid reports whether the Lease is held and was acquired or renewed recently enough for the
 // holder to act.
 func (g *leaseGuard) Valid() bool {

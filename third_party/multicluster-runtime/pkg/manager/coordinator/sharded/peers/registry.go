@@ -173,7 +173,7 @@ func (r *leaseRegistry) Run(ctx context.Context) error {
 	for {
 		// Do one pass immediately so we publish our presence promptly; renew whenever waiting
 		// for the next tick would make the renewal late.
-		if time.Since(renewed)+r.refresh > r.renew {
+		if renewed.IsZero() || time.Since(renewed) > r.renew-r.refresh {
 			start := time.Now()
 			if err := r.renewSelfLease(ctx); err != nil && ctx.Err() == nil {
 				r.log.V(1).Info("renewSelfLease failed; will retry", "err", err)
