@@ -57,7 +57,9 @@ func newSharding(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*shard
 	}
 	log := ctrl.Log.WithName("sharding").WithValues("replica", opts.ReplicaID)
 	renew := opts.LeaseDuration / 3
-	refresh := min(renew, opts.ProbeInterval)
+	// The peer Leases are listed at least every second: a replica that left cleanly is noticed
+	// within a second (a dead one when its Lease expires, whatever the refresh).
+	refresh := min(renew, opts.ProbeInterval, time.Second)
 	registry := peers.NewLeaseRegistry(direct, opts.SecretNamespace, hubv1alpha1.PeerLeasePrefix, opts.ReplicaID, 1, log,
 		peers.WithLeaseTimings(opts.LeaseDuration, renew), peers.WithRefreshInterval(refresh))
 	hrw := sharder.NewHRW()

@@ -257,3 +257,20 @@ func healsOf(heals []heal, members []string) []heal {
 	}
 	return out
 }
+
+// TestStoppedReplicaHandsOverAtOnce: a replica stopped cleanly (SIGTERM, as in a rollout)
+// releases its Leases on the way out, so its members are taken over at the others' next look,
+// well within the lease duration a crash costs.
+func TestStoppedReplicaHandsOverAtOnce(t *testing.T) {
+	RegisterTestingT(t)
+	own := settledOwners(t, "r0", "r1", "r2")
+	victim := busiest(own)
+	t.Cleanup(func() { restore(t, victim) })
+
+	stopReplica(victim, syscall.SIGTERM)
+	stopped := time.Now()
+	Eventually(func(g Gomega) { owners(g, others(victim)...) }).
+		WithTimeout(leaseDuration*2/3).WithPolling(interval).Should(Succeed(), "members of %s taken over", victim)
+	t.Logf("replica %s stopped: its members %v taken over %s after it exited (lease duration %s)",
+		victim, membersOf(own, victim), time.Since(stopped).Round(time.Millisecond), leaseDuration)
+}

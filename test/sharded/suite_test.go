@@ -36,7 +36,7 @@ import (
 // Settings of the suite: short Leases and probes, so that a failover takes seconds.
 const (
 	leaseDuration = 6 * time.Second
-	probeInterval = 2 * time.Second
+	probeInterval = 3 * time.Second
 	// takeoverBound is what the issue allows between a replica's death and a drift in one of
 	// its members healed: one lease duration and one probe interval.
 	takeoverBound = leaseDuration + probeInterval

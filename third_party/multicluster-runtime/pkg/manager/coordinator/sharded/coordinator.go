@@ -111,6 +111,9 @@ type Coordinator struct {
 	engaged map[multicluster.ClusterName]*engagement
 	// awares are the multicluster components to (de)start per cluster.
 	awares []multicluster.Aware
+
+	// releasing counts the fence releases under way, which a clean stop waits for.
+	releasing sync.WaitGroup
 }
 
 // engagement tracks per-cluster lifecycle within the coordinator.
@@ -260,7 +263,9 @@ func (c *Coordinator) BeginWrite(name multicluster.ClusterName) (end func(), ok 
 // The release is bounded by the lease duration too: the context of the engagement or of the
 // coordinator may already be done.
 func (c *Coordinator) release(fence *leaseGuard, gate *writeGate) {
+	c.releasing.Add(1)
 	go func() {
+		defer c.releasing.Done()
 		if gate != nil {
 			gate.close(c.cfg.LeaseDuration)
 		}
@@ -268,6 +273,39 @@ func (c *Coordinator) release(fence *leaseGuard, gate *writeGate) {
 		defer cancel()
 		fence.Release(ctx)
 	}()
+}
+
+// releaseAll stops every cluster and releases its fence, waiting (at most a lease duration)
+// for the writes in flight and the releases.
+func (c *Coordinator) releaseAll() {
+	type held struct {
+		fence *leaseGuard
+		gate  *writeGate
+	}
+	var all []held
+	c.mu.Lock()
+	for _, e := range c.engaged {
+		if e.started && e.cancel != nil {
+			e.cancel()
+		}
+		if e.fence != nil {
+			all = append(all, held{e.fence, e.writes})
+		}
+		e.started, e.writes = false, nil
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaseDuration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, h := range all {
+		wg.Go(func() {
+			if h.gate != nil {
+				h.gate.close(c.cfg.LeaseDuration)
+			}
+			h.fence.Release(ctx)
+		})
+	}
+	wg.Wait()
 }
 
 // Runnable returns a Runnable that manages synchronization of clusters. It runs on every
@@ -283,7 +321,13 @@ func (c *Coordinator) Runnable() manager.Runnable {
 		for {
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				// Leave cleanly: release every fence and the peer Lease before the process
+				// exits, so that the other peers take over at their next look, not a lease
+				// duration later.
+				c.releaseAll()
+				c.releasing.Wait()
+				<-errCh
+				return nil
 			case err := <-errCh:
 				return err
 			case <-t.C:
