@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -101,15 +99,7 @@ func Totals(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplica
 		st.Clusters.Failed += s.Clusters.Failed
 		failures = append(failures, s.FailedClusters...)
 	}
-	// The first failures of all are among the first of each share.
-	slices.SortFunc(failures, func(a, b hubv1alpha1.ClusterFailure) int { return strings.Compare(a.Cluster, b.Cluster) })
-	if len(failures) > hubv1alpha1.MaxFailedClusters {
-		failures = failures[:hubv1alpha1.MaxFailedClusters]
-	}
-	st.FailedClusters = failures
-	ready := readyCondition(fb, st)
-	ready.LastTransitionTime = now
-	meta.SetStatusCondition(&st.Conditions, ready)
+	finish(fb, &st, failures, now) // the first failures of all are among the first of each share
 	return st
 }
 

@@ -86,16 +86,22 @@ func ComputeStatus(fb *hubv1alpha1.FleetBundle, selected []MemberView, pendingHe
 			failures = append(failures, *res.failure)
 		}
 	}
-	slices.SortFunc(failures, func(a, b hubv1alpha1.ClusterFailure) int { return strings.Compare(a.Cluster, b.Cluster) })
 	st.Clusters.Failed = int32(len(failures))
+	finish(fb, &st, failures, now)
+	return st
+}
+
+// finish sets the first failures (sorted by member name) and the Ready condition, at now, of a
+// status whose counts are computed.
+func finish(fb *hubv1alpha1.FleetBundle, st *hubv1alpha1.FleetBundleStatus, failures []hubv1alpha1.ClusterFailure, now metav1.Time) {
+	slices.SortFunc(failures, func(a, b hubv1alpha1.ClusterFailure) int { return strings.Compare(a.Cluster, b.Cluster) })
 	if len(failures) > hubv1alpha1.MaxFailedClusters {
 		failures = failures[:hubv1alpha1.MaxFailedClusters]
 	}
 	st.FailedClusters = failures
-	ready := readyCondition(fb, st)
+	ready := readyCondition(fb, *st)
 	ready.LastTransitionTime = now
 	meta.SetStatusCondition(&st.Conditions, ready)
-	return st
 }
 
 // readyCondition is the Ready condition of a status whose counts are computed.
