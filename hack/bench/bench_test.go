@@ -18,7 +18,8 @@ const smokeTimeout = 10 * time.Minute
 // correctness only, never a time: every drift is healed by the hub and by the floor in every
 // round, every bundle converges, the hub writes nothing unplanned in steady state, the black
 // holes do not join, every placement reaches every member with one write of the placed bundle
-// per member (none when nothing changed), the figures are all there.
+// per member (none when nothing changed), every member of the scale curve joins and is managed
+// by exactly one replica, the figures are all there.
 func TestSmoke(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
@@ -58,7 +59,8 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("cost figures missing: %+v", res.Cost)
 	}
 	checkPlacement(t, cfg, &res.Placement)
-	for _, want := range []string{"1. Heal latency", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
+	checkScale(t, cfg, &res.Scale)
+	for _, want := range []string{"6. Scale curve", "1. Heal latency", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
 		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q", want)
@@ -83,5 +85,45 @@ func checkPlacement(t *testing.T, cfg benchConfig, pr *placementResults) {
 	}
 	if pr.FleetBundles != cfg.FleetBundles || pr.MemAfter.RSS == 0 {
 		t.Errorf("placement: memory figures missing: %d FleetBundles, %+v", pr.FleetBundles, pr.MemAfter)
+	}
+}
+
+// checkScale checks the scale curve's correctness: every point measured with every replica
+// count, every healthy member joined, no black hole Ready, every drift healed, each healthy
+// member managed by exactly one sharded replica, the cost and steady-state figures there.
+func checkScale(t *testing.T, cfg benchConfig, sr *scaleResults) {
+	t.Helper()
+	if want := len(cfg.Scale.Points) * len(cfg.Scale.Replicas); len(sr.Points) != want {
+		t.Fatalf("scale: %d points measured, want %d (skipped: %v)", len(sr.Points), want, sr.Skipped)
+	}
+	for _, p := range sr.Points {
+		at := fmt.Sprintf("scale point of %d members, %d replicas", p.Members, p.Replicas)
+		if len(p.Joins) != p.Healthy || p.HolesNotReady != p.BlackHoles {
+			t.Errorf("%s: %d of %d members joined, %d of %d black holes not Ready", at, len(p.Joins), p.Healthy, p.HolesNotReady, p.BlackHoles)
+		}
+		want := cfg.Scale.Drifts * cfg.Scale.Rounds
+		if len(p.Hub) != want || len(p.Floor) != want || p.HubErrors+p.FloorErrors != 0 {
+			t.Errorf("%s: %d hub and %d floor heals of %d (errors %d / %d)", at, len(p.Hub), len(p.Floor), want, p.HubErrors, p.FloorErrors)
+		}
+		if len(p.Replica) != p.Replicas || p.Steady.Window <= 0 || p.Steady.Load.APIServerRSS == 0 {
+			t.Errorf("%s: cost or steady-state figures missing: %+v, %+v", at, p.Replica, p.Steady)
+		}
+		checkShares(t, at, p)
+	}
+}
+
+// checkShares checks that the replicas' shares of the healthy members add up to them, by Lease
+// and by status.replica.
+func checkShares(t *testing.T, at string, p scalePoint) {
+	t.Helper()
+	healthy := 0
+	for _, r := range p.Replica {
+		if r.At.RSS == 0 || r.Base.RSS == 0 {
+			t.Errorf("%s: replica %q has no memory figure", at, r.ID)
+		}
+		healthy += r.HealthyShare
+	}
+	if healthy != p.Healthy {
+		t.Errorf("%s: the replicas manage %d healthy members, want each of the %d by exactly one: %+v", at, healthy, p.Healthy, p.Replica)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +41,7 @@ type fleet struct {
 	dir     string
 	hubCP   *controlplane.ControlPlane
 	hub     client.Client
+	scheme  *runtime.Scheme
 	members []*member
 
 	hubProc     *hubprocess.Process
@@ -55,27 +57,39 @@ func newFleet(_ context.Context, cfg benchConfig, hubCP *controlplane.ControlPla
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{cfg: cfg, dir: dir, hubCP: hubCP}
-	fast := func(c *rest.Config) *rest.Config {
-		c = rest.CopyConfig(c)
-		c.QPS, c.Burst = 2000, 4000
-		c.UserAgent = benchUserAgent
-		return c
-	}
-	if f.hub, err = client.New(fast(hubCP.Config), client.Options{Scheme: scheme}); err != nil {
+	f := &fleet{cfg: cfg, dir: dir, hubCP: hubCP, scheme: scheme}
+	if f.hub, err = client.New(benchClientConfig(hubCP.Config), client.Options{Scheme: scheme}); err != nil {
 		return nil, err
 	}
 	if err := ensureNamespace(context.Background(), f.hub, hubv1alpha1.DefaultSecretNamespace); err != nil {
 		return nil, err
 	}
 	for _, cp := range cps {
-		m := &member{Name: cp.Name, cp: cp, cfg: fast(cp.Config)}
-		if m.client, err = client.NewWithWatch(m.cfg, client.Options{Scheme: scheme}); err != nil {
+		if err := f.addMember(cp); err != nil {
 			return nil, err
 		}
-		f.members = append(f.members, m)
 	}
 	return f, nil
+}
+
+// benchClientConfig is the benchmark's client config for a control plane: its own user agent
+// (so that the audit logs tell its writes apart) and no client-side rate limit to speak of.
+func benchClientConfig(c *rest.Config) *rest.Config {
+	c = rest.CopyConfig(c)
+	c.QPS, c.Burst = 2000, 4000
+	c.UserAgent = benchUserAgent
+	return c
+}
+
+// addMember adds the member of a control plane to the fleet (not to the hub: see join).
+func (f *fleet) addMember(cp *controlplane.ControlPlane) error {
+	m := &member{Name: cp.Name, cp: cp, cfg: benchClientConfig(cp.Config)}
+	var err error
+	if m.client, err = client.NewWithWatch(m.cfg, client.Options{Scheme: f.scheme}); err != nil {
+		return fmt.Errorf("creating a client of %s: %w", cp.Name, err)
+	}
+	f.members = append(f.members, m)
+	return nil
 }
 
 // close stops the hub and removes the benchmark's directory; with BENCH_DEBUG, it keeps it,
@@ -148,31 +162,59 @@ type blackHoles struct {
 // registerBlackHoles registers members whose API server accepts connections and never answers.
 func (f *fleet) registerBlackHoles(ctx context.Context, n int) (*blackHoles, error) {
 	h := &blackHoles{}
+	return h, f.registerHoles(ctx, h, n)
+}
+
+// registerHoles registers the first n black holes of h (black-hole-1, ...), adding listeners
+// as needed: their Secrets are created, so none may exist.
+func (f *fleet) registerHoles(ctx context.Context, h *blackHoles, n int) error {
 	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return h, err
-		}
-		h.listeners = append(h.listeners, l)
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				h.mu.Lock()
-				h.conns = append(h.conns, c)
-				h.mu.Unlock()
+		if i == len(h.listeners) {
+			if err := h.listen(); err != nil {
+				return err
 			}
-		}()
+		}
 		name := fmt.Sprintf("black-hole-%d", i+1)
-		h.names = append(h.names, name)
-		cfg := &rest.Config{Host: "https://" + l.Addr().String(), BearerToken: "t", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+		if i == len(h.names) {
+			h.names = append(h.names, name)
+		}
+		cfg := &rest.Config{Host: "https://" + h.listeners[i].Addr().String(), BearerToken: "t", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 		if err := f.putSecret(ctx, name, kubeconfigFor(cfg)); err != nil {
-			return h, err
+			return err
 		}
 	}
-	return h, nil
+	return nil
+}
+
+// listen adds a listener that accepts connections and never answers.
+func (h *blackHoles) listen() error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listening for a black hole: %w", err)
+	}
+	h.listeners = append(h.listeners, l)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			h.mu.Lock()
+			h.conns = append(h.conns, c)
+			h.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// dropConns closes the connections accepted so far; the listeners stay.
+func (h *blackHoles) dropConns() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		c.Close()
+	}
+	h.conns = nil
 }
 
 func (h *blackHoles) close() {
@@ -335,35 +377,50 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 	return nil
 }
 
-// cost samples the hub's memory and goroutines once the fleet has settled: the least heap and
-// RSS of ten samples over five seconds, which leaves out most garbage not yet collected.
+// cost samples the hub's memory and goroutines once the fleet has settled (see sampleHubs).
 func (f *fleet) cost(ctx context.Context, members, bundles, unmanaged int) (costPoint, error) {
 	if err := sleepCtx(ctx, 2*time.Second); err != nil {
 		return costPoint{}, err
 	}
-	p := costPoint{Members: members, Bundles: bundles, Unmanaged: unmanaged}
+	points, err := sampleHubs(ctx, []*hubprocess.Process{f.hubProc})
+	if err != nil {
+		return costPoint{}, err
+	}
+	p := points[0]
+	p.Members, p.Bundles, p.Unmanaged = members, bundles, unmanaged
+	return p, nil
+}
+
+// sampleHubs samples hub processes' memory and goroutines: the least heap and RSS of ten
+// samples over five seconds, which leaves out most garbage not yet collected, and the last
+// goroutine count; one point per process.
+func sampleHubs(ctx context.Context, procs []*hubprocess.Process) ([]costPoint, error) {
+	points := make([]costPoint, len(procs))
 	for i := range 10 {
-		m, err := scrape(f.metricsAddr)
-		if err != nil {
-			return costPoint{}, err
+		for j, proc := range procs {
+			m, err := scrape(proc.MetricsAddr)
+			if err != nil {
+				return nil, err
+			}
+			rss, err := rssBytes(proc.Pid())
+			if err != nil {
+				return nil, err
+			}
+			p := &points[j]
+			heap := m.sum("go_memstats_heap_inuse_bytes", nil)
+			if i == 0 || heap < p.Heap {
+				p.Heap = heap
+			}
+			if i == 0 || rss < p.RSS {
+				p.RSS = rss
+			}
+			p.Goroutines = m.sum("go_goroutines", nil)
 		}
-		rss, err := rssBytes(f.hubProc.Pid())
-		if err != nil {
-			return costPoint{}, err
-		}
-		heap := m.sum("go_memstats_heap_inuse_bytes", nil)
-		if i == 0 || heap < p.Heap {
-			p.Heap = heap
-		}
-		if i == 0 || rss < p.RSS {
-			p.RSS = rss
-		}
-		p.Goroutines = m.sum("go_goroutines", nil)
 		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
-			return costPoint{}, err
+			return nil, err
 		}
 	}
-	return p, nil
+	return points, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

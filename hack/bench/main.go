@@ -15,13 +15,18 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 func main() {
-	cfg := parseFlags()
+	cfg, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if cfg.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: --rounds must be at least 1")
 		os.Exit(2)
@@ -36,6 +41,9 @@ func main() {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	if cfg.Capacity > 0 {
+		os.Exit(probeCapacity(ctx, cfg))
+	}
 	res, err := run(ctx, cfg, os.Stderr)
 	if res != nil {
 		res.print(os.Stdout, cfg)
@@ -44,15 +52,30 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	if !res.Steady.silent() {
+	if !cfg.ScaleOnly && !res.Steady.silent() {
 		fmt.Fprintln(os.Stderr, "bench: failed: the hub wrote in steady state (see the FAIL line)")
 		os.Exit(1)
 	}
 }
 
+// probeCapacity runs the capacity probe alone, prints its table and returns the exit code.
+func probeCapacity(ctx context.Context, cfg benchConfig) int {
+	say := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
+	res, err := runCapacity(ctx, cfg, say)
+	if res != nil {
+		fmt.Fprintf(os.Stdout, "\nConfigBundle Hub capacity probe — %s — %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine())
+		res.print(os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
 // parseFlags returns the configuration the flags ask for: the full one, or the smoke one, with
 // the sizes given explicitly.
-func parseFlags() benchConfig {
+func parseFlags() (benchConfig, error) {
 	var (
 		smoke = flag.Bool("smoke", false, "Start from the small smoke configuration (flags given explicitly still apply).")
 		bin   = flag.String("hub-binary", "bin/hub", "The hub binary to measure.")
@@ -70,13 +93,16 @@ func parseFlags() benchConfig {
 	} {
 		sizes[name] = flag.Int(name, 0, usage+" (default: the configuration's)")
 	}
+	scale := bindScaleFlags()
 	flag.Parse()
 	cfg := fullConfig()
 	if *smoke {
 		cfg = smokeConfig()
 	}
 	cfg.HubBinary = *bin
+	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
 		switch f.Name {
 		case "members":
 			cfg.Members = *sizes["members"]
@@ -96,5 +122,5 @@ func parseFlags() benchConfig {
 			cfg.Quiet = *quiet
 		}
 	})
-	return cfg
+	return cfg, scale.apply(&cfg, set)
 }

@@ -130,11 +130,14 @@ func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/1024/1024) }
 func (r *results) print(w io.Writer, cfg benchConfig) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("\nConfigBundle Hub benchmark — %s — %s", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.Machine)
-	r.printHeal(p, cfg)
-	r.printConvergence(p, cfg)
-	r.printCost(p)
-	r.printJoin(p, cfg)
-	r.printPlacement(p, cfg)
+	if !cfg.ScaleOnly {
+		r.printHeal(p, cfg)
+		r.printConvergence(p, cfg)
+		r.printCost(p)
+		r.printJoin(p, cfg)
+		r.printPlacement(p, cfg)
+	}
+	r.printScale(p, cfg)
 }
 
 type printer func(format string, args ...any)

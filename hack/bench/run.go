@@ -43,18 +43,25 @@ type benchConfig struct {
 	// Placements are the template changes of the placement phase (and as many of the floor's);
 	// FleetBundles are created at once for its memory figure, each placed in every member.
 	Placements, FleetBundles int
+	// Scale sizes the scale curve (scale.go); no member counts skip it. ScaleOnly skips every
+	// other phase.
+	Scale     scaleConfig
+	ScaleOnly bool
+	// Capacity, if set, makes the run the capacity probe alone (capacity.go): up to Capacity
+	// slim members, CapacityStep at a time.
+	Capacity, CapacityStep int
 }
 
 func fullConfig() benchConfig {
 	return benchConfig{Members: 16, ThroughputMembers: 4, BundlesPerMember: 1000, Unmanaged: 10000,
 		HealMembers: 2, Drifts: 320, Rounds: 5, BlackHoles: 2, PausedShare: 0.2, PollInterval: 10 * time.Second, Quiet: 70 * time.Second,
-		Placements: 50, FleetBundles: 100}
+		Placements: 50, FleetBundles: 100, Scale: fullScaleConfig(), CapacityStep: 20}
 }
 
 func smokeConfig() benchConfig {
 	return benchConfig{Members: 4, ThroughputMembers: 2, BundlesPerMember: 20, Unmanaged: 200,
 		HealMembers: 2, Drifts: 24, Rounds: 2, BlackHoles: 1, PausedShare: 0.25, PollInterval: 10 * time.Second, Quiet: 3 * time.Second,
-		Placements: 4, FleetBundles: 5}
+		Placements: 4, FleetBundles: 5, Scale: smokeScaleConfig(), CapacityStep: 2}
 }
 
 // results are the figures of a run.
@@ -86,6 +93,8 @@ type results struct {
 	HealedAllDrifts bool
 
 	Placement placementResults
+
+	Scale scaleResults
 }
 
 // healedAll reports whether every drift of every run was healed in time.
@@ -111,34 +120,44 @@ type costPoint struct {
 var cpOutput io.Writer
 
 // run measures everything, in the order that lets each phase reuse the fleet of the previous
-// one. progress receives what it is doing.
+// one, then the scale curve on a fleet of its own (the first fleet stopped). progress receives
+// what it is doing.
 func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, error) {
 	say := func(format string, args ...any) { fmt.Fprintf(progress, "bench: "+format+"\n", args...) }
 	res := &results{Machine: machine(), WritesByVerb: map[string]float64{}}
+	if !cfg.ScaleOnly {
+		if err := runPhases(ctx, cfg, res, say); err != nil {
+			return res, err
+		}
+		res.HealedAllDrifts = res.healedAll(cfg)
+	}
+	return res, measureScale(ctx, cfg, res, say)
+}
 
+// runPhases runs every phase but the scale curve on one fleet of full control planes.
+func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
 	say("starting %d control planes", cfg.Members+1)
 	cps, err := startControlPlanes(ctx, cfg.Members)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = controlplane.StopAll(cps) }()
 	f, err := newFleet(ctx, cfg, cps[0], cps[1:])
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.close()
 	if err := f.startHub(); err != nil {
-		return nil, err
+		return err
 	}
 	for _, phase := range []func(context.Context, benchConfig, *results, func(string, ...any)) error{
 		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement,
 	} {
 		if err := phase(ctx, cfg, res, say); err != nil {
-			return res, err
+			return err
 		}
 	}
-	res.HealedAllDrifts = res.healedAll(cfg)
-	return res, nil
+	return nil
 }
 
 // startControlPlanes starts the hub's control plane and n members', each logging the writes it

@@ -73,7 +73,7 @@ func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
 		c.mu.Unlock()
 		return nil
 	}
-	p, err := startProcess(c.apiServerCommand[0], c.apiServerCommand[1:], c.apiServerOut, c.apiServerErr)
+	p, err := startProcessEnv(c.apiServerCommand[0], c.apiServerCommand[1:], c.apiServerEnv, c.apiServerOut, c.apiServerErr)
 	if err != nil {
 		c.mu.Unlock()
 		return fmt.Errorf("control plane %q: starting %s: %w", c.Name, apiServerBinary, err)

@@ -93,6 +93,9 @@ type ControlPlane struct {
 
 	// The kube-apiserver's streams, kept for StartAPIServer.
 	apiServerOut, apiServerErr io.Writer
+	// apiServerEnv is added to the kube-apiserver's environment (SharedOptions.Env), kept for
+	// StartAPIServer; nil for envtest's.
+	apiServerEnv []string
 
 	// mu guards env.AddUser (its CA is not goroutine-safe), paused, stopped and the fields
 	// of KillAPIServer, StartAPIServer and SecondAPIServer below. It is not held while a
@@ -358,11 +361,33 @@ func (c *ControlPlane) AddUser(name string, groups []string) (*rest.Config, erro
 	if c.stopped {
 		return nil, fmt.Errorf("control plane %q is stopped", c.Name)
 	}
+	if c.env == nil {
+		return nil, fmt.Errorf("control plane %q of a Shared fleet: adding a user: %w", c.Name, errors.ErrUnsupported)
+	}
 	user, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, rest.CopyConfig(c.Config))
 	if err != nil {
 		return nil, fmt.Errorf("adding user %q to control plane %q: %w", name, c.Name, err)
 	}
 	return rest.CopyConfig(user.Config()), nil
+}
+
+// APIServerPID returns the process id of the running kube-apiserver, for its resource usage.
+// Linux only for control planes of Start; elsewhere it returns an error wrapping
+// errors.ErrUnsupported.
+func (c *ControlPlane) APIServerPID() (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return 0, fmt.Errorf("control plane %q is stopped", c.Name)
+	}
+	if c.apiServer != nil {
+		return c.apiServer.cmd.Process.Pid, nil
+	}
+	pid, err := findAPIServerPID(c.certDir)
+	if err != nil {
+		return 0, fmt.Errorf("control plane %q: %w", c.Name, err)
+	}
+	return pid, nil
 }
 
 // Pause freezes the kube-apiserver with SIGSTOP, simulating a hung member: connections

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -125,7 +126,16 @@ type process struct {
 }
 
 func startProcess(path string, args []string, stdout, stderr io.Writer) (*process, error) {
+	return startProcessEnv(path, args, nil, stdout, stderr)
+}
+
+// startProcessEnv starts a process like startProcess, with env added to this process's
+// environment.
+func startProcessEnv(path string, args, env []string, stdout, stderr io.Writer) (*process, error) {
 	cmd := exec.Command(path, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = childSysProcAttr()
 	if err := cmd.Start(); err != nil {

@@ -113,3 +113,8 @@ func killAPIServer(certDir string, timeout time.Duration) error {
 		time.Sleep(reapPollInterval)
 	}
 }
+
+// findAPIServerPID returns the PID of the kube-apiserver serving from certDir.
+func findAPIServerPID(certDir string) (int, error) {
+	return findAPIServer(certDir)
+}

@@ -29,3 +29,8 @@ func apiServerCommandLine(string) ([]string, error) {
 func killAPIServer(string, time.Duration) error {
 	return fmt.Errorf("killing the kube-apiserver: %w", errors.ErrUnsupported)
 }
+
+// findAPIServerPID is implemented on Linux only, like signalAPIServer.
+func findAPIServerPID(string) (int, error) {
+	return 0, fmt.Errorf("finding the kube-apiserver: %w", errors.ErrUnsupported)
+}

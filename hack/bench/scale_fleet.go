@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/hubprocess"
+)
+
+// scaleFleet is the scale curve's fleet: the hub cluster, the slim members started so far (in
+// fleet.members, in order: the first ones hold the heal bundles), the black holes, and the hub
+// replicas running now.
+type scaleFleet struct {
+	*fleet
+	cfg    scaleConfig
+	say    func(string, ...any)
+	shared *controlplane.Shared
+	holes  *blackHoles
+	// healthy and holes are how many members and black holes are registered now.
+	healthy, registeredHoles int
+	replicas                 []*hubReplica
+}
+
+// hubReplica is one running hub process; ID is its --replica-id, empty for an unsharded hub.
+type hubReplica struct {
+	ID   string
+	proc *hubprocess.Process
+}
+
+// newScaleFleet starts the hub cluster's control plane and the members' shared etcd.
+func newScaleFleet(ctx context.Context, cfg benchConfig, say func(string, ...any)) (_ *scaleFleet, retErr error) {
+	hubCRDs, err := config.HubCRDs()
+	if err != nil {
+		return nil, fmt.Errorf("reading the hub CRDs: %w", err)
+	}
+	say("scale: starting the hub cluster and the members' shared etcd")
+	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{CRDs: hubCRDs, StartTimeout: 5 * time.Minute,
+		AuditWrites: true, Output: cpOutput}, hubPlane)...)
+	if err != nil {
+		return nil, fmt.Errorf("starting the hub cluster: %w", err)
+	}
+	s := &scaleFleet{cfg: cfg.Scale, say: say, holes: &blackHoles{}}
+	defer func() {
+		if retErr != nil {
+			s.close()
+			_ = controlplane.StopAll(cps)
+		}
+	}()
+	if s.shared, err = startShared(ctx); err != nil {
+		return nil, err
+	}
+	if s.fleet, err = newFleet(ctx, cfg, cps[0], nil); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// close stops the replicas, the black holes, the members and the hub cluster.
+func (s *scaleFleet) close() {
+	s.stopReplicas()
+	s.holes.close()
+	if s.fleet != nil {
+		s.fleet.close()
+		_ = s.hubCP.Stop()
+	}
+	if s.shared != nil {
+		_ = s.shared.Stop()
+	}
+}
+
+// grow starts slim members until healthy run; the first cfg.HealMembers get the heal bundles.
+func (s *scaleFleet) grow(ctx context.Context, healthy int) error {
+	have := len(s.members)
+	if have >= healthy {
+		return nil
+	}
+	s.say("scale: starting members %d to %d (slim kube-apiservers on the shared etcd)", have+1, healthy)
+	began := time.Now()
+	cps, err := s.shared.Add(ctx, memberNames(have, healthy-have)...)
+	if err != nil {
+		return fmt.Errorf("starting members: %w", err)
+	}
+	s.say("scale: %d members started in %s", len(cps), time.Since(began).Round(time.Second))
+	for _, cp := range cps {
+		if err := s.addMember(cp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createHealBundles creates cfg.Bundles bench bundles in each heal member.
+func (s *scaleFleet) createHealBundles(ctx context.Context) error {
+	for _, m := range s.healMembers() {
+		if err := ensureNamespace(ctx, m.client, "bench"); err != nil {
+			return fmt.Errorf("creating namespace bench in %s: %w", m.Name, err)
+		}
+		err := parallel(ctx, s.cfg.Bundles, 8, func(ctx context.Context, i int) error {
+			b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%05d", i), Namespace: "bench"},
+				Spec: v1alpha1.ConfigBundleSpec{Message: fmt.Sprintf("message %d", i)}}
+			return m.client.Create(ctx, b)
+		})
+		if err != nil {
+			return fmt.Errorf("creating bundles in %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// deleteHealBundles deletes the heal members' bundles and their ConfigMaps (the slim members
+// run no garbage collector).
+func (s *scaleFleet) deleteHealBundles(ctx context.Context) error {
+	for _, m := range s.healMembers() {
+		for _, obj := range []client.Object{&v1alpha1.ConfigBundle{}, &corev1.ConfigMap{}} {
+			if err := m.client.DeleteAllOf(ctx, obj, client.InNamespace("bench")); err != nil {
+				return fmt.Errorf("deleting the bench objects of %s: %w", m.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// healMembers are the members the heal measurement tampers with.
+func (s *scaleFleet) healMembers() []*member {
+	return s.members[:min(s.cfg.HealMembers, s.healthy)]
+}
+
+// startReplicas starts r hub replicas at once (sharded if more than one) and waits until they
+// run their controllers (the Fleet exists).
+func (s *scaleFleet) startReplicas(ctx context.Context, r int) error {
+	replicas := make([]*hubReplica, r)
+	errs := make([]error, r)
+	var wg sync.WaitGroup
+	for i := range r {
+		wg.Go(func() { replicas[i], errs[i] = s.startReplica(i, r) })
+	}
+	wg.Wait()
+	for _, rep := range replicas {
+		if rep != nil {
+			s.replicas = append(s.replicas, rep)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, scaleTimeout, true, func(ctx context.Context) (bool, error) {
+		return s.hub.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, &hubv1alpha1.Fleet{}) == nil, nil
+	})
+}
+
+// startReplica starts replica i of r: the hub with default flags, and with --sharded and its
+// own --replica-id when there are several.
+func (s *scaleFleet) startReplica(i, r int) (*hubReplica, error) {
+	rep := &hubReplica{}
+	args := []string{"--zap-time-encoding=rfc3339nano"}
+	if r > 1 {
+		rep.ID = fmt.Sprintf("replica-%d", i+1)
+		args = append(args, "--sharded", "--replica-id="+rep.ID)
+		if s.cfg.LeaseDuration > 0 {
+			args = append(args, "--lease-duration="+s.cfg.LeaseDuration.String())
+		}
+	}
+	var err error
+	rep.proc, err = hubprocess.Start(context.Background(), hubprocess.Options{Binary: s.fleet.cfg.HubBinary, Kubeconfig: s.hubCP.KubeconfigPath,
+		LogPath: filepath.Join(s.dir, fmt.Sprintf("hub-%d.log", i+1)), Args: args, ReadyTimeout: scaleTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("starting hub replica %d of %d: %w", i+1, r, err)
+	}
+	return rep, nil
+}
+
+// stopReplicas stops every replica at once (SIGTERM) and waits until they have exited.
+func (s *scaleFleet) stopReplicas() {
+	var wg sync.WaitGroup
+	for _, rep := range s.replicas {
+		wg.Go(func() { rep.proc.Stop(syscall.SIGTERM) })
+	}
+	wg.Wait()
+	s.replicas = nil
+}
+
+// reset stops the replicas and unregisters every member: their Secrets, MemberClusters and
+// the replicas' Leases are deleted, the heal bundles too, the black holes' connections closed.
+func (s *scaleFleet) reset(ctx context.Context) {
+	s.stopReplicas()
+	if err := s.deleteHealBundles(ctx); err != nil {
+		s.say("scale: cleaning up: %v", err)
+	}
+	ns := client.InNamespace(hubv1alpha1.DefaultSecretNamespace)
+	for _, obj := range []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}} {
+		if err := s.hub.DeleteAllOf(ctx, obj, ns); err != nil {
+			s.say("scale: cleaning up: %v", err)
+		}
+	}
+	if err := s.hub.DeleteAllOf(ctx, &hubv1alpha1.MemberCluster{}); err != nil {
+		s.say("scale: cleaning up: %v", err)
+	}
+	s.holes.dropConns()
+	s.healthy, s.registeredHoles = 0, 0
+}
+
+// registerPointHoles registers the point's black holes.
+func (s *scaleFleet) registerPointHoles(ctx context.Context, p *scalePoint) error {
+	if err := s.registerHoles(ctx, s.holes, p.BlackHoles); err != nil {
+		return err
+	}
+	s.registeredHoles = p.BlackHoles
+	return nil
+}
+
+// joinMembers joins the point's healthy members one at a time, timing each from its Secret's
+// creation to its MemberCluster being Ready, and counts the black holes not Ready after them.
+func (s *scaleFleet) joinMembers(ctx context.Context, p *scalePoint) error {
+	for _, m := range s.members[:p.Healthy] {
+		took, err := s.join(ctx, m)
+		if err != nil {
+			return err
+		}
+		p.Joins = append(p.Joins, took)
+		s.healthy++
+	}
+	var err error
+	p.HolesNotReady, err = s.notReady(ctx, s.holes.names[:p.BlackHoles])
+	return err
+}
+
+// waitCaughtUp waits until the replicas have caught up with the fleet: every registered member
+// Ready and Connected, the heal members' bundles Ready and recorded, no replica with a
+// ConfigBundle queued and, sharded, every member held by a live replica; then a moment more.
+func (s *scaleFleet) waitCaughtUp(ctx context.Context) error {
+	err := wait.PollUntilContextTimeout(ctx, settlePoll, scaleTimeout, true, func(ctx context.Context) (bool, error) {
+		if !s.connected(ctx) || !s.queuesEmpty() || !s.leasesHeld(ctx) {
+			return false, nil
+		}
+		for _, m := range s.healMembers() {
+			if !bundlesRecorded(ctx, m) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the hub replicas to catch up with %d members: %w", s.healthy, err)
+	}
+	return sleepCtx(ctx, restartQuiet)
+}
+
+// connected reports whether every registered member's MemberCluster is Ready (Connected).
+func (s *scaleFleet) connected(ctx context.Context) bool {
+	list := &hubv1alpha1.MemberClusterList{}
+	if err := s.hub.List(ctx, list); err != nil {
+		return false
+	}
+	ready := map[string]bool{}
+	for _, mc := range list.Items {
+		c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
+		ready[mc.Name] = c != nil && c.Status == metav1.ConditionTrue && c.Reason == hubv1alpha1.ConnectedReason
+	}
+	for _, m := range s.members[:s.healthy] {
+		if !ready[m.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// queuesEmpty reports whether no replica has a ConfigBundle queued.
+func (s *scaleFleet) queuesEmpty() bool {
+	for _, rep := range s.replicas {
+		m, err := scrape(rep.proc.MetricsAddr)
+		if err != nil || m.sum("workqueue_depth", func(l map[string]string) bool { return l["name"] == "configbundle" }) != 0 {
+			return false
+		}
+	}
+	return true
+}
