@@ -39,7 +39,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: KUBEBUILDER_ASSETS is not set; run it with `make bench`")
 		os.Exit(1)
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := signalContext()
 	defer cancel()
 	if cfg.Capacity > 0 {
 		os.Exit(probeCapacity(ctx, cfg))
@@ -56,6 +56,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: failed: the hub wrote in steady state (see the FAIL line)")
 		os.Exit(1)
 	}
+}
+
+// signalContext returns a context canceled by SIGINT or SIGTERM, and says which one came: a
+// long run stopped from elsewhere tells why.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-signals:
+			fmt.Fprintf(os.Stderr, "bench: received %v at %s: stopping\n", sig, time.Now().UTC().Format(time.RFC3339))
+			cancel()
+		case <-ctx.Done():
+		}
+		signal.Stop(signals)
+	}()
+	return ctx, cancel
 }
 
 // probeCapacity runs the capacity probe alone, prints its table and returns the exit code.

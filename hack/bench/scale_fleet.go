@@ -84,24 +84,46 @@ func (s *scaleFleet) close() {
 	}
 }
 
-// grow starts slim members until healthy run; the first cfg.HealMembers get the heal bundles.
+// Members are started in steps, each after a look at the machine's memory, so that a machine
+// that cannot host them (other work on it, say) stops the run with an error that says so
+// instead of running out of memory.
+const (
+	// growStep is how many members are started at a time.
+	growStep = 20
+	// memberMemory is what a slim member costs the machine: its kube-apiserver's anonymous memory
+	// and its share of the etcd (the capacity probe measured 87 MiB).
+	memberMemory = 90 << 20
+	// memoryFloor is the memory a step must leave available to everything else.
+	memoryFloor = 3 << 30
+)
+
+// grow starts slim members until healthy run, growStep at a time.
 func (s *scaleFleet) grow(ctx context.Context, healthy int) error {
-	have := len(s.members)
-	if have >= healthy {
-		return nil
+	if have := len(s.members); have < healthy {
+		s.say("scale: starting members %d to %d (slim kube-apiservers on the shared etcd)", have+1, healthy)
 	}
-	s.say("scale: starting members %d to %d (slim kube-apiservers on the shared etcd)", have+1, healthy)
 	began := time.Now()
-	cps, err := s.shared.Add(ctx, memberNames(have, healthy-have)...)
-	if err != nil {
-		return fmt.Errorf("starting members: %w", err)
-	}
-	s.say("scale: %d members started in %s", len(cps), time.Since(began).Round(time.Second))
-	for _, cp := range cps {
-		if err := s.addMember(cp); err != nil {
+	for have := len(s.members); have < healthy; have = len(s.members) {
+		n := min(growStep, healthy-have)
+		avail, err := memAvailable()
+		if err != nil {
 			return err
 		}
+		if avail-float64(n*memberMemory) < memoryFloor {
+			return fmt.Errorf("not enough memory for members %d to %d: %s available, they need about %s and %s must be left",
+				have+1, have+n, mib(avail), mib(float64(n*memberMemory)), mib(memoryFloor))
+		}
+		cps, err := s.shared.Add(ctx, memberNames(have, n)...)
+		if err != nil {
+			return fmt.Errorf("starting members %d to %d: %w", have+1, have+n, err)
+		}
+		for _, cp := range cps {
+			if err := s.addMember(cp); err != nil {
+				return err
+			}
+		}
 	}
+	s.say("scale: %d members running, started in %s", len(s.members), time.Since(began).Round(time.Second))
 	return nil
 }
 

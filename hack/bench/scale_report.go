@@ -49,11 +49,14 @@ func (r *results) printScaleCost(p printer) {
 		hr, hh, hg := pt.perBlackHole()
 		mr, mh, mg := pt.perHealthyMember()
 		p("| %d (%d) | %d | %s | %s / %s / %.1f | %s / %s / %.1f | %s |", pt.Members, pt.BlackHoles, pt.Replicas, mib(pt.totalRSS()),
-			kib(hr), kib(hh), hg, mib(mr), mib(mh), mg, mib(pt.perMember()))
+			kib(hr), kib(hh), hg, mib2(mr), mib2(mh), mg, mib2(pt.perMember()))
 	}
 }
 
 func kib(b float64) string { return fmt.Sprintf("%.0f KiB", b/1024) }
+
+// mib2 renders bytes in MiB to two decimals: a figure compared with a goal of 1 MiB.
+func mib2(b float64) string { return fmt.Sprintf("%.2f MiB", b/1024/1024) }
 
 // printScaleMachine prints what the members cost the machine at each row, in its steady window.
 func (r *results) printScaleMachine(p printer) {
@@ -83,7 +86,7 @@ func (r *results) printReplicas(p printer) {
 		for _, rc := range pt.Replica {
 			rss, heap := rc.perManaged()
 			p("| %d | %s | %d (%d) | %d | %s | %s | %s / %s | %.0f |", pt.Members, rc.ID, rc.Share, rc.HealthyShare, rc.StatusShare,
-				mib(rc.At.RSS), mib(rc.At.RSS-rc.Base.RSS), mib(rss), mib(heap), rc.At.Goroutines)
+				mib(rc.At.RSS), mib(rc.At.RSS-rc.Base.RSS), mib2(rss), mib2(heap), rc.At.Goroutines)
 		}
 	}
 }
@@ -125,7 +128,7 @@ func (s scaleResults) missedGoals() []string {
 			missed = append(missed, fmt.Sprintf("%d replicas: heal p99 <= %.0fx the floor (%.2fx)", pt.Replicas, goalScaleP99, q))
 		}
 		if rss, _, _ := pt.perHealthyMember(); rss > goalMemberRSS {
-			missed = append(missed, fmt.Sprintf("%d replicas: <= %s per healthy member (%s)", pt.Replicas, mib(goalMemberRSS), mib(rss)))
+			missed = append(missed, fmt.Sprintf("%d replicas: <= %s per healthy member (%s)", pt.Replicas, mib(goalMemberRSS), mib2(rss)))
 		}
 		if spread := pt.shareSpread(); spread > goalShareSpread {
 			missed = append(missed, fmt.Sprintf("%d replicas: memory per managed member within %.0f%% of the mean (%.0f%%)", pt.Replicas, 100*goalShareSpread, 100*spread))
