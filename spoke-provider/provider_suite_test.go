@@ -397,7 +397,9 @@ func TestLeave(t *testing.T) {
 			g.Expect(f.provider.Connected(multicluster.ClusterName(tc.name))).To(MatchError(multicluster.ErrClusterNotFound))
 			g.Eventually(func() []engagement { return f.engaged.of(tc.name) }).WithTimeout(joinTimeout).WithPolling(interval).Should(
 				HaveExactElements(HaveField("Ended()", BeTrue())), "the engagement ends")
-			g.Expect(f.history.changesOf(tc.name)[changes:]).To(ContainElement(HaveField("Known", BeFalse())), "OnChange told the member left")
+			// OnChange is called after the member is forgotten and its engagement cancelled: wait for it.
+			g.Eventually(func() []observation { return f.history.changesOf(tc.name)[changes:] }).WithTimeout(joinTimeout).
+				WithPolling(interval).Should(ContainElement(HaveField("Known", BeFalse())), "OnChange told the member left")
 
 			g.Consistently(func() (map[string]string, error) { return writtenByHub(ctx, memberA.Config) }).
 				WithTimeout(quietPeriod).WithPolling(500*time.Millisecond).Should(Equal(written), "the member was changed")
