@@ -71,6 +71,14 @@ test: ## Build what the tests need, then run every test on real control planes, 
 	$(GO) vet -tags kind ./hack/kind/...; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -race -count=1 -timeout 30m $(TESTFLAGS)
 
+.PHONY: test-cluster
+test-cluster: ## As root: deploy config/default into a real single-node cluster (kubelet on containerd) and test the hub there; prints its time.
+	@start=$$(date +%s); \
+	bash hack/cluster-prereqs.sh && dir="$$(bash hack/testbin.sh node)" && \
+	$(GO) vet -tags cluster ./internal/testing/cluster ./test/incluster && \
+	KUBEBUILDER_ASSETS="$$dir" $(GO) test -tags cluster -p 1 -count=1 -v -timeout 20m ./internal/testing/cluster ./test/incluster; \
+	rc=$$?; echo "make test-cluster: $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc
+
 .PHONY: test-faults
 test-faults: ## Run the fault matrix alone (also part of make test), printing each case's timing.
 	@dir="$$(bash hack/testbin.sh)"; \
@@ -100,6 +108,10 @@ build: ## Build the hub binary into bin/.
 IMG ?= ghcr.io/configbundle/hub:dev
 # Extra flags of `docker build`, for example DOCKER_BUILD_FLAGS=--provenance=false.
 DOCKER_BUILD_FLAGS ?=
+
+.PHONY: image
+image: ## Build the hub image IMG without Docker into bin/hub-image.tar (a docker-archive for ctr/kind/docker load; see docs/image.md).
+	$(GO) run ./hack/image --image $(IMG) --output bin/hub-image.tar --version $(VERSION) --git-commit $(GIT_COMMIT)
 
 .PHONY: docker-build
 docker-build: ## Build the hub container image IMG (default ghcr.io/configbundle/hub:dev; needs Docker with BuildKit).

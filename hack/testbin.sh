@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # testbin.sh builds the control-plane binaries the tests and the demo run (etcd,
 # kube-apiserver, kube-controller-manager) from the Go module proxy, once, into a
-# cache outside the checkout, and prints the directory that holds them.
+# cache outside the checkout, and prints the directory that holds them. `testbin.sh node`
+# also builds what a real node needs (kube-scheduler, kubelet, kube-proxy, kubectl) for the
+# single-node cluster of `make test-cluster`.
 #
 # Nothing is downloaded but Go modules: each binary is built from a throwaway module
 # that requires the upstream module at the pinned version. A cold build takes about
@@ -40,9 +42,16 @@ mkdir -p "$TESTBIN_DIR"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+kube_binaries=(kube-apiserver kube-controller-manager)
+case "${1:-}" in
+  "") ;;
+  node) kube_binaries+=(kube-scheduler kubelet kube-proxy kubectl) ;;
+  *) echo "usage: $0 [node]" >&2; exit 2 ;;
+esac
+
 build_kube() {
   local bins=()
-  for b in kube-apiserver kube-controller-manager; do
+  for b in "${kube_binaries[@]}"; do
     [ -x "$TESTBIN_DIR/$b" ] || bins+=("$b")
   done
   [ ${#bins[@]} -eq 0 ] && return 0

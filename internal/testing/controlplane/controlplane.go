@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -57,6 +58,11 @@ type Options struct {
 	// patch, delete) to an audit log, read with ControlPlane.Writes: who wrote what, counted on
 	// the server's side. Defaults to false.
 	AuditWrites bool
+
+	// ListenAddress is the IP address the kube-apiserver binds and serves on, named in its
+	// serving certificate and its client configs: an address of this host that others reach
+	// it at (pods of a test cluster, say). Defaults to 127.0.0.1.
+	ListenAddress string
 
 	// Output receives the control-plane processes' stdout/stderr, one line at a time, each
 	// prefixed with "<name>/<binary>: ". Writes are serialized, so any io.Writer will do.
@@ -234,16 +240,8 @@ func start(ctx context.Context, name string, opts Options, out *output) (_ *Cont
 		}
 	}
 
-	cp.env = cp.environment(opts, etcdDir, out)
-	if opts.AuditWrites {
-		args, err := cp.auditArgs()
-		if err != nil {
-			return nil, err
-		}
-		flags := cp.env.ControlPlane.GetAPIServer().Configure()
-		for name, value := range args {
-			flags.Set(name, value)
-		}
+	if cp.env, err = cp.environment(opts, etcdDir, out); err != nil {
+		return nil, err
 	}
 	cfg, err := cp.env.Start()
 	if err != nil {
@@ -272,8 +270,8 @@ func start(ctx context.Context, name string, opts Options, out *output) (_ *Cont
 }
 
 // environment is the envtest environment of etcd and kube-apiserver, with etcd's data in
-// etcdDir.
-func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) *envtest.Environment {
+// etcdDir, the kube-apiserver on Options.ListenAddress and with Options.AuditWrites.
+func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) (*envtest.Environment, error) {
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(opts.CRDs))
 	for _, crd := range opts.CRDs {
 		crds = append(crds, crd.DeepCopy()) // envtest's create fills in the object
@@ -282,6 +280,29 @@ func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) *e
 	apiOut, apiErr := c.streams(out, apiServerBinary)
 	c.apiServerOut, c.apiServerErr = apiOut, apiErr
 	bin := opts.BinaryAssetsDirectory
+	apiServer := &envtest.APIServer{
+		Path:    filepath.Join(bin, apiServerBinary),
+		CertDir: c.certDir,
+		Out:     apiOut,
+		Err:     apiErr,
+	}
+	if opts.ListenAddress != "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		apiServer.Address, apiServer.Port = opts.ListenAddress, strconv.Itoa(port)
+	}
+	if opts.AuditWrites {
+		args, err := c.auditArgs()
+		if err != nil {
+			return nil, err
+		}
+		flags := apiServer.Configure()
+		for name, value := range args {
+			flags.Set(name, value)
+		}
+	}
 	return &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{
 			Etcd: &envtest.Etcd{
@@ -290,19 +311,14 @@ func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) *e
 				Out:     etcdOut,
 				Err:     etcdErr,
 			},
-			APIServer: &envtest.APIServer{
-				Path:    filepath.Join(bin, apiServerBinary),
-				CertDir: c.certDir,
-				Out:     apiOut,
-				Err:     apiErr,
-			},
+			APIServer: apiServer,
 		},
 		BinaryAssetsDirectory:    bin,
 		CRDs:                     crds,
 		UseExistingCluster:       ptr.To(false),
 		ControlPlaneStartTimeout: opts.StartTimeout,
 		ControlPlaneStopTimeout:  stopTimeout,
-	}
+	}, nil
 }
 
 // streams returns stdout and stderr writers for binary, or io.Discard for both without output.

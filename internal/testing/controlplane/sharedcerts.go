@@ -1,23 +1,15 @@
 package controlplane
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
-	"time"
-)
 
-// certValidity is how long the certificates of a Shared fleet are valid: longer than any run.
-const certValidity = 7 * 24 * time.Hour
+	"configbundle.dev/hub/internal/testing/pki"
+)
 
 // sharedCerts are the files every kube-apiserver of a Shared fleet serves and authenticates
 // with: one CA signs the serving certificate (127.0.0.1 and localhost, valid for every port)
@@ -32,7 +24,7 @@ type sharedCerts struct {
 
 // newSharedCerts writes the certificates and keys into dir.
 func newSharedCerts(dir string) (*sharedCerts, error) {
-	caKey, caCert, caPEM, err := newCA()
+	caKey, caCert, caPEM, err := pki.NewCA("controlplane-shared-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -40,16 +32,16 @@ func newSharedCerts(dir string) (*sharedCerts, error) {
 		ServingKey: filepath.Join(dir, "serving.key"), SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"), CAData: caPEM}
 	serving := &x509.Certificate{Subject: pkix.Name{CommonName: "kube-apiserver"}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
-	servingCert, servingKey, err := signLeaf(serving, caCert, caKey)
+	servingCert, servingKey, err := pki.SignLeaf(serving, caCert, caKey)
 	if err != nil {
 		return nil, err
 	}
 	admin := &x509.Certificate{Subject: pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if c.AdminCert, c.AdminKey, err = signLeaf(admin, caCert, caKey); err != nil {
+	if c.AdminCert, c.AdminKey, err = pki.SignLeaf(admin, caCert, caKey); err != nil {
 		return nil, err
 	}
-	saKey, saPub, err := newKeyPair()
+	saKey, saPub, err := pki.NewKeyPair()
 	if err != nil {
 		return nil, err
 	}
@@ -60,64 +52,4 @@ func newSharedCerts(dir string) (*sharedCerts, error) {
 		}
 	}
 	return c, nil
-}
-
-// newCA returns a self-signed CA: its key, certificate and the certificate as PEM.
-func newCA() (*ecdsa.PrivateKey, *x509.Certificate, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("generating the CA key: %w", err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "controlplane-shared-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(certValidity), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("creating the CA certificate: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("parsing the CA certificate: %w", err)
-	}
-	return key, cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
-}
-
-// signLeaf completes tmpl, signs it with the CA and returns certificate and key as PEM.
-func signLeaf(tmpl, ca *x509.Certificate, caKey crypto.Signer) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("generating a key for %s: %w", tmpl.Subject.CommonName, err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, nil, fmt.Errorf("generating a serial number: %w", err)
-	}
-	tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = serial, time.Now().Add(-time.Hour), time.Now().Add(certValidity)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("signing the certificate of %s: %w", tmpl.Subject.CommonName, err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encoding the key of %s: %w", tmpl.Subject.CommonName, err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
-}
-
-// newKeyPair returns a private key and its public key as PEM, for service-account tokens.
-func newKeyPair() (keyPEM, pubPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("generating the service-account key: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encoding the service-account key: %w", err)
-	}
-	pubDER, err := x509.MarshalPKIXPublicKey(key.Public())
-	if err != nil {
-		return nil, nil, fmt.Errorf("encoding the service-account public key: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), nil
 }
