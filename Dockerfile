@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The ConfigBundle Hub image: `make docker-build IMG=...`. Needs BuildKit (docker buildx) for the
-# cache mounts.
+# cache mounts. `make image` builds the same layout without Docker (docs/image.md compares them).
 
 # The Go version of go.mod's go line (go 1.26.x); the golang image sets GOTOOLCHAIN=local.
 FROM golang:1.26 AS builder
