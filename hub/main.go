@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 	clientfeatures "k8s.io/client-go/features"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -90,7 +91,11 @@ and the fleet's as the Fleet "default". Members are added with "hub register".`,
 
 // runHub runs the hub until SIGTERM or SIGINT. Its failures are logged, not returned.
 func runHub(opts hubmanager.Options, zapOpts zap.Options) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	// client-go and leader election log through klog: the same structured lines, not klog's
+	// text (klog's verbosity maps to zap's: -zap-log-level=2 shows klog's V(2)).
+	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("hub")
 
 	if err := disableWatchListClient(); err != nil {

@@ -27,6 +27,7 @@ func (p *Provider) probe(name string, conn *connection) {
 		case <-ticker.C:
 		}
 		ctx, cancel := context.WithTimeout(conn.ctx, p.opts.ProbeTimeout)
+		began := time.Now()
 		version, err := conn.serverVersion(ctx)
 		if err == nil {
 			err = p.checkCRDs(ctx, conn)
@@ -35,6 +36,7 @@ func (p *Provider) probe(name string, conn *connection) {
 		if conn.ctx.Err() != nil {
 			return
 		}
+		probeDuration.WithLabelValues(name).Observe(time.Since(began).Seconds())
 		p.observe(name, conn, version, err)
 	}
 }
@@ -49,6 +51,9 @@ func (p *Provider) observe(name string, conn *connection, version string, err er
 		unreachable = m.active == conn && m.state.Reason == hubv1alpha1.UnreachableReason
 	}
 	p.mu.Unlock()
+	if ok && err == nil {
+		answered(name, time.Now())
+	}
 	if unreachable {
 		// The member's TCP connections may be dead without knowing it (a partition, a middlebox
 		// that lost their state): HTTP/2 would reuse them until its health check gives up, 45 s

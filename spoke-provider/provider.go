@@ -331,8 +331,10 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 		p.connectFailed(name, hash, err)
 		return
 	}
-	old := m.connected(conn, time.Now())
+	now := time.Now()
+	old := m.connected(conn, now)
 	p.mu.Unlock()
+	answered(name, now)
 
 	if err := p.aware.Engage(conn.ctx, multicluster.ClusterName(name), conn.cluster); err != nil {
 		log.Error(err, "Engaging member failed")
@@ -398,6 +400,7 @@ func (p *Provider) remove(name, why string) {
 	if active != nil {
 		active.cancel()
 	}
+	forgetMemberMetrics(name)
 	p.log.Info(why, "cluster", name)
 	p.changed(name)
 	// A member refused as a duplicate may be the cluster that just left: try it now, not after

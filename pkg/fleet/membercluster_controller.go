@@ -177,7 +177,7 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	name := req.Name
 	if !r.members.Owns(name) { // another replica manages it, and reports it
 		r.writes.Forget(name)
-		deleteCredentialsMetric(name)
+		deleteMemberMetrics(name)
 		return ctrl.Result{}, nil
 	}
 	if gone, err := r.secretGone(ctx, name); err != nil || gone {
@@ -194,6 +194,7 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	now := time.Now()
 	setCredentialsMetric(name, state.CredentialsExpiry)
 	want := r.status(ctx, name, state, mc.Status, now)
+	setMemberMetrics(name, want)
 	if equality.Semantic.DeepEqual(want, mc.Status) {
 		return r.requeue(state, now), nil
 	}
@@ -271,7 +272,7 @@ func (r *MemberClusterReconciler) deleteStale(ctx context.Context, name string, 
 		return fmt.Errorf("deleting stale MemberCluster: %w", err)
 	}
 	r.writes.Forget(name)
-	deleteCredentialsMetric(name)
+	deleteMemberMetrics(name)
 	return nil
 }
 

@@ -4,7 +4,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // credentialsExpiry is the expiry of each member's credential, as a Unix timestamp: alert on
@@ -15,8 +18,43 @@ var credentialsExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "When the credential of a member's kubeconfig expires (Unix time), from its token's exp claim or its client certificate.",
 }, []string{"cluster"})
 
+// The members' health as their MemberClusters report it, one series per member this replica
+// manages: alert on configbundle_member_ready == 0 for 5m, configbundle_member_failed_bundles > 0.
+var (
+	memberReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_member_ready",
+		Help: "1 if the member's MemberCluster is Ready, else 0 (its Ready reason says why).",
+	}, []string{"cluster"})
+	memberBundles = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_member_bundles",
+		Help: "ConfigBundles in the member, as its MemberCluster counts them (status.bundles.total).",
+	}, []string{"cluster"})
+	memberFailedBundles = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_member_failed_bundles",
+		Help: "ConfigBundles of the member whose Ready condition is False, as its MemberCluster counts them (status.bundles.failed).",
+	}, []string{"cluster"})
+)
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(credentialsExpiry)
+	ctrlmetrics.Registry.MustRegister(credentialsExpiry, memberReady, memberBundles, memberFailedBundles)
+}
+
+// setMemberMetrics publishes a member's health from the MemberCluster status the hub computed.
+func setMemberMetrics(name string, status hubv1alpha1.MemberClusterStatus) {
+	ready := 0.0
+	if meta.IsStatusConditionTrue(status.Conditions, hubv1alpha1.ReadyCondition) {
+		ready = 1
+	}
+	memberReady.WithLabelValues(name).Set(ready)
+	memberBundles.WithLabelValues(name).Set(float64(status.Bundles.Total))
+	memberFailedBundles.WithLabelValues(name).Set(float64(status.Bundles.Failed))
+}
+
+// deleteMemberMetrics removes a member's series: it left, or another replica manages it.
+func deleteMemberMetrics(name string) {
+	for _, g := range []*prometheus.GaugeVec{credentialsExpiry, memberReady, memberBundles, memberFailedBundles} {
+		g.DeleteLabelValues(name)
+	}
 }
 
 func setCredentialsMetric(name string, exp time.Time) {

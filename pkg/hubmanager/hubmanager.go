@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -44,7 +45,7 @@ import (
 // Defaults of Options that are not the provider's or the reconciler's own.
 const (
 	DefaultResyncPeriod           = 10 * time.Minute
-	DefaultMetricsBindAddress     = ":8080"
+	DefaultMetricsBindAddress     = ":8443"
 	DefaultHealthProbeBindAddress = ":8081"
 	DefaultLeaseDuration          = 15 * time.Second
 )
@@ -68,8 +69,16 @@ type Options struct {
 	// InstallCRDs applies the ConfigBundle CRD to each member when it joins. Defaults to true.
 	InstallCRDs *bool
 	// MetricsBindAddress and HealthProbeBindAddress serve metrics and health endpoints; "0"
-	// disables one. Default to ":8080" and ":8081".
+	// disables one. Default to ":8443" and ":8081".
 	MetricsBindAddress, HealthProbeBindAddress string
+	// MetricsInsecure serves metrics over plain HTTP to anyone. Defaults to false: HTTPS (a
+	// self-signed certificate unless MetricsCertDir holds tls.crt and tls.key), each request
+	// authenticated (TokenReview) and authorized (SubjectAccessReview, get on the
+	// non-resource URL /metrics) by the hub cluster's API server.
+	MetricsInsecure bool
+	// MetricsCertDir holds the metrics endpoint's serving certificate (tls.crt, tls.key), for
+	// example a cert-manager Secret mounted in the pod. Defaults to none: self-signed.
+	MetricsCertDir string
 	// LeaderElect elects one active hub among replicas. Defaults to false. Exclusive with
 	// Sharded.
 	LeaderElect bool
@@ -159,6 +168,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.InstallCRDs = ptr.To(*d.InstallCRDs)
 	fs.BoolVar(o.InstallCRDs, "install-crds", *d.InstallCRDs, "Apply the ConfigBundle CRD to each member when it joins (server-side apply).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", d.MetricsBindAddress, `Address of the Prometheus metrics endpoint; "0" disables it.`)
+	fs.Var((*notBool)(&o.MetricsInsecure), "metrics-secure", "Serve metrics over HTTPS to clients the hub cluster's API server authenticates and authorizes (get on the non-resource URL /metrics); --metrics-secure=false serves plain HTTP to anyone.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", d.MetricsCertDir, "Directory holding tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate).")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", d.HealthProbeBindAddress, `Address of the /healthz and /readyz endpoints; "0" disables them.`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", d.LeaderElect, "Elect a leader among hub replicas (a Lease in --secret-namespace), so that only one reconciles. Exclusive with --sharded.")
 	fs.BoolVar(&o.Sharded, "sharded", d.Sharded, "Share the members between the hub replicas run with it: each member is reconciled by exactly one live replica, fenced by a Lease in --secret-namespace. Exclusive with --leader-elect.")
@@ -167,6 +178,21 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", d.LeaseDuration, "Duration of the Leases of --leader-elect and --sharded, renewed every third of it: a dead replica's work is taken over after about this long.")
 	fs.DurationVar(&o.CredentialsExpiryWarning, "credentials-expiry-warning", d.CredentialsExpiryWarning, "How long before a member's credential expires its MemberCluster's CredentialsValid condition turns False (ExpiresSoon).")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "How often the hub refreshes Fleet status.heartbeatTime, which hub status --max-age checks (one write per interval).")
+}
+
+// notBool is a boolean flag that sets the negation of the bool it points at: --metrics-secure
+// (default true) sets MetricsInsecure (default false, the zero value).
+type notBool bool
+
+func (b *notBool) String() string   { return strconv.FormatBool(!bool(*b)) }
+func (b *notBool) IsBoolFlag() bool { return true }
+func (b *notBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b = notBool(!v)
+	return nil
 }
 
 // float32Value is a flag.Value for a float32.
@@ -315,6 +341,20 @@ func newProvider(scheme *runtime.Scheme, opts Options, shards *sharding) (*spoke
 	}), nil
 }
 
+// metricsOptions serves metrics over HTTPS with authentication and authorization through the
+// hub cluster's API server, as kubebuilder projects do, unless MetricsInsecure.
+func metricsOptions(opts Options) metricsserver.Options {
+	if opts.MetricsInsecure {
+		return metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	}
+	return metricsserver.Options{
+		BindAddress:    opts.MetricsBindAddress,
+		SecureServing:  true,
+		CertDir:        opts.MetricsCertDir,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+	}
+}
+
 func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, shards *sharding) (mcmanager.Manager, error) {
 	cacheOpts := cache.Options{}
 	provider.SecretCacheOptions(&cacheOpts)
@@ -327,7 +367,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovide
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElect || opts.Sharded,
 		LeaderElectionID:              hubv1alpha1.LeaderElectionID,

@@ -22,7 +22,7 @@ func TestZeroOptionsAreTheFlagDefaults(t *testing.T) {
 	if diff := cmp.Diff(Options{}.complete(), fromFlags.complete()); diff != "" {
 		t.Errorf("flag defaults differ from the zero Options' defaults (-zero +flags):\n%s", diff)
 	}
-	if got := fromFlags.complete(); !*got.InstallCRDs || got.MetricsBindAddress != ":8080" || got.MemberQPS != 50 {
+	if got := fromFlags.complete(); !*got.InstallCRDs || got.MetricsBindAddress != ":8443" || got.MemberQPS != 50 {
 		t.Errorf("defaults changed: InstallCRDs %v, metrics %q, member QPS %v", *got.InstallCRDs, got.MetricsBindAddress, got.MemberQPS)
 	}
 }

@@ -13,6 +13,12 @@ package hubmanager
 // +kubebuilder:rbac:groups="",namespace=configbundle-system,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=configbundle-system,resources=events,verbs=create;patch
 
+// What the metrics endpoint's authentication and authorization need (--metrics-secure, the
+// default): asking the hub cluster's API server who a scraper is and whether it may get
+// /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // What FleetBundle placement (pkg/placement) needs on the hub cluster, in every namespace: reading
 // FleetBundles and updating them to add and remove the finalizer hub.configbundle.dev/placement,
 // and writing their status. Its Events on FleetBundles use the events.k8s.io rule of the health

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -33,10 +34,13 @@ type memory struct {
 	placed map[pair]types.UID
 	// heals counts, per FleetBundle uid, the heals not yet written to its status.
 	heals map[types.UID]int64
+	// due holds when the hub first found that a pair's member must get the FleetBundle's bundle
+	// or its new template, until the write that does it: the start of its placement latency.
+	due map[pair]time.Time
 }
 
 func newMemory() *memory {
-	return &memory{outcomes: map[pair]Outcome{}, placed: map[pair]types.UID{}, heals: map[types.UID]int64{}}
+	return &memory{outcomes: map[pair]Outcome{}, placed: map[pair]types.UID{}, heals: map[types.UID]int64{}, due: map[pair]time.Time{}}
 }
 
 // setOutcome records a pair's outcome and reports whether it changed.
@@ -81,6 +85,27 @@ func (m *memory) forget(p pair) {
 	defer m.mu.Unlock()
 	delete(m.placed, p)
 	delete(m.outcomes, p)
+	delete(m.due, p)
+}
+
+// placementDue records that a pair's member must get a write of its bundle (now, unless it was
+// already due).
+func (m *memory) placementDue(p pair, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.due[p]; !ok {
+		m.due[p] = now
+	}
+}
+
+// placementDone returns how long ago a pair's placement became due and forgets it; false if it
+// was not due.
+func (m *memory) placementDone(p pair, now time.Time) (time.Duration, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	since, ok := m.due[p]
+	delete(m.due, p)
+	return now.Sub(since), ok
 }
 
 // healed counts one heal of the FleetBundle of uid.
@@ -119,6 +144,11 @@ func (m *memory) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
 	for p := range m.placed {
 		if p.fb == fb {
 			delete(m.placed, p)
+		}
+	}
+	for p := range m.due {
+		if p.fb == fb {
+			delete(m.due, p)
 		}
 	}
 	delete(m.heals, uid)

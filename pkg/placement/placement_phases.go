@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,6 +111,7 @@ func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.Config
 // creates no namespace.
 func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 	b := s.want.DeepCopy()
+	s.r.memory.placementDue(s.pair, time.Now())
 	err := s.member.GetClient().Create(ctx, b, client.FieldOwner(s.r.opts.FieldOwner))
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -122,6 +124,7 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 		s.outcome = failed("creating", err)
 		return ctrl.Result{}, terminalIfInvalid(fmt.Errorf("placing the bundle: %w", err))
 	}
+	s.placed()
 	if s.r.memory.wasPlaced(s.pair, s.fb.UID) {
 		s.heal(ctx, []string{"deleted"})
 	}
@@ -138,6 +141,11 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 		s.r.memory.setPlaced(s.pair, s.fb.UID)
 		return nil
 	}
+	hash := hubv1alpha1.FleetBundleTemplateHashAnnotation
+	templateChanged := current.Annotations[hash] != s.want.Annotations[hash]
+	if templateChanged {
+		s.r.memory.placementDue(s.pair, time.Now())
+	}
 	b := current.DeepCopy()
 	b.Labels, b.Annotations, b.Spec = s.want.Labels, s.want.Annotations, s.want.Spec
 	err := s.member.GetClient().Update(ctx, b, client.FieldOwner(s.r.opts.FieldOwner))
@@ -149,13 +157,20 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 		return terminalIfInvalid(fmt.Errorf("updating the placed bundle: %w", err))
 	}
 	s.r.memory.setPlaced(s.pair, s.fb.UID)
-	hash := hubv1alpha1.FleetBundleTemplateHashAnnotation
-	if current.Annotations[hash] == s.want.Annotations[hash] {
+	if !templateChanged {
 		s.heal(ctx, drift)
 	} else {
+		s.placed()
 		ctrl.LoggerFrom(ctx).Info("Updated placed bundle", "changed", drift)
 	}
 	return nil
+}
+
+// placed observes the placement latency of a write that placed the bundle or its new template.
+func (s *scope) placed() {
+	if latency, ok := s.r.memory.placementDone(s.pair, time.Now()); ok {
+		placementLatency.WithLabelValues(s.pair.member).Observe(latency.Seconds())
+	}
 }
 
 // heal counts a heal of the FleetBundle, logs it and records an Event on it naming the member.

@@ -124,6 +124,12 @@ func TestJoinReconcileAndReport(t *testing.T) {
 		ContainSubstring(`configbundle_reconciles_total{cluster="m1",result="success"}`),
 		ContainSubstring(`configbundle_heals_total{cluster="m1"} 1`),
 		ContainSubstring(`configbundle_heal_latency_seconds_count{cluster="m1"} 1`),
+		ContainSubstring(`configbundle_member_ready{cluster="m1"} 1`),
+		ContainSubstring(`configbundle_member_bundles{cluster="m1"} 2`),
+		ContainSubstring(`configbundle_member_failed_bundles{cluster="m1"} 0`),
+		ContainSubstring(`configbundle_member_probe_duration_seconds_count{cluster="m1"}`),
+		ContainSubstring(`configbundle_member_last_probe_success_timestamp_seconds{cluster="m1"}`),
+		ContainSubstring(`configbundle_build_info{`),
 		// Workers are set on the controller itself: v0.24.1 ignores the manager's options.
 		ContainSubstring(`controller_runtime_max_concurrent_reconciles{controller="configbundle"} 8`),
 	))

@@ -209,6 +209,10 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 		g.Expect(d).To(BeNumerically("<", placementBound))
 	}
 	g.Consistently(fleetBundleStatus(fb)).WithTimeout(time.Second).WithPolling(interval).Should(HaveField("Heals", BeZero()))
+	// Each placement (the create and the five template updates) is in the latency histogram.
+	for _, m := range []string{"m1", "m2"} {
+		g.Expect(sample(scrape(g), `configbundle_placement_latency_seconds_count{cluster="`+m+`"}`)).To(BeNumerically(">=", 6), m)
+	}
 
 	// m2 stops matching, m3 starts: the bundle moves (members here have no garbage collector,
 	// so the ConfigMap of m2 stays; its bundle is gone).

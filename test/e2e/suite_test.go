@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -214,6 +216,20 @@ func fleet(g Gomega) *hubv1alpha1.Fleet {
 	f := &hubv1alpha1.Fleet{}
 	g.Expect(hubc.Get(context.Background(), client.ObjectKey{Name: hubv1alpha1.FleetName}, f)).To(Succeed())
 	return f
+}
+
+// sample returns the value of one series of a scrape (name and labels as the exposition format
+// writes them), or -1 if the scrape has none.
+func sample(scrape, series string) float64 {
+	for line := range strings.Lines(scrape) {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
 }
 
 // scrape reads the hub's Prometheus metrics.

@@ -5,6 +5,7 @@ package incluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,14 +18,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
@@ -114,6 +119,7 @@ func setUp(t *testing.T) *fixture {
 	dir := t.TempDir()
 	f := &fixture{dir: dir, members: map[string]*controlplane.ControlPlane{}, memberc: map[string]client.Client{}, logs: map[string]string{}}
 
+	ctrllog.SetLogger(logr.Discard()) // envtest's and the clients' logs are not the subject here
 	step := time.Now()
 	tar := filepath.Join(dir, "hub-image.tar")
 	out, err := exec.Command("go", "run", "../../hack/image", "--image", image, "--output", tar).CombinedOutput()
@@ -261,15 +267,27 @@ func (f *fixture) kubectlReports(g Gomega) {
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
 }
 
-// metricsAnswer: the metrics Service answers at its ClusterIP (through kube-proxy), and the
-// leader's endpoint counts the heal.
+// metricsAnswer: the metrics Service answers at its ClusterIP (through kube-proxy) over HTTPS
+// to a ServiceAccount bound to configbundle-hub-metrics-reader, refuses a request without a
+// token (401) and one of a ServiceAccount without the binding (403); the leader's endpoint
+// counts the heal.
 func (f *fixture) metricsAnswer(g Gomega) {
-	svc, err := f.cs.CoreV1().Services(namespace).Get(context.Background(), metricsService, metav1.GetOptions{})
+	ctx := context.Background()
+	reader, stranger := f.token(g, "metrics-scraper", "configbundle-hub-metrics-reader"), f.token(g, "stranger", "")
+	svc, err := f.cs.CoreV1().Services(namespace).Get(ctx, metricsService, metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
+	url := fmt.Sprintf("https://%s:%d/metrics", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
 	g.Eventually(func(g Gomega) string {
-		return get(g, fmt.Sprintf("http://%s:%d/metrics", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port))
-	}).WithTimeout(timeout).WithPolling(interval).Should(ContainSubstring("configbundle_"))
-	pod, err := f.cs.CoreV1().Pods(namespace).Get(context.Background(), f.leader(g), metav1.GetOptions{})
+		code, body := get(g, url, reader)
+		g.Expect(code).To(Equal(http.StatusOK), body)
+		return body
+	}).WithTimeout(timeout).WithPolling(interval).Should(ContainSubstring("configbundle_build_info"))
+	code, _ := get(g, url, "")
+	g.Expect(code).To(Equal(http.StatusUnauthorized), "a scrape without a token")
+	code, _ = get(g, url, stranger)
+	g.Expect(code).To(Equal(http.StatusForbidden), "a scrape by a ServiceAccount without get on /metrics")
+
+	pod, err := f.cs.CoreV1().Pods(namespace).Get(ctx, f.leader(g), metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	port := svc.Spec.Ports[0].TargetPort.IntValue()
 	for _, p := range pod.Spec.Containers[0].Ports {
@@ -278,18 +296,48 @@ func (f *fixture) metricsAnswer(g Gomega) {
 		}
 	}
 	g.Eventually(func(g Gomega) string {
-		return get(g, fmt.Sprintf("http://%s:%d/metrics", pod.Status.PodIP, port))
+		_, body := get(g, fmt.Sprintf("https://%s:%d/metrics", pod.Status.PodIP, port), reader)
+		return body
 	}).WithTimeout(timeout).WithPolling(interval).Should(ContainSubstring(`configbundle_heals_total{cluster="m1"} 1`))
 }
 
-func get(g Gomega, url string) string {
-	resp, err := http.Get(url) //nolint:gosec,noctx // the test's own Service
+// token creates a ServiceAccount in the default namespace, bound to clusterRole unless it is
+// empty, and returns a token of it.
+func (f *fixture) token(g Gomega, name, clusterRole string) string {
+	ctx := context.Background()
+	_, err := f.cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	if clusterRole != "" {
+		_, err = f.cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: metav1.NamespaceDefault, Name: name}},
+		}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	tr, err := f.cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
+
+// get GETs url with a bearer token (none if empty) and returns the status code and body. The
+// hub's certificate is self-signed (no --metrics-cert-dir): not verified.
+func get(g Gomega, url, token string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, url, nil) //nolint:noctx // bounded by the client's timeout
+	g.Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the hub's self-signed serving certificate
+	}}
+	resp, err := client.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = resp.Body.Close() }()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	body, err := io.ReadAll(resp.Body)
 	g.Expect(err).NotTo(HaveOccurred())
-	return string(body)
+	return resp.StatusCode, string(body)
 }
 
 // leader returns the name of the pod holding the leader-election Lease, empty if none does.
@@ -341,9 +389,28 @@ func (f *fixture) ranAsItsServiceAccount(ctx context.Context, g Gomega) {
 			g.Expect(forbidden.MatchString(line)).To(BeFalse(), "pod %s: %s", pod, line)
 		}
 	}
+	f.logsAreJSON(g)
 	requests, refused := f.audit(g)
 	g.Expect(requests).To(BeNumerically(">", 0), "the hub's requests are made as %s", hubUser)
 	g.Expect(refused).To(BeEmpty(), "requests of %s refused", hubUser)
+}
+
+// logsAreJSON: every line of every hub pod's log is a JSON object with a level and a message,
+// leader election's (client-go's, through klog) included.
+func (f *fixture) logsAreJSON(g Gomega) {
+	election := 0
+	for pod, log := range f.logs {
+		for line := range strings.Lines(log) {
+			var entry struct{ Level, Msg string }
+			g.Expect(json.Unmarshal([]byte(line), &entry)).To(Succeed(), "pod %s logged a line that is not JSON: %s", pod, line)
+			g.Expect(entry.Level).NotTo(BeEmpty(), "pod %s: %s", pod, line)
+			g.Expect(entry.Msg).NotTo(BeEmpty(), "pod %s: %s", pod, line)
+			if strings.Contains(entry.Msg, "lease") {
+				election++
+			}
+		}
+	}
+	g.Expect(election).To(BeNumerically(">", 0), "leader election's lines (klog) are in the logs, as JSON")
 }
 
 // audit reads the API server's audit log: how many requests the hub's ServiceAccount made,

@@ -124,6 +124,7 @@ func TestDefault(t *testing.T) {
 		"CustomResourceDefinition//fleetbundles.hub.configbundle.dev",
 		"ServiceAccount/"+namespace+"/"+hubName,
 		"ClusterRole//"+hubName,
+		"ClusterRole//configbundle-hub-metrics-reader",
 		"ClusterRoleBinding//"+hubName,
 		"Role/"+namespace+"/"+hubName,
 		"RoleBinding/"+namespace+"/"+hubName,
@@ -147,7 +148,8 @@ func TestDefault(t *testing.T) {
 	t.Run("RBAC", func(t *testing.T) {
 		g := NewWithT(t)
 		// Cluster-wide: the health reports, FleetBundles (read, finalizer, status) and their
-		// Events (a cluster-scoped MemberCluster's Events go to the namespace default) only; none
+		// Events (a cluster-scoped MemberCluster's Events go to the namespace default), the
+		// metrics endpoint's reviews only; none
 		// of the member-side rules (ConfigMaps, ConfigBundles, CRDs, namespaces) may leak in from
 		// the packages the hub imports.
 		cr := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", hubName))
@@ -157,7 +159,12 @@ func TestDefault(t *testing.T) {
 			expand([]string{"hub.configbundle.dev/fleetbundles"}, "get", "list", "watch", "update"),
 			expand([]string{"hub.configbundle.dev/fleetbundles/finalizers"}, "update"),
 			expand([]string{"events.k8s.io/events"}, "create", "patch"),
+			// The metrics endpoint's authentication and authorization of scrapers.
+			expand([]string{"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews"}, "create"),
 		)))
+		// Scrapers are bound to this one: get on /metrics, nothing else.
+		reader := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", "configbundle-hub-metrics-reader"))
+		g.Expect(reader.Rules).To(Equal([]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}))
 		// In its namespace: the members' Secrets read-only, and leader election.
 		role := convert[rbacv1.Role](t, find(t, objs, "Role", namespace, hubName))
 		g.Expect(rules(role.Rules)).To(ConsistOf(slices.Concat(
@@ -191,7 +198,7 @@ func TestDefault(t *testing.T) {
 		c := pod.Containers[0]
 		g.Expect(c.Image).To(Equal("ghcr.io/configbundle/hub:dev"))
 		g.Expect(c.Command).To(BeEmpty(), "the image's entrypoint is the hub")
-		g.Expect(c.Args).To(ContainElements("--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
+		g.Expect(c.Args).To(ContainElements("--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"))
 		g.Expect(c.Args).To(ContainElement("--secret-namespace=$(POD_NAMESPACE)"))
 		g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
@@ -237,9 +244,9 @@ func TestDefault(t *testing.T) {
 		svc := convert[corev1.Service](t, find(t, objs, "Service", namespace, "configbundle-hub-metrics"))
 		g.Expect(svc.Spec.Selector).To(Equal(map[string]string{nameLabel: hubName}))
 		g.Expect(svc.Spec.Ports).To(HaveLen(1))
-		g.Expect(svc.Spec.Ports[0].Name).To(Equal("metrics"))
-		g.Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(8080))
-		g.Expect(port(svc.Spec.Ports[0].TargetPort)).To(BeEquivalentTo(8080))
+		g.Expect(svc.Spec.Ports[0].Name).To(Equal("https"))
+		g.Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(8443))
+		g.Expect(port(svc.Spec.Ports[0].TargetPort)).To(BeEquivalentTo(8443))
 	})
 }
 

@@ -45,7 +45,8 @@ type Options struct {
 
 // Process is a running hub.
 type Process struct {
-	// MetricsAddr and HealthAddr are the loopback addresses of its endpoints.
+	// MetricsAddr and HealthAddr are the loopback addresses of its endpoints, both plain HTTP
+	// (--metrics-secure=false).
 	MetricsAddr, HealthAddr string
 	// LogPath is its log file.
 	LogPath string
@@ -67,7 +68,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	defer log.Close()
 	p := &Process{MetricsAddr: FreeAddr(), HealthAddr: FreeAddr(), LogPath: opts.LogPath, exited: make(chan struct{})}
 	args := append([]string{"--kubeconfig=" + opts.Kubeconfig,
-		"--metrics-bind-address=" + p.MetricsAddr, "--health-probe-bind-address=" + p.HealthAddr}, opts.Args...)
+		"--metrics-bind-address=" + p.MetricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + p.HealthAddr}, opts.Args...)
 	p.cmd = exec.Command(opts.Binary, args...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	// The hub dies with whoever started it, even if that one crashes.
