@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 # golangci-lint is a tool of its own module, so that its dependencies never mix with the hub's.
-GOLANGCI_LINT := $(GO) tool -modfile=hack/tools/go.mod golangci-lint
+GOLANGCI_LINT := $(GO) tool -modfile=$(CURDIR)/hack/tools/go.mod golangci-lint
 
 
 # What `hub version` and the configbundle_build_info metric say of a build from this checkout.
@@ -42,23 +42,36 @@ fmt: ## Run gofmt.
 	gofmt -l -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## Run go vet.
+vet: ## Run go vet (the module and test/monitoring, a module of its own).
 	$(GO) vet ./...
+	cd test/monitoring && $(GO) vet ./...
 
 .PHONY: lint
 lint: ## Run golangci-lint (config in .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
+	cd test/monitoring && $(GOLANGCI_LINT) run ./...
 
 .PHONY: tidy
-tidy: ## Run go mod tidy on the module and on the tools module.
+tidy: ## Run go mod tidy on the module, on the tools module and on test/monitoring.
 	$(GO) mod tidy
 	cd hack/tools && $(GO) mod tidy
+	cd test/monitoring && $(GO) mod tidy
+
+.PHONY: helm
+helm: ## Generate the Helm chart config/chart/configbundle-hub from config/default, config/sharded and config/prometheus.
+	$(GO) run ./hack/helmgen
+
+.PHONY: helmbin
+helmbin: ## Build the helm binary the chart tests run (cached; about 3 minutes the first time).
+	@bash hack/helmbin.sh
 
 .PHONY: verify
-verify: manifests generate lint ## Fail on stale generated files, an untidy module, unformatted code or lint findings.
+verify: manifests generate helm lint ## Fail on stale generated files (CRDs, RBAC, deepcopy, the Helm chart), an untidy module, unformatted code or lint findings.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run make tidy"; exit 1; }
-	@git diff --exit-code -- config api pkg || { echo "generated files are stale: run make manifests generate and commit"; exit 1; }
+	@cd test/monitoring && $(GO) mod tidy -diff || { echo "test/monitoring/go.mod/go.sum are not tidy: run make tidy"; exit 1; }
+	@git diff --exit-code -- config api pkg || { echo "generated files are stale: run make manifests generate helm and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- config/chart)" || { git ls-files --others --exclude-standard -- config/chart; echo "config/chart has files make helm made and git does not know: commit them"; exit 1; }
 
 .PHONY: testbin
 testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes the first time).
@@ -67,9 +80,12 @@ testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes
 .PHONY: test
 test: ## Build what the tests need, then run every test on real control planes, with the race detector.
 	@dir="$$(bash hack/testbin.sh)"; \
+	helm="$$(bash hack/helmbin.sh)"; \
 	$(GO) vet ./...; \
 	$(GO) vet -tags kind ./hack/kind/...; \
-	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -race -count=1 -timeout 30m $(TESTFLAGS)
+	KUBEBUILDER_ASSETS="$$dir" HELM="$$helm" $(GO) test ./... -race -count=1 -timeout 30m $(TESTFLAGS); rc=$$?; \
+	(cd test/monitoring && $(GO) vet ./... && KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -count=1 -timeout 10m $(TESTFLAGS)) || rc=1; \
+	exit $$rc
 
 .PHONY: test-cluster
 test-cluster: ## As root: deploy config/default into a real single-node cluster (kubelet on containerd) and test the hub there; prints its time.
