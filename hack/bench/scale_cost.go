@@ -60,16 +60,7 @@ func (s *scaleFleet) joinAndCost(ctx context.Context, p *scalePoint) error {
 // perHealthyMember is the replicas' memory (RSS, heap) and goroutines per healthy member: what
 // joining them added, the black holes already registered.
 func (p scalePoint) perHealthyMember() (rss, heap, goroutines float64) {
-	if p.Healthy == 0 {
-		return 0, 0, 0
-	}
-	for _, r := range p.Replica {
-		rss += r.At.RSS - r.Holes.RSS
-		heap += r.At.Heap - r.Holes.Heap
-		goroutines += r.At.Goroutines - r.Holes.Goroutines
-	}
-	n := float64(p.Healthy)
-	return rss / n, heap / n, goroutines / n
+	return p.growth(p.Healthy, func(r replicaCost) (costPoint, costPoint) { return r.Holes, r.At })
 }
 
 // perMember is the replicas' memory (RSS) over their empty selves per member, black holes
@@ -84,16 +75,22 @@ func (p scalePoint) perMember() float64 {
 
 // perBlackHole is the replicas' memory (RSS, heap) and goroutines per black hole registered.
 func (p scalePoint) perBlackHole() (rss, heap, goroutines float64) {
-	if p.BlackHoles == 0 {
+	return p.growth(p.BlackHoles, func(r replicaCost) (costPoint, costPoint) { return r.Base, r.Holes })
+}
+
+// growth is what the replicas' memory (RSS, heap) and goroutines grew by between the two
+// samples span picks of each, per one of n; zero for n = 0.
+func (p scalePoint) growth(n int, span func(replicaCost) (from, to costPoint)) (rss, heap, goroutines float64) {
+	if n == 0 {
 		return 0, 0, 0
 	}
 	for _, r := range p.Replica {
-		rss += r.Holes.RSS - r.Base.RSS
-		heap += r.Holes.Heap - r.Base.Heap
-		goroutines += r.Holes.Goroutines - r.Base.Goroutines
+		from, to := span(r)
+		rss += to.RSS - from.RSS
+		heap += to.Heap - from.Heap
+		goroutines += to.Goroutines - from.Goroutines
 	}
-	n := float64(p.BlackHoles)
-	return rss / n, heap / n, goroutines / n
+	return rss / float64(n), heap / float64(n), goroutines / float64(n)
 }
 
 // totalRSS is the replicas' resident memory together.

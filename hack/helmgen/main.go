@@ -46,6 +46,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -150,16 +152,10 @@ func id(o object) string {
 	return kind(o) + "/" + str(o, "metadata", "namespace") + "/" + name(o)
 }
 
+// get reads the field at path (apimachinery's unstructured accessor: nil if missing).
 func get(o object, path ...string) any {
-	var cur any = o
-	for _, k := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[k]
-	}
-	return cur
+	v, _, _ := unstructured.NestedFieldNoCopy(o, path...)
+	return v
 }
 
 // child returns the map at path, creating it when missing.
@@ -176,18 +172,8 @@ func child(o object, path ...string) object {
 	return cur
 }
 
-// deepCopy copies a JSON-like value.
-func deepCopy[T any](v T) T {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	var out T
-	if err := json.Unmarshal(raw, &out); err != nil {
-		panic(err)
-	}
-	return out
-}
+// deepCopy copies an object (apimachinery's deep copy of JSON values).
+func deepCopy(o object) object { return runtime.DeepCopyJSON(o) }
 
 // --- Tokens: placeholders put into the objects, replaced by template text after marshalling. ---
 

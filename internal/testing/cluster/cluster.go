@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"configbundle.dev/hub/internal/testing/controlplane"
 )
 
 // The cluster's fixed addresses: one cluster runs on a machine at a time.
@@ -78,9 +80,8 @@ type Cluster struct {
 
 	opts      Options
 	dir       string
-	socket    string // containerd's
-	ports     []int  // see prepareHost
-	layout    layout
+	socket    string     // containerd's
+	ports     []int      // see prepareHost
 	processes []*process // in start order
 }
 
@@ -162,21 +163,11 @@ func (c *Cluster) bin(name string) string { return filepath.Join(c.opts.BinaryAs
 // pki is the path of a file of the cluster's PKI.
 func (c *Cluster) pki(name string) string { return filepath.Join(c.dir, "pki", name) }
 
-// freePort returns a TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // freePorts returns n free ports.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, n)
 	for i := range ports {
-		p, err := freePort()
+		p, err := controlplane.FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -47,10 +46,10 @@ func (c *Cluster) prepareHost(context.Context) error {
 		return err
 	}
 	c.ports = ports
-	c.layout = layout{Dir: c.dir, ContainerdSocket: c.socket, CNIBinDir: c.opts.CNIBinDir, PauseImage: PauseImage,
+	l := layout{Dir: c.dir, ContainerdSocket: c.socket, CNIBinDir: c.opts.CNIBinDir, PauseImage: PauseImage,
 		Bridge: Bridge, HostIP: HostIP, PodCIDR: PodCIDR, NodeName: NodeName,
 		KubeletPort: ports[portKubelet], ProxyHealthPort: ports[portProxyHealth], ProxyMetricsPort: ports[portProxyMetrics]}
-	if err := writeConfigs(c.layout); err != nil {
+	if err := writeConfigs(l); err != nil {
 		return err
 	}
 	if err := createBridge(); err != nil {
@@ -109,7 +108,11 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	c.Config = cfg
-	if err := c.poll(ctx, "the API server to be ready", func(ctx context.Context) error { return readyz(ctx, cfg) }); err != nil {
+	ready, err := readyz(cfg)
+	if err != nil {
+		return err
+	}
+	if err := c.poll(ctx, "the API server to be ready", ready); err != nil {
 		return err
 	}
 	if err := c.launch("kube-controller-manager", c.bin("kube-controller-manager"),
@@ -201,9 +204,11 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 	}
 	viaService := rest.CopyConfig(c.Config)
 	viaService.Host = url("https", KubernetesServiceIP, 443)
-	return c.poll(ctx, "the kubernetes Service to answer at "+KubernetesServiceIP, func(ctx context.Context) error {
-		return readyz(ctx, viaService)
-	})
+	answers, err := readyz(viaService)
+	if err != nil {
+		return err
+	}
+	return c.poll(ctx, "the kubernetes Service to answer at "+KubernetesServiceIP, answers)
 }
 
 // poll calls check until it succeeds, a component exits or ctx ends; the error says what was
@@ -225,18 +230,16 @@ func (c *Cluster) poll(ctx context.Context, what string, check func(context.Cont
 	return nil
 }
 
-// readyz asks an API server's /readyz.
-func readyz(ctx context.Context, cfg *rest.Config) error {
+// readyz returns a check of an API server's /readyz, for poll: one client for every call.
+func readyz(cfg *rest.Config) (func(context.Context) error, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("creating a clientset: %w", err)
+		return nil, fmt.Errorf("creating a clientset: %w", err)
 	}
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("/readyz not found: %w", err)
+	return func(ctx context.Context) error {
+		if body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+			return fmt.Errorf("/readyz: %w: %s", err, body)
 		}
-		return fmt.Errorf("/readyz: %w: %s", err, body)
-	}
-	return nil
+		return nil
+	}, nil
 }

@@ -128,7 +128,7 @@ func (c *ControlPlane) startSecondAPIServer() (*rest.Config, *process, error) {
 	if err := os.CopyFS(certDir, os.DirFS(c.certDir)); err != nil {
 		return nil, nil, fmt.Errorf("copying the certificates: %w", err)
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -223,8 +223,8 @@ func ready(ctx context.Context, httpClient *http.Client, host string) error {
 	return nil
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)

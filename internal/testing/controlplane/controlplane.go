@@ -287,7 +287,7 @@ func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) (*
 		Err:     apiErr,
 	}
 	if opts.ListenAddress != "" {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -125,7 +125,7 @@ func (o *SharedOptions) complete() error {
 
 // startEtcd starts the shared etcd on a free port and waits until it is healthy.
 func (s *Shared) startEtcd(ctx context.Context) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (s *Shared) startPlane(ctx context.Context, name string) (*ControlPlane, er
 // startAPIServer starts cp's kube-apiserver on a free port and waits until it is ready; if it
 // does not get ready, it is stopped.
 func (s *Shared) startAPIServer(ctx context.Context, cp *ControlPlane) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
