@@ -15,7 +15,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/pkg/configbundle"
 )
 
@@ -32,7 +32,7 @@ const driftPace = 50 * time.Millisecond
 
 // desiredConfigMaps renders the ConfigMaps a member's bench bundles ask for.
 func desiredConfigMaps(ctx context.Context, m *member) (map[string]*corev1.ConfigMap, error) {
-	list := &v1alpha1.ConfigBundleList{}
+	list := &configbundlev1alpha1.ConfigBundleList{}
 	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
 		return nil, err
 	}

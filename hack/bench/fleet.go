@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/hubprocess"
@@ -254,8 +254,8 @@ func (f *fleet) converge(ctx context.Context, members []*member, perMember int, 
 	}
 	err := parallel(ctx, len(members)*perMember, 32, func(ctx context.Context, i int) error {
 		m := members[i%len(members)]
-		b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%05d", i/len(members)), Namespace: "bench",
-			Labels: map[string]string{"bench": "true"}}, Spec: v1alpha1.ConfigBundleSpec{Message: fmt.Sprintf("message %d", i)}}
+		b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%05d", i/len(members)), Namespace: "bench",
+			Labels: map[string]string{"bench": "true"}}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: fmt.Sprintf("message %d", i)}}
 		return m.client.Create(ctx, b)
 	})
 	if err != nil {
@@ -287,13 +287,13 @@ func (f *fleet) converge(ctx context.Context, members []*member, perMember int, 
 
 // readyBundles counts a member's bench bundles that are Ready.
 func readyBundles(ctx context.Context, m *member) (int, error) {
-	list := &v1alpha1.ConfigBundleList{}
+	list := &configbundlev1alpha1.ConfigBundleList{}
 	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
 		return 0, err
 	}
 	ready := 0
 	for _, b := range list.Items {
-		if meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ReadyCondition) {
+		if meta.IsStatusConditionTrue(b.Status.Conditions, configbundlev1alpha1.ReadyCondition) {
 			ready++
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -187,7 +187,7 @@ func (f *fleet) membersConnected(ctx context.Context) bool {
 // bundlesRecorded reports whether every bench bundle of m is Ready (Synced) at its generation
 // and its status records its ConfigMap as it is now.
 func bundlesRecorded(ctx context.Context, m *member) bool {
-	bundles := &v1alpha1.ConfigBundleList{}
+	bundles := &configbundlev1alpha1.ConfigBundleList{}
 	configMaps := &corev1.ConfigMapList{}
 	if m.client.List(ctx, bundles, client.InNamespace("bench")) != nil || m.client.List(ctx, configMaps, client.InNamespace("bench")) != nil {
 		return false
@@ -197,9 +197,9 @@ func bundlesRecorded(ctx context.Context, m *member) bool {
 		current[configMaps.Items[i].Name] = &configMaps.Items[i]
 	}
 	for _, b := range bundles.Items {
-		c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition)
+		c := meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition)
 		cm, ref := current[b.Name], b.Status.ConfigMapRef
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.SyncedReason || b.Status.ObservedGeneration != b.Generation ||
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != configbundlev1alpha1.SyncedReason || b.Status.ObservedGeneration != b.Generation ||
 			cm == nil || ref == nil || ref.UID != cm.UID || ref.ResourceVersion != cm.ResourceVersion {
 			return false
 		}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -140,7 +140,7 @@ func newFleetBundle(name, message string) *hubv1alpha1.FleetBundle {
 		Spec: hubv1alpha1.FleetBundleSpec{
 			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{placementLabel: "true"}},
 			Template: hubv1alpha1.ConfigBundleTemplate{Metadata: hubv1alpha1.TemplateMetadata{Labels: map[string]string{"bench": "placement"}},
-				Spec: v1alpha1.ConfigBundleSpec{Message: message}},
+				Spec: configbundlev1alpha1.ConfigBundleSpec{Message: message}},
 		},
 	}
 }
@@ -216,7 +216,7 @@ func floorPlace(ctx context.Context, pm []*member, tr *cmTracker, message string
 	var wg sync.WaitGroup
 	for i, m := range pm {
 		wg.Go(func() {
-			b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: placementName, Namespace: floorNS}}
+			b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: placementName, Namespace: floorNS}}
 			if create {
 				b.Labels = map[string]string{"bench": "placement"}
 				b.Spec.Message = message
@@ -354,7 +354,7 @@ func (f *fleet) cleanupPlacement(ctx context.Context, pm []*member) error {
 		return fmt.Errorf("waiting for the FleetBundles to be deleted: %w", err)
 	}
 	for _, m := range pm {
-		if err := m.client.DeleteAllOf(ctx, &v1alpha1.ConfigBundle{}, client.InNamespace(floorNS)); err != nil {
+		if err := m.client.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(floorNS)); err != nil {
 			return err
 		}
 		for _, l := range []string{placementLabel, "bench-unused"} {
@@ -409,7 +409,7 @@ func (t *cmTracker) consume(member string, w watch.Interface) {
 		if !ok || ev.Type == watch.Deleted {
 			continue
 		}
-		key := seenKey(member, cm.Namespace, cm.Name, cm.Data[v1alpha1.MessageKey])
+		key := seenKey(member, cm.Namespace, cm.Name, cm.Data[configbundlev1alpha1.MessageKey])
 		t.mu.Lock()
 		if _, ok := t.seen[key]; !ok {
 			t.seen[key] = at

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
@@ -134,8 +134,8 @@ func (s *scaleFleet) createHealBundles(ctx context.Context) error {
 			return fmt.Errorf("creating namespace bench in %s: %w", m.Name, err)
 		}
 		err := parallel(ctx, s.cfg.Bundles, 8, func(ctx context.Context, i int) error {
-			b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%05d", i), Namespace: "bench"},
-				Spec: v1alpha1.ConfigBundleSpec{Message: fmt.Sprintf("message %d", i)}}
+			b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%05d", i), Namespace: "bench"},
+				Spec: configbundlev1alpha1.ConfigBundleSpec{Message: fmt.Sprintf("message %d", i)}}
 			return m.client.Create(ctx, b)
 		})
 		if err != nil {
@@ -149,7 +149,7 @@ func (s *scaleFleet) createHealBundles(ctx context.Context) error {
 // run no garbage collector).
 func (s *scaleFleet) deleteHealBundles(ctx context.Context) error {
 	for _, m := range s.healMembers() {
-		for _, obj := range []client.Object{&v1alpha1.ConfigBundle{}, &corev1.ConfigMap{}} {
+		for _, obj := range []client.Object{&configbundlev1alpha1.ConfigBundle{}, &corev1.ConfigMap{}} {
 			if err := m.client.DeleteAllOf(ctx, obj, client.InNamespace("bench")); err != nil {
 				return fmt.Errorf("deleting the bench objects of %s: %w", m.Name, err)
 			}

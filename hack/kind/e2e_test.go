@@ -52,7 +52,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/registration"
@@ -167,7 +167,7 @@ func TestKindFleet(t *testing.T) {
 	samples := decode(t, kustomize(t, filepath.Join(root, "config", "samples")))
 	var bundles []*unstructured.Unstructured
 	for _, obj := range samples {
-		if obj.GroupVersionKind().Group == v1alpha1.GroupVersion.Group && obj.GetKind() == "ConfigBundle" {
+		if obj.GroupVersionKind().Group == configbundlev1alpha1.GroupVersion.Group && obj.GetKind() == "ConfigBundle" {
 			if obj.GetNamespace() == "" {
 				obj.SetNamespace(metav1.NamespaceDefault)
 			}
@@ -215,14 +215,14 @@ func TestKindFleet(t *testing.T) {
 	key := client.ObjectKey{Namespace: victim.GetNamespace(), Name: victim.GetName()}
 	cm := &corev1.ConfigMap{}
 	g.Expect(memberc[m].Get(ctx, key, cm)).To(Succeed())
-	g.Expect(cm.Data).To(HaveKeyWithValue(v1alpha1.MessageKey, want))
-	cm.Data[v1alpha1.MessageKey] = "tampered by the kind e2e test"
+	g.Expect(cm.Data).To(HaveKeyWithValue(configbundlev1alpha1.MessageKey, want))
+	cm.Data[configbundlev1alpha1.MessageKey] = "tampered by the kind e2e test"
 	g.Expect(memberc[m].Update(ctx, cm)).To(Succeed())
 	t.Logf("tampered with ConfigMap %s in %s", key, m)
 	g.Eventually(func(g Gomega) string {
 		cm := &corev1.ConfigMap{}
 		g.Expect(memberc[m].Get(ctx, key, cm)).To(Succeed())
-		return cm.Data[v1alpha1.MessageKey]
+		return cm.Data[configbundlev1alpha1.MessageKey]
 	}).WithTimeout(healTimeout).WithPolling(time.Second).Should(Equal(want), "the tampered ConfigMap is healed")
 	g.Eventually(func(g Gomega) int64 { return memberCluster(hubc, m)(g).Status.Heals }).
 		WithTimeout(healTimeout).WithPolling(interval).Should(BeNumerically(">=", 1), "the heal is counted")

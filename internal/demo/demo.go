@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
@@ -177,7 +177,7 @@ func (d *demo) register(ctx context.Context) error {
 }
 
 // samples are the bundles applied to every member: config/samples, in the namespace default.
-func samples() ([]*v1alpha1.ConfigBundle, error) {
+func samples() ([]*configbundlev1alpha1.ConfigBundle, error) {
 	bundles, err := config.SampleBundles()
 	for _, b := range bundles {
 		b.Namespace = "default"

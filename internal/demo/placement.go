@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 )
@@ -124,7 +124,7 @@ func (d *demo) restore(ctx context.Context) error {
 	}
 	m1, name := d.members[0].Name, d.fb.Name
 	c := d.clients[m1]
-	old := &v1alpha1.ConfigBundle{}
+	old := &configbundlev1alpha1.ConfigBundle{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: d.fb.Namespace, Name: name}, old); err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func (d *demo) probeGarbageCollectors(ctx context.Context) error {
 		key := client.ObjectKey{Namespace: "default", Name: name}
 		for member, c := range pending {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name, OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: v1alpha1.GroupVersion.String(), Kind: "ConfigBundle", Name: name, UID: types.UID(fmt.Sprintf("%s-%s-%d", name, member, time.Now().UnixNano())),
+				APIVersion: configbundlev1alpha1.GroupVersion.String(), Kind: "ConfigBundle", Name: name, UID: types.UID(fmt.Sprintf("%s-%s-%d", name, member, time.Now().UnixNano())),
 			}}}}
 			if err := c.Create(ctx, cm); err != nil {
 				return fmt.Errorf("creating ConfigMap %s in %s: %w", name, member, err)
@@ -308,14 +308,14 @@ func (d *demo) configMapIs(member string, present bool) wait.ConditionWithContex
 		if err != nil {
 			return false, nil
 		}
-		return present && cm.Data[v1alpha1.MessageKey] == d.fb.Spec.Template.Spec.Message, nil
+		return present && cm.Data[configbundlev1alpha1.MessageKey] == d.fb.Spec.Template.Spec.Message, nil
 	}
 }
 
 // bundleGone returns a condition: the FleetBundle's ConfigBundle in member does not exist.
 func (d *demo) bundleGone(member string) wait.ConditionWithContextFunc {
 	return func(ctx context.Context) (bool, error) {
-		err := d.clients[member].Get(ctx, client.ObjectKeyFromObject(d.fb), &v1alpha1.ConfigBundle{})
+		err := d.clients[member].Get(ctx, client.ObjectKeyFromObject(d.fb), &configbundlev1alpha1.ConfigBundle{})
 		return apierrors.IsNotFound(err), nil
 	}
 }
@@ -324,7 +324,7 @@ func (d *demo) bundleGone(member string) wait.ConditionWithContextFunc {
 // another uid than old.
 func (d *demo) bundleReplaced(member string, old types.UID) wait.ConditionWithContextFunc {
 	return func(ctx context.Context) (bool, error) {
-		b := &v1alpha1.ConfigBundle{}
+		b := &configbundlev1alpha1.ConfigBundle{}
 		if err := d.clients[member].Get(ctx, client.ObjectKeyFromObject(d.fb), b); err != nil {
 			return false, nil
 		}
@@ -341,7 +341,7 @@ func (d *demo) configMapReplaced(member string, old types.UID) wait.ConditionWit
 			return false, nil
 		}
 		ref := metav1.GetControllerOfNoCopy(cm)
-		return ref != nil && ref.UID != old && cm.Data[v1alpha1.MessageKey] == d.fb.Spec.Template.Spec.Message, nil
+		return ref != nil && ref.UID != old && cm.Data[configbundlev1alpha1.MessageKey] == d.fb.Spec.Template.Spec.Message, nil
 	}
 }
 
@@ -382,11 +382,11 @@ func (d *demo) showPlacement(ctx context.Context, heals int64) error {
 			env = "<none>"
 		}
 		bundle, message := "<none>", "<none>"
-		b := &v1alpha1.ConfigBundle{}
+		b := &configbundlev1alpha1.ConfigBundle{}
 		switch err := d.clients[m.Name].Get(ctx, client.ObjectKeyFromObject(d.fb), b); {
 		case err == nil:
 			bundle = "placed"
-			if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); c != nil {
+			if c := meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition); c != nil {
 				bundle += ", " + c.Reason
 			}
 		case !apierrors.IsNotFound(err):
@@ -395,7 +395,7 @@ func (d *demo) showPlacement(ctx context.Context, heals int64) error {
 		cm := &corev1.ConfigMap{}
 		switch err := d.clients[m.Name].Get(ctx, client.ObjectKeyFromObject(d.fb), cm); {
 		case err == nil:
-			message = strconv.Quote(cm.Data[v1alpha1.MessageKey])
+			message = strconv.Quote(cm.Data[configbundlev1alpha1.MessageKey])
 		case !apierrors.IsNotFound(err):
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // ConfigureCache sets the cache options a member cluster needs for this reconciler. Managed
@@ -57,5 +57,5 @@ var StripUnmanagedConfigMap toolscache.TransformFunc = func(obj any) (any, error
 
 func isControlledByBundle(cm *corev1.ConfigMap) bool {
 	ref := metav1.GetControllerOfNoCopy(cm)
-	return ref != nil && ref.Kind == "ConfigBundle" && ref.APIVersion == v1alpha1.GroupVersion.String()
+	return ref != nil && ref.Kind == "ConfigBundle" && ref.APIVersion == configbundlev1alpha1.GroupVersion.String()
 }

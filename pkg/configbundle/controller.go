@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -150,7 +150,7 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 	}
 	b := mcbuilder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1alpha1.ConfigBundle{}, mcbuilder.WithPredicates(predicate.Or(
+		For(&configbundlev1alpha1.ConfigBundle{}, mcbuilder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
@@ -204,7 +204,7 @@ func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster
 	enqueue := func(ctx context.Context, cm client.Object, deleted bool, q queue) {
 		key := client.ObjectKeyFromObject(cm)
 		if configMap, ok := cm.(*corev1.ConfigMap); !ok || !isControlledByBundle(configMap) {
-			if err := cl.GetCache().Get(ctx, key, &v1alpha1.ConfigBundle{}); err != nil {
+			if err := cl.GetCache().Get(ctx, key, &configbundlev1alpha1.ConfigBundle{}); err != nil {
 				return
 			}
 		}
@@ -300,8 +300,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request, liv
 // readBundle reads the bundle of req from the cache; or from the API server if live, or if the
 // cache has not caught up with what an earlier live read found (memory.liveBundle), and then it
 // says so. A bundle that is gone is forgotten and returned as nil.
-func (r *Reconciler) readBundle(ctx context.Context, cl cluster.Cluster, req mcreconcile.Request, live bool) (*v1alpha1.ConfigBundle, bool, error) {
-	bundle := &v1alpha1.ConfigBundle{}
+func (r *Reconciler) readBundle(ctx context.Context, cl cluster.Cluster, req mcreconcile.Request, live bool) (*configbundlev1alpha1.ConfigBundle, bool, error) {
+	bundle := &configbundlev1alpha1.ConfigBundle{}
 	reader := client.Reader(cl.GetClient())
 	if live {
 		reader = cl.GetAPIReader()

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // lastAppliedAnnotation is kubectl's client-side apply record. It describes the bundle, not the
@@ -31,7 +31,7 @@ const (
 // DesiredConfigMap renders the ConfigMap a bundle asks for: the bundle's name and namespace, its
 // message as data.message, its immutability, its labels exactly, its annotations but kubectl's
 // last-applied record, and one ownerReference naming the bundle as controller.
-func DesiredConfigMap(bundle *v1alpha1.ConfigBundle) *corev1.ConfigMap {
+func DesiredConfigMap(bundle *configbundlev1alpha1.ConfigBundle) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -41,7 +41,7 @@ func DesiredConfigMap(bundle *v1alpha1.ConfigBundle) *corev1.ConfigMap {
 			Annotations:     propagatedAnnotations(bundle.Annotations),
 			OwnerReferences: []metav1.OwnerReference{controllerReference(bundle)},
 		},
-		Data:      map[string]string{v1alpha1.MessageKey: bundle.Spec.Message},
+		Data:      map[string]string{configbundlev1alpha1.MessageKey: bundle.Spec.Message},
 		Immutable: ptr.To(bundle.Spec.Immutable),
 	}
 }
@@ -55,9 +55,9 @@ func propagatedAnnotations(in map[string]string) map[string]string {
 	return out
 }
 
-func controllerReference(bundle *v1alpha1.ConfigBundle) metav1.OwnerReference {
+func controllerReference(bundle *configbundlev1alpha1.ConfigBundle) metav1.OwnerReference {
 	return metav1.OwnerReference{
-		APIVersion:         v1alpha1.GroupVersion.String(),
+		APIVersion:         configbundlev1alpha1.GroupVersion.String(),
 		Kind:               "ConfigBundle",
 		Name:               bundle.Name,
 		UID:                bundle.UID,
@@ -109,16 +109,16 @@ func contentDrift(drift []string) bool {
 }
 
 // specFromConfigMap reads back the spec an immutable ConfigMap was made from.
-func specFromConfigMap(cm *corev1.ConfigMap) v1alpha1.ConfigBundleSpec {
-	return v1alpha1.ConfigBundleSpec{
-		Message:   cm.Data[v1alpha1.MessageKey],
+func specFromConfigMap(cm *corev1.ConfigMap) configbundlev1alpha1.ConfigBundleSpec {
+	return configbundlev1alpha1.ConfigBundleSpec{
+		Message:   cm.Data[configbundlev1alpha1.MessageKey],
 		Immutable: ptr.Deref(cm.Immutable, false),
 	}
 }
 
 // ownedBy reports whether cm is the bundle's: it names the bundle as its controller, or it is
 // the very ConfigMap (same uid) the bundle's status records.
-func ownedBy(bundle *v1alpha1.ConfigBundle, cm *corev1.ConfigMap) bool {
+func ownedBy(bundle *configbundlev1alpha1.ConfigBundle, cm *corev1.ConfigMap) bool {
 	if ref := metav1.GetControllerOfNoCopy(cm); ref != nil && ref.UID == bundle.UID {
 		return true
 	}

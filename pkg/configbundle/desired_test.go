@@ -9,13 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
-func testBundle(mutate ...func(*v1alpha1.ConfigBundle)) *v1alpha1.ConfigBundle {
-	b := &v1alpha1.ConfigBundle{
+func testBundle(mutate ...func(*configbundlev1alpha1.ConfigBundle)) *configbundlev1alpha1.ConfigBundle {
+	b := &configbundlev1alpha1.ConfigBundle{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", UID: "b-uid"},
-		Spec:       v1alpha1.ConfigBundleSpec{Message: "hello"},
+		Spec:       configbundlev1alpha1.ConfigBundleSpec{Message: "hello"},
 	}
 	for _, m := range mutate {
 		m(b)
@@ -30,7 +30,7 @@ func TestDesiredConfigMap(t *testing.T) {
 	}}
 	tests := []struct {
 		name   string
-		bundle *v1alpha1.ConfigBundle
+		bundle *configbundlev1alpha1.ConfigBundle
 		want   *corev1.ConfigMap
 	}{{
 		name:   "plain bundle",
@@ -43,7 +43,7 @@ func TestDesiredConfigMap(t *testing.T) {
 		},
 	}, {
 		name: "immutable, labels and annotations but the last-applied record",
-		bundle: testBundle(func(b *v1alpha1.ConfigBundle) {
+		bundle: testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
 			b.Spec.Immutable = true
 			b.Labels = map[string]string{"app": "web", "tier": "front"}
 			b.Annotations = map[string]string{"note": "x", lastAppliedAnnotation: "{}"}
@@ -59,8 +59,10 @@ func TestDesiredConfigMap(t *testing.T) {
 			Immutable: ptr.To(true),
 		},
 	}, {
-		name:   "only the last-applied record: no annotations at all",
-		bundle: testBundle(func(b *v1alpha1.ConfigBundle) { b.Annotations = map[string]string{lastAppliedAnnotation: "{}"} }),
+		name: "only the last-applied record: no annotations at all",
+		bundle: testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
+			b.Annotations = map[string]string{lastAppliedAnnotation: "{}"}
+		}),
 		want: &corev1.ConfigMap{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", OwnerReferences: wantOwner},
@@ -69,7 +71,7 @@ func TestDesiredConfigMap(t *testing.T) {
 		},
 	}, {
 		name:   "empty message is published as empty",
-		bundle: testBundle(func(b *v1alpha1.ConfigBundle) { b.Spec.Message = "" }),
+		bundle: testBundle(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "" }),
 		want: &corev1.ConfigMap{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", OwnerReferences: wantOwner},
@@ -87,7 +89,7 @@ func TestDesiredConfigMap(t *testing.T) {
 	}
 
 	t.Run("does not alias the bundle's maps", func(t *testing.T) {
-		b := testBundle(func(b *v1alpha1.ConfigBundle) { b.Labels = map[string]string{"a": "1"} })
+		b := testBundle(func(b *configbundlev1alpha1.ConfigBundle) { b.Labels = map[string]string{"a": "1"} })
 		DesiredConfigMap(b).Labels["a"] = "changed"
 		if b.Labels["a"] != "1" {
 			t.Errorf("bundle labels changed through the desired ConfigMap")
@@ -96,7 +98,7 @@ func TestDesiredConfigMap(t *testing.T) {
 }
 
 func TestDrift(t *testing.T) {
-	bundle := testBundle(func(b *v1alpha1.ConfigBundle) {
+	bundle := testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
 		b.Labels = map[string]string{"app": "web"}
 		b.Annotations = map[string]string{"note": "x"}
 	})
@@ -142,19 +144,19 @@ func TestDrift(t *testing.T) {
 
 func TestOwnedBy(t *testing.T) {
 	bundle := testBundle()
-	recorded := testBundle(func(b *v1alpha1.ConfigBundle) {
-		b.Status.ConfigMapRef = &v1alpha1.ConfigMapReference{Name: "web", UID: "cm-uid"}
+	recorded := testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
+		b.Status.ConfigMapRef = &configbundlev1alpha1.ConfigMapReference{Name: "web", UID: "cm-uid"}
 	})
 	ours := DesiredConfigMap(bundle)
 	ours.UID = "cm-uid"
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", UID: "other"}}
-	otherBundle := DesiredConfigMap(testBundle(func(b *v1alpha1.ConfigBundle) { b.UID = "old-incarnation" }))
+	otherBundle := DesiredConfigMap(testBundle(func(b *configbundlev1alpha1.ConfigBundle) { b.UID = "old-incarnation" }))
 	hijacked := foreign.DeepCopy()
 	hijacked.UID = "cm-uid"
 
 	tests := []struct {
 		name   string
-		bundle *v1alpha1.ConfigBundle
+		bundle *configbundlev1alpha1.ConfigBundle
 		cm     *corev1.ConfigMap
 		want   bool
 	}{

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/pkg/configbundle"
 )
 
@@ -72,8 +72,8 @@ const anyHeals = -1
 
 // converged returns nil once the member holds the ConfigMap the bundle asks for and the bundle's
 // status records it, with heals heals (unless anyHeals).
-func converged(ctx context.Context, c client.Client, b *v1alpha1.ConfigBundle, heals int64) error {
-	bundle := &v1alpha1.ConfigBundle{}
+func converged(ctx context.Context, c client.Client, b *configbundlev1alpha1.ConfigBundle, heals int64) error {
+	bundle := &configbundlev1alpha1.ConfigBundle{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(b), bundle); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func converged(ctx context.Context, c client.Client, b *v1alpha1.ConfigBundle, h
 
 // untilConverged polls until every bundle has converged with the heals given, and returns how
 // long after since each one first was.
-func untilConverged(t *testing.T, c client.Client, heals map[*v1alpha1.ConfigBundle]int64, since time.Time, timeout time.Duration) map[string]time.Duration {
+func untilConverged(t *testing.T, c client.Client, heals map[*configbundlev1alpha1.ConfigBundle]int64, since time.Time, timeout time.Duration) map[string]time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	took := map[string]time.Duration{}
@@ -118,18 +118,18 @@ func untilConverged(t *testing.T, c client.Client, heals map[*v1alpha1.ConfigBun
 
 // createBundles creates bundles b1..bn in a namespace of their own and waits until each is
 // Synced.
-func createBundles(t *testing.T, member string, n int) []*v1alpha1.ConfigBundle {
+func createBundles(t *testing.T, member string, n int) []*configbundlev1alpha1.ConfigBundle {
 	t.Helper()
 	g, ctx, c := NewWithT(t), context.Background(), members[member]
 	ns := newNamespace(t, member)
-	bundles := make([]*v1alpha1.ConfigBundle, 0, n)
+	bundles := make([]*configbundlev1alpha1.ConfigBundle, 0, n)
 	for i := range n {
 		b := newBundle(ns, fmt.Sprintf("b%d", i+1), fmt.Sprintf("message %d", i+1))
 		g.Expect(c.Create(ctx, b)).To(Succeed())
 		bundles = append(bundles, b)
 	}
 	for _, b := range bundles {
-		g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+		g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	}
 	return bundles
 }
@@ -166,7 +166,7 @@ func TestFaultConfigMapDeletedWhileWatchDownIsRecreated(t *testing.T) {
 		return behind.Update(ctx, cm)
 	})
 
-	took := untilConverged(t, c, map[*v1alpha1.ConfigBundle]int64{b1: 1, b2: 2}, answered, relistTimeout)
+	took := untilConverged(t, c, map[*configbundlev1alpha1.ConfigBundle]int64{b1: 1, b2: 2}, answered, relistTimeout)
 	t.Logf("member answered again -> healed: %v", took)
 	for _, b := range bundles[2:] {
 		g.Expect(converged(ctx, c, b, 0)).To(Succeed())
@@ -182,14 +182,14 @@ const (
 )
 
 // storm patches the bundle's labels stormEdits times, as fast as the member takes it.
-func storm(ctx context.Context, c client.Client, b *v1alpha1.ConfigBundle) error {
+func storm(ctx context.Context, c client.Client, b *configbundlev1alpha1.ConfigBundle) error {
 	errs := make(chan error, stormWorkers)
 	for w := range stormWorkers {
 		go func() {
 			var err error
 			for i := w; i < stormEdits && err == nil; i += stormWorkers {
 				patch := fmt.Appendf(nil, `{"metadata":{"labels":{"storm":"%d"}}}`, i)
-				err = c.Patch(ctx, &v1alpha1.ConfigBundle{ObjectMeta: b.ObjectMeta}, client.RawPatch(types.MergePatchType, patch))
+				err = c.Patch(ctx, &configbundlev1alpha1.ConfigBundle{ObjectMeta: b.ObjectMeta}, client.RawPatch(types.MergePatchType, patch))
 			}
 			errs <- err
 		}()
@@ -248,13 +248,13 @@ func TestFaultBundleEditStormIsNoHeal(t *testing.T) {
 	ns := newNamespace(t, memberC)
 	tests := []struct {
 		name    string
-		during  func(t *testing.T, b *v1alpha1.ConfigBundle) // run while the storm blows
+		during  func(t *testing.T, b *configbundlev1alpha1.ConfigBundle) // run while the storm blows
 		heals   int64
 		healing []string
 	}{
 		{name: "a storm of label edits"},
-		{name: "a storm across a hub restart", during: func(t *testing.T, _ *v1alpha1.ConfigBundle) { rejoin(t, memberC) }},
-		{name: "a change by someone else amid the storm", heals: 1, healing: []string{configbundle.DriftData}, during: func(t *testing.T, b *v1alpha1.ConfigBundle) {
+		{name: "a storm across a hub restart", during: func(t *testing.T, _ *configbundlev1alpha1.ConfigBundle) { rejoin(t, memberC) }},
+		{name: "a change by someone else amid the storm", heals: 1, healing: []string{configbundle.DriftData}, during: func(t *testing.T, b *configbundlev1alpha1.ConfigBundle) {
 			ctx := context.Background()
 			if err := update(ctx, c, configMapOf(b), func(cm *corev1.ConfigMap) { cm.Data["message"] = "someone else's" }); err != nil {
 				t.Errorf("changing the ConfigMap: %v", err)
@@ -280,9 +280,9 @@ func TestFaultBundleEditStormIsNoHeal(t *testing.T) {
 			g.Eventually(func() error { return converged(ctx, c, b, anyHeals) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 			g.Consistently(func() error { return converged(ctx, c, b, anyHeals) }).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
-			notes, err := events(ctx, c, b, v1alpha1.DriftHealedEvent)
+			notes, err := events(ctx, c, b, configbundlev1alpha1.DriftHealedEvent)
 			g.Expect(err).NotTo(HaveOccurred())
-			healedEvents, err := occurrences(ctx, c, b, v1alpha1.DriftHealedEvent)
+			healedEvents, err := occurrences(ctx, c, b, configbundlev1alpha1.DriftHealedEvent)
 			g.Expect(err).NotTo(HaveOccurred())
 			counted := map[string]int64{"status.heals": b.Status.Heals, "configbundle_heals_total": int64(healsMetric(t, memberC) - metricBefore), "DriftHealed Events": int64(healedEvents)}
 			g.Expect(counted).To(Equal(map[string]int64{"status.heals": tt.heals, "configbundle_heals_total": tt.heals, "DriftHealed Events": tt.heals}), "Events: %q", notes)
@@ -319,7 +319,7 @@ func TestFaultDeletionStormGetsNoNewConfigMap(t *testing.T) {
 		list.Items[i].Data["message"] = "tampered"
 		g.Expect(c.Update(ctx, &list.Items[i])).To(Succeed())
 	}
-	g.Expect(c.DeleteAllOf(ctx, &v1alpha1.ConfigBundle{}, client.InNamespace(ns))).To(Succeed())
+	g.Expect(c.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(ns))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		g.Expect(list.Items).To(BeEmpty())
@@ -353,21 +353,23 @@ func TestFaultDriftWhileDownIsHealedOnRecovery(t *testing.T) {
 	b1, b2, b3, b4 := bundles[0], bundles[1], bundles[2], bundles[3]
 
 	answered := memberOutage(t, memberC, func(ctx context.Context, behind client.Client) error {
-		tamper := func(b *v1alpha1.ConfigBundle, mutate func(*corev1.ConfigMap)) error {
+		tamper := func(b *configbundlev1alpha1.ConfigBundle, mutate func(*corev1.ConfigMap)) error {
 			return update(ctx, behind, configMapOf(b), mutate)
 		}
 		return errors.Join(
 			tamper(b1, func(cm *corev1.ConfigMap) { cm.Data["message"] = "changed while the hub was away" }),
 			behind.Delete(ctx, configMapOf(b2)),
 			tamper(b3, func(cm *corev1.ConfigMap) { cm.Labels = map[string]string{"added": "while-away"} }),
-			update(ctx, behind, b4, func(b *v1alpha1.ConfigBundle) { b.Spec.Message = "the bundle changed while the hub was away" }),
+			update(ctx, behind, b4, func(b *configbundlev1alpha1.ConfigBundle) {
+				b.Spec.Message = "the bundle changed while the hub was away"
+			}),
 		)
 	})
 	resyncMember := resync.Load()
 	g.Expect(resyncMember).NotTo(BeNil(), "the reconciler registered its resync")
 	(*resyncMember)(memberC)
 
-	want := map[*v1alpha1.ConfigBundle]int64{b1: 1, b2: 1, b3: 1, b4: 0, bundles[4]: 0}
+	want := map[*configbundlev1alpha1.ConfigBundle]int64{b1: 1, b2: 1, b3: 1, b4: 0, bundles[4]: 0}
 	took := untilConverged(t, c, want, answered, recoveryHealTimeout)
 	t.Logf("member answered again -> converged: %v", took)
 	// When the informers catch up, what they bring undoes nothing.
@@ -390,7 +392,7 @@ const (
 )
 
 // eventsAbout returns the Events with the given reason about a bundle.
-func eventsAbout(ctx context.Context, c client.Client, b *v1alpha1.ConfigBundle, reason string) ([]eventsv1.Event, error) {
+func eventsAbout(ctx context.Context, c client.Client, b *configbundlev1alpha1.ConfigBundle, reason string) ([]eventsv1.Event, error) {
 	list := &eventsv1.EventList{}
 	if err := c.List(ctx, list, client.InNamespace(b.Namespace)); err != nil {
 		return nil, err
@@ -405,7 +407,7 @@ func eventsAbout(ctx context.Context, c client.Client, b *v1alpha1.ConfigBundle,
 }
 
 // statusWrites counts the writes of a bundle's status that memberA served since since.
-func statusWrites(t *testing.T, b *v1alpha1.ConfigBundle, since time.Time) int {
+func statusWrites(t *testing.T, b *configbundlev1alpha1.ConfigBundle, since time.Time) int {
 	t.Helper()
 	writes, err := planes[memberA].Writes()
 	if err != nil {
@@ -456,10 +458,10 @@ func TestFaultFightingWriter(t *testing.T) {
 	g.Expect(writes).To(BeNumerically("<=", int(fightDuration/time.Second)+2), "one status write per second of fight, at most")
 
 	g.Eventually(func(g Gomega) {
-		healed, err := eventsAbout(ctx, c, b, v1alpha1.DriftHealedEvent)
+		healed, err := eventsAbout(ctx, c, b, configbundlev1alpha1.DriftHealedEvent)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(summaries(healed)).To(ConsistOf(HavePrefix("series")), "one DriftHealed Event, a series")
-		fights, err := eventsAbout(ctx, c, b, v1alpha1.FightingWriterEvent)
+		fights, err := eventsAbout(ctx, c, b, configbundlev1alpha1.FightingWriterEvent)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(fights).To(HaveLen(1), "the fight is reported once")
 		g.Expect(fights[0].Type).To(Equal(corev1.EventTypeWarning))

@@ -8,7 +8,7 @@ import (
 // A fight: another writer keeps changing a managed ConfigMap, and the hub keeps healing it.
 const (
 	// FightHeals is how many heals of one bundle's ConfigMap within FightWindow make a fight.
-	// The reconciler reports a fight once, with a Warning Event (v1alpha1.FightingWriterEvent)
+	// The reconciler reports a fight once, with a Warning Event (configbundlev1alpha1.FightingWriterEvent)
 	// that names what keeps changing, a log line and configbundle_fights_total; it keeps healing.
 	FightHeals = 10
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/pkg/configbundle"
 )
 
@@ -24,39 +24,41 @@ import (
 func TestAdmission(t *testing.T) {
 	c := members[memberA]
 	ns := newNamespace(t, memberA)
-	max := v1alpha1.MaxMessageBytes
+	max := configbundlev1alpha1.MaxMessageBytes
 	// The largest message of characters that take 6 bytes once JSON-escaped (<, \u003c).
-	maxEscaped := v1alpha1.MaxEscapedMessageBytes / 6
+	maxEscaped := configbundlev1alpha1.MaxEscapedMessageBytes / 6
 	// The error of a message that does not fit in etcd once escaped. It names the field and does
 	// not quote the message (that would read `Invalid value: "<<<…"`).
 	const tooLargeToStore = "spec.message: Invalid value: message is too large to store: at most 1310720 bytes once JSON-escaped"
 	tests := []struct {
 		name    string
-		spec    v1alpha1.ConfigBundleSpec
-		update  func(*v1alpha1.ConfigBundleSpec)
+		spec    configbundlev1alpha1.ConfigBundleSpec
+		update  func(*configbundlev1alpha1.ConfigBundleSpec)
 		wantErr string
 	}{
-		{name: "largest message that fits a ConfigMap", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max)}},
-		{name: "largest message that fits in etcd once escaped", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", maxEscaped)}},
-		{name: "one byte too many", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max+1)}, wantErr: "spec.message"},
-		{name: "too many bytes in fewer characters", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("é", max/2+1)}, wantErr: "must fit in a ConfigMap"},
+		{name: "largest message that fits a ConfigMap", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max)}},
+		{name: "largest message that fits in etcd once escaped", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", maxEscaped)}},
+		{name: "one byte too many", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max+1)}, wantErr: "spec.message"},
+		{name: "too many bytes in fewer characters", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("é", max/2+1)}, wantErr: "must fit in a ConfigMap"},
 		// Issue 10, item 9: 1.6 MB once escaped, which etcd would refuse with "etcdserver:
 		// request is too large", an error that names nothing.
-		{name: "270000 characters of < do not fit in etcd", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", 270000)}, wantErr: tooLargeToStore},
-		{name: "one character of < too many", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", maxEscaped+1)}, wantErr: tooLargeToStore},
-		{name: "control characters take 6 bytes", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("\x01", maxEscaped+1)}, wantErr: tooLargeToStore},
-		{name: "U+2028 takes 6 bytes", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("\u2028", maxEscaped+1)}, wantErr: tooLargeToStore},
-		{name: "newlines take 2 bytes", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("\n", v1alpha1.MaxEscapedMessageBytes/2+1)}, wantErr: tooLargeToStore},
-		{name: "largest message of newlines", spec: v1alpha1.ConfigBundleSpec{Message: strings.Repeat("\n", v1alpha1.MaxEscapedMessageBytes/2)}},
-		{name: "an update too large to store", spec: v1alpha1.ConfigBundleSpec{Message: "a"},
-			update: func(s *v1alpha1.ConfigBundleSpec) { s.Message = strings.Repeat("&", 270000) }, wantErr: tooLargeToStore},
-		{name: "mutable spec changes", spec: v1alpha1.ConfigBundleSpec{Message: "a"}, update: func(s *v1alpha1.ConfigBundleSpec) { s.Message = "b" }},
-		{name: "mutable to immutable with a new message", spec: v1alpha1.ConfigBundleSpec{Message: "a"},
-			update: func(s *v1alpha1.ConfigBundleSpec) { *s = v1alpha1.ConfigBundleSpec{Message: "b", Immutable: true} }},
-		{name: "immutable message cannot change", spec: v1alpha1.ConfigBundleSpec{Message: "a", Immutable: true},
-			update: func(s *v1alpha1.ConfigBundleSpec) { s.Message = "b" }, wantErr: "spec is immutable"},
-		{name: "immutable cannot be made mutable", spec: v1alpha1.ConfigBundleSpec{Message: "a", Immutable: true},
-			update: func(s *v1alpha1.ConfigBundleSpec) { s.Immutable = false }, wantErr: "spec is immutable"},
+		{name: "270000 characters of < do not fit in etcd", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", 270000)}, wantErr: tooLargeToStore},
+		{name: "one character of < too many", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", maxEscaped+1)}, wantErr: tooLargeToStore},
+		{name: "control characters take 6 bytes", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("\x01", maxEscaped+1)}, wantErr: tooLargeToStore},
+		{name: "U+2028 takes 6 bytes", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("\u2028", maxEscaped+1)}, wantErr: tooLargeToStore},
+		{name: "newlines take 2 bytes", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("\n", configbundlev1alpha1.MaxEscapedMessageBytes/2+1)}, wantErr: tooLargeToStore},
+		{name: "largest message of newlines", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("\n", configbundlev1alpha1.MaxEscapedMessageBytes/2)}},
+		{name: "an update too large to store", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a"},
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Message = strings.Repeat("&", 270000) }, wantErr: tooLargeToStore},
+		{name: "mutable spec changes", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a"}, update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Message = "b" }},
+		{name: "mutable to immutable with a new message", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a"},
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) {
+				*s = configbundlev1alpha1.ConfigBundleSpec{Message: "b", Immutable: true}
+			}},
+		{name: "immutable message cannot change", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a", Immutable: true},
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Message = "b" }, wantErr: "spec is immutable"},
+		{name: "immutable cannot be made mutable", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a", Immutable: true},
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Immutable = false }, wantErr: "spec is immutable"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,7 +68,7 @@ func TestAdmission(t *testing.T) {
 			err := c.Create(ctx, b)
 			if tt.update != nil {
 				g.Expect(err).NotTo(HaveOccurred())
-				err = update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { tt.update(&b.Spec) })
+				err = update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { tt.update(&b.Spec) })
 			}
 			if tt.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -83,8 +85,8 @@ func TestAdmission(t *testing.T) {
 		name := "admission-" + string(rune('a'+i)) // the first two rows of the table
 		t.Run("the largest message is published/"+name, func(t *testing.T) {
 			g, ctx := NewWithT(t), context.Background()
-			b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-			g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+			b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+			g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 			cm := configMapOf(b)
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 			g.Expect(cm.Data["message"] == want).To(BeTrue(), "the ConfigMap holds the message")
@@ -101,19 +103,19 @@ func TestImmutableSpecIsRestored(t *testing.T) {
 	b := newBundle(newNamespace(t, memberB), "frozen-spec", "original")
 	b.Spec.Immutable = true
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	cm := configMapOf(b)
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 	g.Expect(ptr.Deref(cm.Immutable, false)).To(BeTrue())
 
-	for _, change := range []v1alpha1.ConfigBundleSpec{
+	for _, change := range []configbundlev1alpha1.ConfigBundleSpec{
 		{Message: "changed", Immutable: true},
 		{Message: "changed and unfrozen", Immutable: false},
 	} {
-		g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec = change })).To(Succeed(), "member-b's CRD has no rule to refuse this")
+		g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec = change })).To(Succeed(), "member-b's CRD has no rule to refuse this")
 		g.Eventually(func(g Gomega) {
-			g.Expect(get(ctx, c, b)(g).Spec).To(Equal(v1alpha1.ConfigBundleSpec{Message: "original", Immutable: true}))
-			g.Expect(b).To(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+			g.Expect(get(ctx, c, b)(g).Spec).To(Equal(configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true}))
+			g.Expect(b).To(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	}
 
@@ -122,11 +124,11 @@ func TestImmutableSpecIsRestored(t *testing.T) {
 	g.Expect(got.UID).To(Equal(cm.UID))
 	g.Expect(got.Data).To(Equal(map[string]string{"message": "original"}))
 	g.Expect(b.Status.Heals).To(BeZero())
-	g.Eventually(func() (int32, error) { return occurrences(ctx, c, b, v1alpha1.SpecRestoredEvent) }).
+	g.Eventually(func() (int32, error) { return occurrences(ctx, c, b, configbundlev1alpha1.SpecRestoredEvent) }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(2), "two SpecRestored Events, or a series of two")
 
 	// Labels and annotations still reach an immutable ConfigMap.
-	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) {
+	g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) {
 		b.Labels = map[string]string{"tier": "gold"}
 		b.Annotations = map[string]string{"note": "still mutable metadata"}
 	})).To(Succeed())
@@ -144,17 +146,17 @@ func TestImmutableSpecIsRestored(t *testing.T) {
 func TestInvalidConfigMapIsTerminal(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberB]
-	b := newBundle(newNamespace(t, memberB), "too-big", strings.Repeat("x", v1alpha1.MaxMessageBytes+1))
+	b := newBundle(newNamespace(t, memberB), "too-big", strings.Repeat("x", configbundlev1alpha1.MaxMessageBytes+1))
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionFalse, v1alpha1.InvalidConfigMapReason))
-	g.Expect(meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition).Message).To(ContainSubstring("may not be more than 1048576 bytes"))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionFalse, configbundlev1alpha1.InvalidConfigMapReason))
+	g.Expect(meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition).Message).To(ContainSubstring("may not be more than 1048576 bytes"))
 
 	reconciles := reconcileCount(t)
 	g.Consistently(func() float64 { return reconcileCount(t) }).WithTimeout(quietPeriod).WithPolling(interval).
 		Should(Equal(reconciles), "a terminal error is not retried")
 
-	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec.Message = "fits" })).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "fits" })).To(Succeed())
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 }
 
 // TestRefusedRestoreNeverPublishesTheSpec: where the CRD lacks the rule (member-b), an admission
@@ -163,16 +165,16 @@ func TestInvalidConfigMapIsTerminal(t *testing.T) {
 func TestRefusedRestoreNeverPublishesTheSpec(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberB]
-	original := v1alpha1.ConfigBundleSpec{Message: "original", Immutable: true}
+	original := configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true}
 	b := newBundle(newNamespace(t, memberB), "refused-restore", original.Message)
 	b.Spec.Immutable = true
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	cm := configMapOf(b)
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 
 	binding := refuseSpecUpdatesByTheHub(ctx, t, c, b)
-	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec.Message = "forbidden" })).To(Succeed(), "the policy refuses the hub only")
+	g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "forbidden" })).To(Succeed(), "the policy refuses the hub only")
 
 	unchanged := func(g Gomega) {
 		got := &corev1.ConfigMap{}
@@ -182,25 +184,25 @@ func TestRefusedRestoreNeverPublishesTheSpec(t *testing.T) {
 	}
 	g.Consistently(unchanged).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed(), "while the restore is refused")
 	g.Eventually(func(g Gomega) {
-		g.Expect(get(ctx, c, b)(g)).To(readyReason(metav1.ConditionFalse, v1alpha1.UpdateFailedReason))
-		g.Expect(meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition).Message).To(ContainSubstring("restoring the spec"))
+		g.Expect(get(ctx, c, b)(g)).To(readyReason(metav1.ConditionFalse, configbundlev1alpha1.UpdateFailedReason))
+		g.Expect(meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition).Message).To(ContainSubstring("restoring the spec"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the refusal shows in the status")
 
 	g.Expect(c.Delete(ctx, binding)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(ctx, c, b)(g).Spec).To(Equal(original))
-		g.Expect(b).To(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+		g.Expect(b).To(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the spec is restored once the refusal ends")
 	g.Consistently(unchanged).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed(), "after the refusal")
 	g.Expect(b.Status.Heals).To(BeZero())
-	g.Expect(events(ctx, c, b, v1alpha1.SpecRestoredEvent)).To(HaveLen(1))
+	g.Expect(events(ctx, c, b, configbundlev1alpha1.SpecRestoredEvent)).To(HaveLen(1))
 }
 
 // refuseSpecUpdatesByTheHub installs a ValidatingAdmissionPolicy and its binding in the member:
 // they refuse (Forbidden, a failure the reconciler retries) any update of the bundle's spec
 // made with the hub's field manager, and nothing else. It returns once the refusal is in force,
 // and returns the binding, whose deletion ends the refusal.
-func refuseSpecUpdatesByTheHub(ctx context.Context, t *testing.T, c client.Client, b *v1alpha1.ConfigBundle) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+func refuseSpecUpdatesByTheHub(ctx context.Context, t *testing.T, c client.Client, b *configbundlev1alpha1.ConfigBundle) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	t.Helper()
 	g := NewWithT(t)
 	policy, binding := specRefusal(b)
@@ -211,8 +213,8 @@ func refuseSpecUpdatesByTheHub(ctx context.Context, t *testing.T, c client.Clien
 
 	// The API server loads policies asynchronously: probe with dry-run updates until the hub's
 	// is refused. The test's own (no field manager) must pass.
-	changed := func(g Gomega) *v1alpha1.ConfigBundle {
-		probe := &v1alpha1.ConfigBundle{}
+	changed := func(g Gomega) *configbundlev1alpha1.ConfigBundle {
+		probe := &configbundlev1alpha1.ConfigBundle{}
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(b), probe)).To(Succeed())
 		probe.Spec.Message = "probe"
 		return probe
@@ -228,7 +230,7 @@ func refuseSpecUpdatesByTheHub(ctx context.Context, t *testing.T, c client.Clien
 // specRefusal returns the policy and binding of refuseSpecUpdatesByTheHub. The policy tells the
 // hub by the field manager of its request (request.options.fieldManager): in this suite the hub
 // and the tests share the admin identity.
-func specRefusal(b *v1alpha1.ConfigBundle) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+func specRefusal(b *configbundlev1alpha1.ConfigBundle) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	name := "refuse-hub-spec-updates-" + b.Namespace
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -239,8 +241,8 @@ func specRefusal(b *v1alpha1.ConfigBundle) (*admissionregistrationv1.ValidatingA
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 						Rule: admissionregistrationv1.Rule{
-							APIGroups:   []string{v1alpha1.GroupVersion.Group},
-							APIVersions: []string{v1alpha1.GroupVersion.Version},
+							APIGroups:   []string{configbundlev1alpha1.GroupVersion.Group},
+							APIVersions: []string{configbundlev1alpha1.GroupVersion.Version},
 							Resources:   []string{"configbundles"},
 						},
 					},

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // recentStatusWindow is how long a written status is trusted over a cache that has not caught up.
@@ -93,7 +93,7 @@ type unrecordedHeals struct {
 // writtenStatus is a status the reconciler wrote, and when.
 type writtenStatus struct {
 	uid    types.UID
-	status v1alpha1.ConfigBundleStatus
+	status configbundlev1alpha1.ConfigBundleStatus
 	at     time.Time
 }
 
@@ -224,15 +224,15 @@ func (m *memory) unreported(name multicluster.ClusterName) map[types.NamespacedN
 }
 
 // noteStatus remembers status as just written for the bundle of req, whose uid is uid.
-func (m *memory) noteStatus(req mcreconcile.Request, uid types.UID, status v1alpha1.ConfigBundleStatus) {
+func (m *memory) noteStatus(req mcreconcile.Request, uid types.UID, status configbundlev1alpha1.ConfigBundleStatus) {
 	m.update(req, func(b *bundleMemory) { b.status = &writtenStatus{uid: uid, status: status, at: time.Now()} })
 }
 
 // recentStatus returns the status written for the bundle of req (uid: the bundle's uid) less
 // than recentStatusWindow ago, or nil. An older status, or one of an earlier bundle of the same
 // name, is forgotten: memory is for moments, not for every bundle.
-func (m *memory) recentStatus(req mcreconcile.Request, uid types.UID) *v1alpha1.ConfigBundleStatus {
-	var recent *v1alpha1.ConfigBundleStatus
+func (m *memory) recentStatus(req mcreconcile.Request, uid types.UID) *configbundlev1alpha1.ConfigBundleStatus {
+	var recent *configbundlev1alpha1.ConfigBundleStatus
 	m.update(req, func(b *bundleMemory) {
 		if w := b.status; w != nil && w.uid == uid && time.Since(w.at) < recentStatusWindow {
 			recent = &w.status

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // forgetTimeout bounds the wait for an ended engagement to be forgotten (context.AfterFunc runs
@@ -47,7 +47,7 @@ func TestMemory(t *testing.T) {
 	_, ok = m.take(x)
 	g.Expect(ok).To(BeFalse(), "taken once")
 
-	status := v1alpha1.ConfigBundleStatus{Heals: 1}
+	status := configbundlev1alpha1.ConfigBundleStatus{Heals: 1}
 	m.noteStatus(x, "uid-1", status)
 	g.Expect(m.recentStatus(x, "uid-1")).To(Equal(&status))
 	g.Expect(m.recentStatus(x, "uid-2")).To(BeNil(), "the status of an earlier bundle of the same name")
@@ -128,7 +128,7 @@ func TestMemoryOfHealsAndLiveReads(t *testing.T) {
 	m.wroteBundle(x, "9")
 	g.Expect(m.cacheLagsBundle(x, "6")).To(BeFalse(), "writes are followed only after a live read")
 
-	ready := &metav1.Condition{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: v1alpha1.CreateFailedReason}
+	ready := &metav1.Condition{Type: configbundlev1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: configbundlev1alpha1.CreateFailedReason}
 	m.noteUnreported(x, ready)
 	g.Expect(m.unreported("a")).To(Equal(map[types.NamespacedName]metav1.Condition{x.NamespacedName: *ready}))
 	m.noteUnreported(x, nil)

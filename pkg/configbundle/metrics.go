@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // Metrics of the reconciler, per member cluster, registered with controller-runtime's registry
@@ -76,12 +76,12 @@ func recordMetrics(cluster multicluster.ClusterName, s *scope, seenAt time.Time,
 func failureReason(s *scope) string {
 	switch {
 	case s == nil:
-		return v1alpha1.ReadFailedReason
+		return configbundlev1alpha1.ReadFailedReason
 	case s.failure != "":
 		return s.failure
 	case s.statusErr != nil:
-		return v1alpha1.StatusWriteFailedReason
+		return configbundlev1alpha1.StatusWriteFailedReason
 	default:
-		return v1alpha1.ReadFailedReason
+		return configbundlev1alpha1.ReadFailedReason
 	}
 }

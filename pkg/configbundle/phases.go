@@ -16,14 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // scope is what one reconcile of one bundle reads and decides.
 type scope struct {
 	req        mcreconcile.Request // the bundle, and the member it lives in
 	member     cluster.Cluster
-	bundle     *v1alpha1.ConfigBundle
+	bundle     *configbundlev1alpha1.ConfigBundle
 	live       bool // the bundle was read from the API server, and so is its ConfigMap
 	fieldOwner string
 	// healStatusDelay is Options.HealStatusDelay.
@@ -202,7 +202,7 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 	}
 	cm := desired.DeepCopy()
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.failed(v1alpha1.CreateFailedReason, "creating ConfigMap "+objectName(desired), err)
+		return s.failed(configbundlev1alpha1.CreateFailedReason, "creating ConfigMap "+objectName(desired), err)
 	}
 	s.memory.noteWrite(s.req, cm.ResourceVersion)
 	if heal {
@@ -217,7 +217,7 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 	cm.ResourceVersion = current.ResourceVersion
 	cm.Finalizers = current.Finalizers
 	if err := s.member.GetClient().Update(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.failed(v1alpha1.UpdateFailedReason, "updating ConfigMap "+objectName(desired), err)
+		return s.failed(configbundlev1alpha1.UpdateFailedReason, "updating ConfigMap "+objectName(desired), err)
 	}
 	s.memory.noteWrite(s.req, cm.ResourceVersion)
 	if heal {
@@ -230,14 +230,14 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 func (s *scope) replace(ctx context.Context, current *corev1.ConfigMap, drift []string) error {
 	preconditions := client.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion}
 	if err := s.member.GetClient().Delete(ctx, current, preconditions); client.IgnoreNotFound(err) != nil {
-		return s.failed(v1alpha1.UpdateFailedReason, "deleting immutable ConfigMap "+objectName(current)+" to replace it", err)
+		return s.failed(configbundlev1alpha1.UpdateFailedReason, "deleting immutable ConfigMap "+objectName(current)+" to replace it", err)
 	}
 	if gone, err := s.bundleGone(ctx); err != nil || gone {
 		return err
 	}
 	cm := DesiredConfigMap(s.bundle)
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.failed(v1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(cm), err)
+		return s.failed(configbundlev1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(cm), err)
 	}
 	s.memory.noteWrite(s.req, cm.ResourceVersion)
 	s.healedDrift(ctx, cm, drift)
@@ -252,11 +252,11 @@ func (s *scope) bundleGone(ctx context.Context) (bool, error) {
 	if s.live {
 		return false, nil // read from the API server moments ago
 	}
-	live := &v1alpha1.ConfigBundle{}
+	live := &configbundlev1alpha1.ConfigBundle{}
 	switch err := s.member.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(s.bundle), live); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return false, s.failed(v1alpha1.CreateFailedReason, "reading the bundle before recreating its ConfigMap", err)
+		return false, s.failed(configbundlev1alpha1.CreateFailedReason, "reading the bundle before recreating its ConfigMap", err)
 	case live.UID == s.bundle.UID && live.DeletionTimestamp.IsZero():
 		s.bundle = live
 		s.memory.readLive(s.req, live.ResourceVersion)
@@ -272,12 +272,12 @@ func (s *scope) restoreSpec(ctx context.Context, current *corev1.ConfigMap) erro
 	bundle := s.bundle.DeepCopy()
 	bundle.Spec = specFromConfigMap(current)
 	if err := s.member.GetClient().Update(ctx, bundle, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.failed(v1alpha1.UpdateFailedReason, "restoring the spec from immutable ConfigMap "+objectName(current), err)
+		return s.failed(configbundlev1alpha1.UpdateFailedReason, "restoring the spec from immutable ConfigMap "+objectName(current), err)
 	}
 	s.bundle = bundle
 	s.memory.wroteBundle(s.req, bundle.ResourceVersion)
 	logf.FromContext(ctx).Info("Restored the spec of an immutable bundle", "configMap", objectName(current))
-	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), configMapReference(current), corev1.EventTypeWarning, v1alpha1.SpecRestoredEvent, "RestoreSpec",
+	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), configMapReference(current), corev1.EventTypeWarning, configbundlev1alpha1.SpecRestoredEvent, "RestoreSpec",
 		"Cluster %s: the spec changed while ConfigMap %s is immutable; restored the spec from it", s.req.ClusterName, objectName(current))
 	return nil
 }
@@ -287,7 +287,7 @@ func (s *scope) conflict(current *corev1.ConfigMap) error {
 	if ref := metav1.GetControllerOfNoCopy(current); ref != nil {
 		owner = fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
 	}
-	s.setReady(metav1.ConditionFalse, v1alpha1.ConfigMapConflictReason, fmt.Sprintf(
+	s.setReady(metav1.ConditionFalse, configbundlev1alpha1.ConfigMapConflictReason, fmt.Sprintf(
 		"ConfigMap %s already exists and is not managed by this ConfigBundle (its controller: %s); it is left untouched, and the bundle proceeds once it is gone",
 		objectName(current), owner))
 	return nil
@@ -295,7 +295,7 @@ func (s *scope) conflict(current *corev1.ConfigMap) error {
 
 func (s *scope) synced(cm *corev1.ConfigMap) error {
 	s.cm = cm
-	s.setReady(metav1.ConditionTrue, v1alpha1.SyncedReason, fmt.Sprintf("ConfigMap %s matches the bundle", objectName(cm)))
+	s.setReady(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason, fmt.Sprintf("ConfigMap %s matches the bundle", objectName(cm)))
 	return nil
 }
 
@@ -304,8 +304,8 @@ func (s *scope) synced(cm *corev1.ConfigMap) error {
 func (s *scope) failed(reason, action string, err error) error {
 	s.failure = reason
 	if apierrors.IsInvalid(err) {
-		s.failure = v1alpha1.InvalidConfigMapReason
-		s.setReady(metav1.ConditionFalse, v1alpha1.InvalidConfigMapReason, fmt.Sprintf("%s: %v", action, err))
+		s.failure = configbundlev1alpha1.InvalidConfigMapReason
+		s.setReady(metav1.ConditionFalse, configbundlev1alpha1.InvalidConfigMapReason, fmt.Sprintf("%s: %v", action, err))
 		return reconcile.TerminalError(fmt.Errorf("%s: %w", action, err))
 	}
 	s.setReady(metav1.ConditionFalse, reason, fmt.Sprintf("%s: %v (retrying)", action, err))
@@ -323,7 +323,7 @@ func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []s
 	recorder := s.member.GetEventRecorder(s.fieldOwner)
 	regarding, related := s.reference(), configMapReference(cm)
 	log.Info("Healed drift", "configMap", objectName(cm), "drift", drift)
-	recorder.Eventf(regarding, related, corev1.EventTypeNormal, v1alpha1.DriftHealedEvent, "Heal",
+	recorder.Eventf(regarding, related, corev1.EventTypeNormal, configbundlev1alpha1.DriftHealedEvent, "Heal",
 		"Cluster %s: healed ConfigMap %s (drifted: %s)", s.req.ClusterName, objectName(cm), strings.Join(drift, ", "))
 	if fighting == nil {
 		return
@@ -331,7 +331,7 @@ func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []s
 	s.fight = true
 	within := fighting.within.Round(time.Millisecond)
 	log.Info("Fighting another writer", "configMap", objectName(cm), "heals", FightHeals, "within", within, "drift", fighting.drift)
-	recorder.Eventf(regarding, related, corev1.EventTypeWarning, v1alpha1.FightingWriterEvent, "Heal",
+	recorder.Eventf(regarding, related, corev1.EventTypeWarning, configbundlev1alpha1.FightingWriterEvent, "Heal",
 		"Cluster %s: ConfigMap %s was healed %d times in %s (a fight: %d within %s): another writer keeps changing its %s; the hub keeps healing it",
 		s.req.ClusterName, objectName(cm), FightHeals, within, FightHeals, FightWindow, strings.Join(fighting.drift, ", "))
 }
@@ -339,7 +339,7 @@ func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []s
 // reference refers to the bundle for an Event, without its resourceVersion.
 func (s *scope) reference() *corev1.ObjectReference {
 	return &corev1.ObjectReference{
-		APIVersion: v1alpha1.GroupVersion.String(), Kind: "ConfigBundle",
+		APIVersion: configbundlev1alpha1.GroupVersion.String(), Kind: "ConfigBundle",
 		Namespace: s.bundle.Namespace, Name: s.bundle.Name, UID: s.bundle.UID,
 	}
 }
@@ -350,7 +350,7 @@ func configMapReference(cm *corev1.ConfigMap) *corev1.ObjectReference {
 }
 
 func (s *scope) setReady(status metav1.ConditionStatus, reason, message string) {
-	s.ready = metav1.Condition{Type: v1alpha1.ReadyCondition, Status: status, Reason: reason, Message: message}
+	s.ready = metav1.Condition{Type: configbundlev1alpha1.ReadyCondition, Status: status, Reason: reason, Message: message}
 }
 
 func objectName(obj client.Object) string {

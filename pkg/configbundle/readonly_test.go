@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/pkg/configbundle"
 )
 
@@ -56,7 +56,7 @@ func TestFaultReadOnlyCredential(t *testing.T) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "configbundle-reader"},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"configbundles"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{configbundlev1alpha1.GroupVersion.Group}, Resources: []string{"configbundles"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 		},
 	}
@@ -88,9 +88,9 @@ func TestFaultReadOnlyCredential(t *testing.T) {
 	t.Cleanup(func() { provider.Remove(name) })
 
 	// The metric counts the failure under the create's reason.
-	g.Eventually(func() float64 { return reconcileErrors(t, name, v1alpha1.CreateFailedReason) }).
+	g.Eventually(func() float64 { return reconcileErrors(t, name, configbundlev1alpha1.CreateFailedReason) }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">", 0))
-	g.Expect(reconcileErrors(t, name, v1alpha1.StatusWriteFailedReason)).To(BeZero(), "the status write is not the cause")
+	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.StatusWriteFailedReason)).To(BeZero(), "the status write is not the cause")
 
 	// The error (and so the log line) leads with the create, and says the status was not written.
 	req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)}, ClusterName: multicluster.ClusterName(name)}
@@ -107,7 +107,7 @@ func TestFaultReadOnlyCredential(t *testing.T) {
 	g.Expect(unreported).To(HaveLen(1))
 	g.Expect(unreported[0].Bundle).To(Equal(client.ObjectKeyFromObject(b)))
 	g.Expect(unreported[0].Ready.Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(unreported[0].Ready.Reason).To(Equal(v1alpha1.CreateFailedReason))
+	g.Expect(unreported[0].Ready.Reason).To(Equal(configbundlev1alpha1.CreateFailedReason))
 	g.Expect(unreported[0].Ready.Message).To(And(ContainSubstring("cannot create resource \"configmaps\""), ContainSubstring("status could not be written")))
 
 	// Nothing was written: the ConfigMap does not exist, the bundle has no status.
@@ -123,17 +123,17 @@ func TestFaultReadOnlyCredential(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		unreported := reconciler.Unreported(name)
 		g.Expect(unreported).To(HaveLen(1))
-		g.Expect(unreported[0].Ready.Reason).To(Equal(v1alpha1.StatusWriteFailedReason))
+		g.Expect(unreported[0].Ready.Reason).To(Equal(configbundlev1alpha1.StatusWriteFailedReason))
 		g.Expect(unreported[0].Ready.Message).To(ContainSubstring("matches the bundle, but the status could not be written"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(reconcileErrors(t, name, v1alpha1.StatusWriteFailedReason)).To(BeNumerically(">", 0))
+	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.StatusWriteFailedReason)).To(BeNumerically(">", 0))
 	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{})).To(Succeed())
 
 	// Given the rights, the hub reports the bundle in its status; then it is no longer
 	// unreported.
 	g.Expect(update(ctx, admin, role, func(role *rbacv1.ClusterRole) {
-		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"configbundles/status"}, Verbs: []string{"update"}})
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{configbundlev1alpha1.GroupVersion.Group}, Resources: []string{"configbundles/status"}, Verbs: []string{"update"}})
 	})).To(Succeed())
-	g.Eventually(get(ctx, admin, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, admin, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	g.Expect(reconciler.Unreported(name)).To(BeEmpty())
 }

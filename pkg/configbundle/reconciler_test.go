@@ -18,15 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/pkg/configbundle"
 )
 
 // readyReason returns a matcher for a bundle whose Ready condition has the given status and
 // reason and is about the bundle's current generation.
 func readyReason(status metav1.ConditionStatus, reason string) types.GomegaMatcher {
-	return WithTransform(func(b *v1alpha1.ConfigBundle) string {
-		c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition)
+	return WithTransform(func(b *configbundlev1alpha1.ConfigBundle) string {
+		c := meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition)
 		if c == nil || c.ObservedGeneration != b.Generation || b.Status.ObservedGeneration != b.Generation {
 			return "not observed yet"
 		}
@@ -42,12 +42,12 @@ func get[T client.Object](ctx context.Context, c client.Client, obj T) func(Gome
 	}
 }
 
-func configMapOf(b *v1alpha1.ConfigBundle) *corev1.ConfigMap {
+func configMapOf(b *configbundlev1alpha1.ConfigBundle) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace}}
 }
 
 // matchesBundle asserts that cm is exactly what the bundle asks for.
-func matchesBundle(g Gomega, b *v1alpha1.ConfigBundle, cm *corev1.ConfigMap) {
+func matchesBundle(g Gomega, b *configbundlev1alpha1.ConfigBundle, cm *corev1.ConfigMap) {
 	want := configbundle.DesiredConfigMap(b)
 	g.Expect(configbundle.Drift(want, cm)).To(BeEmpty(), "ConfigMap %s differs from bundle", cm.Name)
 }
@@ -61,7 +61,7 @@ func TestCreate(t *testing.T) {
 	b.Annotations = map[string]string{"owner": "team-a", "kubectl.kubernetes.io/last-applied-configuration": "{}"}
 	g.Expect(c.Create(ctx, b)).To(Succeed())
 
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	cm := configMapOf(b)
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 
@@ -77,14 +77,14 @@ func TestCreate(t *testing.T) {
 	g.Expect(owner.UID).To(Equal(b.UID))
 	g.Expect(ptr.Deref(owner.Controller, false)).To(BeTrue())
 
-	g.Expect(b.Status.ConfigMapRef).To(Equal(&v1alpha1.ConfigMapReference{Name: "web", UID: cm.UID, ResourceVersion: cm.ResourceVersion}))
+	g.Expect(b.Status.ConfigMapRef).To(Equal(&configbundlev1alpha1.ConfigMapReference{Name: "web", UID: cm.UID, ResourceVersion: cm.ResourceVersion}))
 	g.Expect(b.Status.Heals).To(BeZero())
 	g.Expect(b.Status.LastHealTime).To(BeNil())
 
 	// Steady state: no further writes to the bundle.
 	rv := b.ResourceVersion
 	g.Consistently(get(ctx, c, b)).WithTimeout(quietPeriod).WithPolling(interval).
-		Should(WithTransform(func(b *v1alpha1.ConfigBundle) string { return b.ResourceVersion }, Equal(rv)))
+		Should(WithTransform(func(b *configbundlev1alpha1.ConfigBundle) string { return b.ResourceVersion }, Equal(rv)))
 }
 
 func TestSpecUpdate(t *testing.T) {
@@ -92,27 +92,29 @@ func TestSpecUpdate(t *testing.T) {
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "app", "v1")
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	uid := b.Status.ConfigMapRef.UID
 
-	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec.Message = "v2" })).To(Succeed())
+	g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "v2" })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cm := configMapOf(b)
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 		g.Expect(cm.Data["message"]).To(Equal("v2"))
-		g.Expect(get(ctx, c, b)(g)).To(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+		g.Expect(get(ctx, c, b)(g)).To(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 		g.Expect(b.Status.ConfigMapRef.ResourceVersion).To(Equal(cm.ResourceVersion))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	// mutable -> immutable together with a new message, in one update.
-	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Spec = v1alpha1.ConfigBundleSpec{Message: "v3", Immutable: true} })).To(Succeed())
+	g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) {
+		b.Spec = configbundlev1alpha1.ConfigBundleSpec{Message: "v3", Immutable: true}
+	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cm := configMapOf(b)
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 		g.Expect(cm.Data["message"]).To(Equal("v3"))
 		g.Expect(ptr.Deref(cm.Immutable, false)).To(BeTrue())
 		g.Expect(cm.UID).To(Equal(uid), "an update keeps the ConfigMap's identity")
-		g.Expect(get(ctx, c, b)(g)).To(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+		g.Expect(get(ctx, c, b)(g)).To(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Expect(b.Status.Heals).To(BeZero(), "following the spec is not healing")
 }
@@ -124,9 +126,9 @@ func TestMetadataUpdate(t *testing.T) {
 	b.Labels = map[string]string{"keep": "1", "change": "old", "remove": "x"}
 	b.Annotations = map[string]string{"a-keep": "1", "a-remove": "x"}
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 
-	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) {
+	g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) {
 		b.Labels = map[string]string{"keep": "1", "change": "new", "add": "y"}
 		b.Annotations = map[string]string{"a-keep": "1", "a-add": "z"}
 	})).To(Succeed())
@@ -138,7 +140,7 @@ func TestMetadataUpdate(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	// All labels and annotations removed: they really disappear.
-	g.Expect(update(ctx, c, b, func(b *v1alpha1.ConfigBundle) { b.Labels, b.Annotations = nil, nil })).To(Succeed())
+	g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Labels, b.Annotations = nil, nil })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cm := configMapOf(b)
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
@@ -172,7 +174,7 @@ func TestDriftIsHealed(t *testing.T) {
 			b := newBundle(ns, "drift-"+string(rune('a'+i)), "desired")
 			b.Labels = map[string]string{"app": "web"}
 			g.Expect(c.Create(ctx, b)).To(Succeed())
-			g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+			g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 
 			cm := configMapOf(b)
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
@@ -187,8 +189,8 @@ func TestDriftIsHealed(t *testing.T) {
 			}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 			g.Expect(cm.UID).To(Equal(uid), "healing keeps the ConfigMap's identity")
 			g.Expect(b.Status.LastHealTime).NotTo(BeNil())
-			g.Expect(b).To(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
-			g.Eventually(func() ([]string, error) { return events(ctx, c, b, v1alpha1.DriftHealedEvent) }).
+			g.Expect(b).To(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
+			g.Eventually(func() ([]string, error) { return events(ctx, c, b, configbundlev1alpha1.DriftHealedEvent) }).
 				WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(ContainSubstring(tt.drift), ContainSubstring(memberA))))
 		})
 	}
@@ -199,7 +201,7 @@ func TestFrozenByHandIsReplaced(t *testing.T) {
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "frozen", "keep me mutable")
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	cm := configMapOf(b)
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 	oldUID := cm.UID
@@ -215,7 +217,7 @@ func TestFrozenByHandIsReplaced(t *testing.T) {
 		g.Expect(get(ctx, c, b)(g).Status.ConfigMapRef.UID).To(Equal(cm.UID))
 		g.Expect(b.Status.Heals).To(BeEquivalentTo(1))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(b.Spec).To(Equal(v1alpha1.ConfigBundleSpec{Message: "keep me mutable"}), "the bundle's spec is the truth, not the frozen ConfigMap")
+	g.Expect(b.Spec).To(Equal(configbundlev1alpha1.ConfigBundleSpec{Message: "keep me mutable"}), "the bundle's spec is the truth, not the frozen ConfigMap")
 }
 
 func TestMissingConfigMapIsRecreated(t *testing.T) {
@@ -223,7 +225,7 @@ func TestMissingConfigMapIsRecreated(t *testing.T) {
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "gone", "come back")
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	oldUID := b.Status.ConfigMapRef.UID
 
 	g.Expect(c.Delete(ctx, configMapOf(b))).To(Succeed())
@@ -235,7 +237,7 @@ func TestMissingConfigMapIsRecreated(t *testing.T) {
 		g.Expect(get(ctx, c, b)(g).Status.ConfigMapRef.UID).To(Equal(cm.UID))
 		g.Expect(b.Status.Heals).To(BeEquivalentTo(1))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(events(ctx, c, b, v1alpha1.DriftHealedEvent)).To(ContainElement(ContainSubstring(configbundle.DriftDeleted)))
+	g.Expect(events(ctx, c, b, configbundlev1alpha1.DriftHealedEvent)).To(ContainElement(ContainSubstring(configbundle.DriftDeleted)))
 }
 
 func TestDeletionIsLeftToGarbageCollection(t *testing.T) {
@@ -243,12 +245,12 @@ func TestDeletionIsLeftToGarbageCollection(t *testing.T) {
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "bye", "x")
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	g.Expect(b.Finalizers).To(BeEmpty(), "the bundle carries no finalizer")
 
 	g.Expect(c.Delete(ctx, b)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(b), &v1alpha1.ConfigBundle{}))
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{}))
@@ -260,9 +262,9 @@ func TestDeletingTheConfigMapKeepsTheBundle(t *testing.T) {
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "stay", "x")
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	g.Expect(c.Delete(ctx, configMapOf(b), client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
-	g.Consistently(func() error { return c.Get(ctx, client.ObjectKeyFromObject(b), &v1alpha1.ConfigBundle{}) }).
+	g.Consistently(func() error { return c.Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{}) }).
 		WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
 }
 
@@ -278,8 +280,8 @@ func TestForeignConfigMapIsNeverTouched(t *testing.T) {
 	b := newBundle(ns, "taken", "mine now?")
 	g.Expect(c.Create(ctx, b)).To(Succeed())
 
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionFalse, v1alpha1.ConfigMapConflictReason))
-	g.Expect(meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition).Message).To(ContainSubstring("not managed by this ConfigBundle"))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionFalse, configbundlev1alpha1.ConfigMapConflictReason))
+	g.Expect(meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition).Message).To(ContainSubstring("not managed by this ConfigBundle"))
 	g.Expect(b.Status.ConfigMapRef).To(BeNil())
 	got := &corev1.ConfigMap{}
 	g.Consistently(func(g Gomega) {
@@ -288,7 +290,7 @@ func TestForeignConfigMapIsNeverTouched(t *testing.T) {
 	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
 
 	g.Expect(c.Delete(ctx, foreign)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	cm := configMapOf(b)
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 	matchesBundle(g, b, cm)
@@ -310,16 +312,16 @@ func TestQuotaFailureIsRetriedUntilItPasses(t *testing.T) {
 
 	b := newBundle(ns, "quota", "later")
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionFalse, v1alpha1.CreateFailedReason))
-	g.Expect(meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition).Message).To(ContainSubstring("exceeded quota"))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionFalse, configbundlev1alpha1.CreateFailedReason))
+	g.Expect(meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition).Message).To(ContainSubstring("exceeded quota"))
 
 	// Retries back off and write nothing while nothing changes.
 	rv := b.ResourceVersion
 	g.Consistently(get(ctx, c, b)).WithTimeout(quietPeriod).WithPolling(interval).
-		Should(WithTransform(func(b *v1alpha1.ConfigBundle) string { return b.ResourceVersion }, Equal(rv)))
+		Should(WithTransform(func(b *configbundlev1alpha1.ConfigBundle) string { return b.ResourceVersion }, Equal(rv)))
 
 	g.Expect(c.Delete(ctx, quota)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 }
 
 func TestUnmanagedConfigMapsAreCachedWithoutData(t *testing.T) {
@@ -333,7 +335,7 @@ func TestUnmanagedConfigMapsAreCachedWithoutData(t *testing.T) {
 	g.Expect(c.Create(ctx, unmanaged)).To(Succeed())
 	b := newBundle(ns, "managed", "kept whole")
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 
 	cached := caches[memberA].GetCache()
 	g.Eventually(func(g Gomega) {
@@ -351,7 +353,7 @@ func TestUnmanagedConfigMapsAreCachedWithoutData(t *testing.T) {
 
 func TestMembersAreIndependent(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
-	bundles := map[string]*v1alpha1.ConfigBundle{}
+	bundles := map[string]*configbundlev1alpha1.ConfigBundle{}
 	for _, m := range []string{memberA, memberB} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "independence"}}
 		g.Expect(members[m].Create(ctx, ns)).To(Succeed())
@@ -359,7 +361,7 @@ func TestMembersAreIndependent(t *testing.T) {
 		g.Expect(members[m].Create(ctx, bundles[m])).To(Succeed())
 	}
 	for m, b := range bundles {
-		g.Eventually(get(ctx, members[m], b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+		g.Eventually(get(ctx, members[m], b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 		cm := configMapOf(b)
 		g.Expect(members[m].Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 		g.Expect(cm.Data["message"]).To(Equal("hello from " + m))
@@ -372,7 +374,7 @@ func TestMembersAreIndependent(t *testing.T) {
 	cmB.Data["message"] = "tampered"
 	g.Expect(members[memberB].Update(ctx, cmB)).To(Succeed())
 	g.Eventually(get(ctx, members[memberB], bundles[memberB])).WithTimeout(timeout).WithPolling(interval).
-		Should(WithTransform(func(b *v1alpha1.ConfigBundle) int64 { return b.Status.Heals }, BeEquivalentTo(1)))
+		Should(WithTransform(func(b *configbundlev1alpha1.ConfigBundle) int64 { return b.Status.Heals }, BeEquivalentTo(1)))
 	g.Expect(get(ctx, members[memberA], bundles[memberA])(g).Status.Heals).To(BeZero())
 }
 
@@ -395,7 +397,7 @@ func TestLeavingMemberIsForgotten(t *testing.T) {
 	g.Expect(c.Create(ctx, ns)).To(Succeed())
 	b := newBundle(ns.Name, "remembered", "x")
 	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, v1alpha1.SyncedReason))
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 	g.Expect(reconciler.Remembered(name)).To(Equal(1), "the ConfigMap's write is remembered, to ignore its watch event")
 
 	provider.Remove(name)

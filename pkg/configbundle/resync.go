@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // resyncListLimit is the page size of the live lists of a resync.
@@ -72,7 +72,7 @@ func (r *Reconciler) resync(ctx context.Context, name multicluster.ClusterName, 
 
 // cachedVersions returns the versions of every bundle in the member's cache.
 func cachedVersions(ctx context.Context, cl cluster.Cluster) (map[types.NamespacedName]versions, error) {
-	bundles := &v1alpha1.ConfigBundleList{}
+	bundles := &configbundlev1alpha1.ConfigBundleList{}
 	if err := cl.GetCache().List(ctx, bundles, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing bundles from the cache: %w", err)
 	}
@@ -97,7 +97,7 @@ func cachedVersions(ctx context.Context, cl cluster.Cluster) (map[types.Namespac
 // liveVersions returns the versions of every bundle the member's API server holds, from lists
 // of metadata.
 func liveVersions(ctx context.Context, reader client.Reader) (map[types.NamespacedName]versions, error) {
-	bundles, err := liveResourceVersions(ctx, reader, v1alpha1.GroupVersion.WithKind("ConfigBundleList"))
+	bundles, err := liveResourceVersions(ctx, reader, configbundlev1alpha1.GroupVersion.WithKind("ConfigBundleList"))
 	if err != nil {
 		return nil, err
 	}

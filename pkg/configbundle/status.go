@@ -16,17 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // status computes the bundle's status from base (the status as stored), what this reconcile
 // found, and the heals no written status counts yet (this reconcile's, and any whose status
 // could not be written).
-func (s *scope) status(base v1alpha1.ConfigBundleStatus, now metav1.Time, heals unrecordedHeals) v1alpha1.ConfigBundleStatus {
+func (s *scope) status(base configbundlev1alpha1.ConfigBundleStatus, now metav1.Time, heals unrecordedHeals) configbundlev1alpha1.ConfigBundleStatus {
 	st := *base.DeepCopy()
 	st.ObservedGeneration = s.bundle.Generation
 	if s.cm != nil {
-		st.ConfigMapRef = &v1alpha1.ConfigMapReference{Name: s.cm.Name, UID: s.cm.UID, ResourceVersion: s.cm.ResourceVersion}
+		st.ConfigMapRef = &configbundlev1alpha1.ConfigMapReference{Name: s.cm.Name, UID: s.cm.UID, ResourceVersion: s.cm.ResourceVersion}
 	}
 	if heals.count > 0 {
 		st.Heals += heals.count
@@ -75,7 +75,7 @@ func (s *scope) writeStatus(ctx context.Context) error {
 			s.memory.wroteBundle(s.req, updated.ResourceVersion)
 		}
 		if apierrors.IsConflict(err) {
-			fresh := &v1alpha1.ConfigBundle{}
+			fresh := &configbundlev1alpha1.ConfigBundle{}
 			if getErr := s.member.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(bundle), fresh); getErr != nil {
 				return getErr
 			}
@@ -94,7 +94,7 @@ func (s *scope) writeStatus(ctx context.Context) error {
 // healStatusDelay after the first heal it would count. The heal's ConfigMap write stays alone on
 // the hot path, and a fighting writer costs one status write per delay, not one per heal; the
 // heals wait in memory meanwhile. Any other change of the status is written at once, with them.
-func (s *scope) healStatusWait(stored v1alpha1.ConfigBundleStatus, now metav1.Time, heals unrecordedHeals) time.Duration {
+func (s *scope) healStatusWait(stored configbundlev1alpha1.ConfigBundleStatus, now metav1.Time, heals unrecordedHeals) time.Duration {
 	wait := heals.first.Add(s.healStatusDelay).Sub(now.Time)
 	if heals.count == 0 || wait <= 0 {
 		return 0
@@ -117,7 +117,7 @@ func (s *scope) unreported() *metav1.Condition {
 	c := s.ready
 	c.ObservedGeneration, c.LastTransitionTime = s.bundle.Generation, metav1.Now()
 	if c.Status == metav1.ConditionTrue {
-		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.StatusWriteFailedReason
+		c.Status, c.Reason = metav1.ConditionFalse, configbundlev1alpha1.StatusWriteFailedReason
 		c.Message = fmt.Sprintf("%s, but the status could not be written: %v", c.Message, s.statusErr)
 	} else {
 		c.Message = fmt.Sprintf("%s; the status could not be written: %v", c.Message, s.statusErr)
@@ -131,7 +131,7 @@ type Unreported struct {
 	Bundle types.NamespacedName
 
 	// Ready is the Ready condition the bundle's status should show: False, with the reason of
-	// the failure the reconcile met (CreateFailed, say), or v1alpha1.StatusWriteFailedReason if it met
+	// the failure the reconcile met (CreateFailed, say), or configbundlev1alpha1.StatusWriteFailedReason if it met
 	// none; its message ends with why the status could not be written.
 	Ready metav1.Condition
 }

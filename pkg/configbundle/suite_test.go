@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/pkg/configbundle"
@@ -83,7 +83,7 @@ func runSuite(m *testing.M) int {
 	}
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.Level(zapLevel()))))
 	must(clientgoscheme.AddToScheme(scheme))
-	must(v1alpha1.AddToScheme(scheme))
+	must(configbundlev1alpha1.AddToScheme(scheme))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -183,15 +183,15 @@ func newNamespace(t *testing.T, member string) string {
 	return ns.Name
 }
 
-func newBundle(ns, name, message string) *v1alpha1.ConfigBundle {
-	return &v1alpha1.ConfigBundle{
+func newBundle(ns, name, message string) *configbundlev1alpha1.ConfigBundle {
+	return &configbundlev1alpha1.ConfigBundle{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       v1alpha1.ConfigBundleSpec{Message: message},
+		Spec:       configbundlev1alpha1.ConfigBundleSpec{Message: message},
 	}
 }
 
 // events returns the notes of the Events with the given reason about a bundle.
-func events(ctx context.Context, c client.Client, bundle *v1alpha1.ConfigBundle, reason string) ([]string, error) {
+func events(ctx context.Context, c client.Client, bundle *configbundlev1alpha1.ConfigBundle, reason string) ([]string, error) {
 	list := &eventsv1.EventList{}
 	if err := c.List(ctx, list, client.InNamespace(bundle.Namespace)); err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func events(ctx context.Context, c client.Client, bundle *v1alpha1.ConfigBundle,
 
 // occurrences counts the occurrences of the Events with the given reason about a bundle: one per
 // Event, or its series' count (the recorder aggregates repeated Events into a series).
-func occurrences(ctx context.Context, c client.Client, bundle *v1alpha1.ConfigBundle, reason string) (int32, error) {
+func occurrences(ctx context.Context, c client.Client, bundle *configbundlev1alpha1.ConfigBundle, reason string) (int32, error) {
 	list := &eventsv1.EventList{}
 	if err := c.List(ctx, list, client.InNamespace(bundle.Namespace)); err != nil {
 		return 0, err

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/statusbudget"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
@@ -149,7 +149,7 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 		Named("membercluster").
 		Watches(&hubv1alpha1.MemberCluster{}, byMemberName, hubOnly...).
 		Watches(&corev1.Secret{}, byMemberName, hubOnly...).
-		Watches(&v1alpha1.ConfigBundle{}, byMemberName, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
+		Watches(&configbundlev1alpha1.ConfigBundle{}, byMemberName, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		WatchesRawSource(r.stateChanges()).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: 4, ReconciliationTimeout: 30 * time.Second, NeedLeaderElection: ptr.To(!opts.Sharded),

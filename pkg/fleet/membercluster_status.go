@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -93,7 +93,7 @@ func (r *MemberClusterReconciler) count(ctx context.Context, name string) (hubv1
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.CountTimeout)
 	defer cancel()
-	list := &v1alpha1.ConfigBundleList{}
+	list := &configbundlev1alpha1.ConfigBundleList{}
 	if err := cl.GetCache().List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return hubv1alpha1.BundleCounts{}, nil, 0, err
 	}
@@ -107,7 +107,7 @@ func (r *MemberClusterReconciler) count(ctx context.Context, name string) (hubv1
 
 // tally counts bundles by their Ready condition (the one in unreported, where the hub could not
 // write it to the bundle's status) and lists the first failing ones.
-func tally(bundles []v1alpha1.ConfigBundle, unreported map[types.NamespacedName]metav1.Condition) (hubv1alpha1.BundleCounts, []hubv1alpha1.FailedBundle, int64) {
+func tally(bundles []configbundlev1alpha1.ConfigBundle, unreported map[types.NamespacedName]metav1.Condition) (hubv1alpha1.BundleCounts, []hubv1alpha1.FailedBundle, int64) {
 	var counts hubv1alpha1.BundleCounts
 	var failed []hubv1alpha1.FailedBundle
 	var heals int64
@@ -118,7 +118,7 @@ func tally(bundles []v1alpha1.ConfigBundle, unreported map[types.NamespacedName]
 			counts.Placed++
 		}
 		heals += b.Status.Heals
-		c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition)
+		c := meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition)
 		if u, ok := unreported[client.ObjectKeyFromObject(b)]; ok {
 			c = &u // the outcome the hub could not write to the bundle's status
 		}

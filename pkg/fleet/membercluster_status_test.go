@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -72,17 +72,17 @@ func TestFirstFailed(t *testing.T) {
 // outcome, not by its empty or stale status; bundles placed from a FleetBundle are counted apart
 // too.
 func TestTally(t *testing.T) {
-	bundle := func(name string, ready metav1.ConditionStatus, heals int64) v1alpha1.ConfigBundle {
-		b := v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	bundle := func(name string, ready metav1.ConditionStatus, heals int64) configbundlev1alpha1.ConfigBundle {
+		b := configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 		b.Status.Heals = heals
 		if ready != "" {
-			b.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ReadyCondition, Status: ready, Reason: "R", Message: "m"}}
+			b.Status.Conditions = []metav1.Condition{{Type: configbundlev1alpha1.ReadyCondition, Status: ready, Reason: "R", Message: "m"}}
 		}
 		return b
 	}
 	placed := bundle("placed", metav1.ConditionTrue, 0)
 	placed.Labels = map[string]string{hubv1alpha1.FleetBundleLabel: "default.placed"}
-	bundles := []v1alpha1.ConfigBundle{
+	bundles := []configbundlev1alpha1.ConfigBundle{
 		placed,
 		bundle("synced", metav1.ConditionTrue, 2),
 		bundle("never-reported", "", 0),
@@ -90,8 +90,8 @@ func TestTally(t *testing.T) {
 		bundle("pending", "", 0),
 	}
 	unreported := map[types.NamespacedName]metav1.Condition{
-		{Namespace: "ns", Name: "never-reported"}: {Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "CreateFailed", Message: "creating ConfigMap ns/never-reported: forbidden"},
-		{Namespace: "ns", Name: "stale-ready"}:    {Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "StatusWriteFailed", Message: "writing status: forbidden"},
+		{Namespace: "ns", Name: "never-reported"}: {Type: configbundlev1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "CreateFailed", Message: "creating ConfigMap ns/never-reported: forbidden"},
+		{Namespace: "ns", Name: "stale-ready"}:    {Type: configbundlev1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "StatusWriteFailed", Message: "writing status: forbidden"},
 	}
 	counts, failed, heals := tally(bundles, unreported)
 	if want := (hubv1alpha1.BundleCounts{Total: 5, Ready: 2, Failed: 2, Placed: 1}); counts != want || heals != 3 {

@@ -29,7 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/registration"
 
@@ -261,9 +261,9 @@ func TestLeastPrivilege(t *testing.T) {
 	// Fixtures, made by the member's admin.
 	const ns = "least-privilege"
 	g.Expect(memberAdmin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	bundle := &v1alpha1.ConfigBundle{
+	bundle := &configbundlev1alpha1.ConfigBundle{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bundle"},
-		Spec:       v1alpha1.ConfigBundleSpec{Message: "hello"},
+		Spec:       configbundlev1alpha1.ConfigBundleSpec{Message: "hello"},
 	}
 	g.Expect(memberAdmin.Create(t.Context(), bundle)).To(Succeed())
 
@@ -283,13 +283,13 @@ func TestLeastPrivilege(t *testing.T) {
 
 		// configbundles: create and delete (FleetBundle placement), get, list, watch, update;
 		// status: patch.
-		placed := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "placed"}, Spec: v1alpha1.ConfigBundleSpec{Message: "x"}}
+		placed := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "placed"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x"}}
 		g.Expect(hub.Create(ctx, placed)).To(Succeed())
 		g.Expect(hub.Delete(ctx, placed)).To(Succeed())
-		cb := &v1alpha1.ConfigBundle{}
+		cb := &configbundlev1alpha1.ConfigBundle{}
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(bundle), cb)).To(Succeed())
-		g.Expect(hub.List(ctx, &v1alpha1.ConfigBundleList{})).To(Succeed())
-		expectWatch(g, hub, &v1alpha1.ConfigBundleList{})
+		g.Expect(hub.List(ctx, &configbundlev1alpha1.ConfigBundleList{})).To(Succeed())
+		expectWatch(g, hub, &configbundlev1alpha1.ConfigBundleList{})
 		cb.Finalizers = []string{"configbundle.dev/test"}
 		g.Expect(hub.Update(ctx, cb)).To(Succeed())
 		before := cb.DeepCopy()
@@ -305,9 +305,9 @@ func TestLeastPrivilege(t *testing.T) {
 			ReportingController: "configbundle.dev/hub",
 			ReportingInstance:   "hub-0",
 			Action:              "Heal",
-			Reason:              v1alpha1.DriftHealedEvent,
+			Reason:              configbundlev1alpha1.DriftHealedEvent,
 			Type:                corev1.EventTypeNormal,
-			Regarding:           corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ConfigBundle", Namespace: ns, Name: "bundle", UID: cb.UID},
+			Regarding:           corev1.ObjectReference{APIVersion: configbundlev1alpha1.GroupVersion.String(), Kind: "ConfigBundle", Namespace: ns, Name: "bundle", UID: cb.UID},
 		}
 		g.Expect(hub.Create(ctx, event)).To(Succeed())
 
@@ -322,7 +322,7 @@ func TestLeastPrivilege(t *testing.T) {
 		g.Expect(hub.List(ctx, &corev1.SecretList{}, client.InNamespace(hubv1alpha1.DefaultSecretNamespace))).To(Satisfy(apierrors.IsForbidden), "list secrets in the hub's own namespace")
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: metav1.NamespaceDefault}, &corev1.Namespace{})).To(Satisfy(apierrors.IsForbidden), "get namespace default")
 		g.Expect(hub.List(ctx, &corev1.NamespaceList{})).To(Satisfy(apierrors.IsForbidden), "list namespaces")
-		g.Expect(hub.DeleteAllOf(ctx, &v1alpha1.ConfigBundle{}, client.InNamespace(ns))).To(Satisfy(apierrors.IsForbidden), "deletecollection configbundles")
+		g.Expect(hub.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(ns))).To(Satisfy(apierrors.IsForbidden), "deletecollection configbundles")
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRole{})).To(Satisfy(apierrors.IsForbidden), "read its own ClusterRole")
 		g.Expect(hub.List(ctx, &apiextensionsv1.CustomResourceDefinitionList{})).To(Satisfy(apierrors.IsForbidden), "list CRDs")
 
@@ -362,7 +362,7 @@ func TestLeastPrivilege(t *testing.T) {
 			g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(crd), got)).To(Succeed())
 			g.Expect(got.Status.Conditions).To(ContainElement(And(
 				HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))))
-			g.Expect(hub.List(ctx, &v1alpha1.ConfigBundleList{})).To(Succeed())
+			g.Expect(hub.List(ctx, &configbundlev1alpha1.ConfigBundleList{})).To(Succeed())
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 		// Applying again (an update) works too.
@@ -473,7 +473,7 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 	g.Expect(memberAdmin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}})).To(Succeed())
 	var kept []client.Object
 	for _, ns := range []string{hubv1alpha1.DefaultSecretNamespace, tenant} {
-		cb := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-me"}, Spec: v1alpha1.ConfigBundleSpec{Message: "hello"}}
+		cb := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-me"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello"}}
 		g.Eventually(func() error { return memberAdmin.Create(t.Context(), cb) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-me"}, Data: map[string]string{"message": "hello"}}
 		g.Expect(memberAdmin.Create(t.Context(), cm)).To(Succeed())

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
@@ -66,7 +66,7 @@ func runSuite(m *testing.M) int {
 			"or set KUBEBUILDER_ASSETS to the directory that `bash hack/testbin.sh` prints")
 		return 1
 	}
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, hubv1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, configbundlev1alpha1.AddToScheme, hubv1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -62,7 +62,7 @@ func TestFailingBundlesAreNamedOnTheHub(t *testing.T) {
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Data: map[string]string{"owner": "someone else"}}
 	g.Expect(memberc["m2"].Create(ctx, foreign)).To(Succeed())
 	defer func() { g.Expect(memberc["m2"].Delete(ctx, foreign)).To(Succeed()) }()
-	b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Spec: v1alpha1.ConfigBundleSpec{Message: "cannot land"}}
+	b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "cannot land"}}
 	g.Expect(memberc["m2"].Create(ctx, b)).To(Succeed())
 	defer func() {
 		g.Expect(memberc["m2"].Delete(ctx, b)).To(Succeed())

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -42,9 +42,9 @@ func ensureNamespace(g Gomega, member, ns string) {
 }
 
 // createBundle creates a bundle in a member and waits until its ConfigMap is there.
-func createBundle(g Gomega, member, ns, name, message string) *v1alpha1.ConfigBundle {
+func createBundle(g Gomega, member, ns, name, message string) *configbundlev1alpha1.ConfigBundle {
 	ensureNamespace(g, member, ns)
-	b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.ConfigBundleSpec{Message: message}}
+	b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: message}}
 	g.Expect(memberc[member].Create(context.Background(), b)).To(Succeed())
 	g.Eventually(func(g Gomega) string {
 		cm := &corev1.ConfigMap{}
@@ -55,7 +55,7 @@ func createBundle(g Gomega, member, ns, name, message string) *v1alpha1.ConfigBu
 }
 
 // tamper changes a managed ConfigMap's message.
-func tamper(g Gomega, member string, b *v1alpha1.ConfigBundle) {
+func tamper(g Gomega, member string, b *configbundlev1alpha1.ConfigBundle) {
 	cm := &corev1.ConfigMap{}
 	g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
 	cm.Data["message"] = "tampered"
@@ -63,7 +63,7 @@ func tamper(g Gomega, member string, b *v1alpha1.ConfigBundle) {
 }
 
 // message returns a function reading the message of a bundle's ConfigMap.
-func message(member string, b *v1alpha1.ConfigBundle) func(Gomega) string {
+func message(member string, b *configbundlev1alpha1.ConfigBundle) func(Gomega) string {
 	return func(g Gomega) string {
 		cm := &corev1.ConfigMap{}
 		g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
@@ -90,7 +90,7 @@ func TestJoinReconcileAndReport(t *testing.T) {
 	createBundle(g, "m2", "join", "a", "three")
 	ensureNamespace(g, "m3", "join")
 	g.Expect(memberc["m3"].Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}})).To(Succeed())
-	g.Expect(memberc["m3"].Create(ctx, &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}, Spec: v1alpha1.ConfigBundleSpec{Message: "x"}})).To(Succeed())
+	g.Expect(memberc["m3"].Create(ctx, &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x"}})).To(Succeed())
 
 	counts := func(name string) func(Gomega) hubv1alpha1.BundleCounts {
 		return func(g Gomega) hubv1alpha1.BundleCounts { return memberCluster(name)(g).Status.Bundles }
@@ -216,7 +216,7 @@ func TestFaultPausedMemberIsUnreachableAndRecovers(t *testing.T) {
 	joined(t, "m1", "m2")
 	b1 := createBundle(g, "m1", "paused", "web", "m1 keeps working")
 	createBundle(g, "m2", "paused", "web", "m2 pauses")
-	all := &v1alpha1.ConfigBundleList{}
+	all := &configbundlev1alpha1.ConfigBundleList{}
 	g.Expect(memberc["m2"].List(context.Background(), all)).To(Succeed())
 	n := int64(len(all.Items))
 	before := hubv1alpha1.BundleCounts{Total: n, Ready: n}
@@ -264,7 +264,7 @@ func TestLeaveAndRejoin(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	tamper(g, "m3", b)
 	g.Consistently(message("m3", b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
-	g.Expect(memberc["m3"].Get(ctx, client.ObjectKeyFromObject(b), &v1alpha1.ConfigBundle{})).To(Succeed())
+	g.Expect(memberc["m3"].Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{})).To(Succeed())
 
 	// The label back: it rejoins and heals what drifted meanwhile.
 	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/netproxy"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
@@ -117,13 +117,13 @@ func partition(t *testing.T, name string, heal func(*netproxy.Proxy)) {
 	recorded := func(g Gomega) {
 		cm := &corev1.ConfigMap{}
 		g.Expect(memberc[member].Get(ctx, client.ObjectKeyFromObject(b), cm)).To(Succeed())
-		g.Expect(cm.Data).To(HaveKeyWithValue(v1alpha1.MessageKey, want))
+		g.Expect(cm.Data).To(HaveKeyWithValue(configbundlev1alpha1.MessageKey, want))
 		status := bundleStatus(member, b)(g)
 		g.Expect(status.ConfigMapRef).NotTo(BeNil())
 		g.Expect(status.ConfigMapRef.UID).To(Equal(cm.UID))
 		g.Expect(status.ConfigMapRef.ResourceVersion).To(Equal(cm.ResourceVersion))
 		g.Expect(status.Heals).To(BeEquivalentTo(1))
-		ready := meta.FindStatusCondition(status.Conditions, v1alpha1.ReadyCondition)
+		ready := meta.FindStatusCondition(status.Conditions, configbundlev1alpha1.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 	}
@@ -165,9 +165,9 @@ func memberClusterGone(name string) func() bool {
 }
 
 // bundleStatus returns a function reading a bundle's status in a member.
-func bundleStatus(member string, b *v1alpha1.ConfigBundle) func(Gomega) v1alpha1.ConfigBundleStatus {
-	return func(g Gomega) v1alpha1.ConfigBundleStatus {
-		got := &v1alpha1.ConfigBundle{}
+func bundleStatus(member string, b *configbundlev1alpha1.ConfigBundle) func(Gomega) configbundlev1alpha1.ConfigBundleStatus {
+	return func(g Gomega) configbundlev1alpha1.ConfigBundleStatus {
+		got := &configbundlev1alpha1.ConfigBundle{}
 		g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), got)).To(Succeed())
 		return got.Status
 	}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -49,7 +49,7 @@ func selectMember(t *testing.T, name, key, value string) {
 
 // newFleetBundle creates a FleetBundle in a hub namespace of its name, selecting members by
 // key=yes, and deletes it (waiting until it is gone) when the test ends.
-func newFleetBundle(t *testing.T, ns, name, key string, spec v1alpha1.ConfigBundleSpec) *hubv1alpha1.FleetBundle {
+func newFleetBundle(t *testing.T, ns, name, key string, spec configbundlev1alpha1.ConfigBundleSpec) *hubv1alpha1.FleetBundle {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
 	if err := hubc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); !apierrors.IsAlreadyExists(err) {
@@ -80,7 +80,7 @@ func placedOn(t *testing.T, key, ns, message string, names ...string) *hubv1alph
 		ensureNamespace(g, m, ns)
 		selectMember(t, m, key, "yes")
 	}
-	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: message})
+	fb := newFleetBundle(t, ns, "web", key, configbundlev1alpha1.ConfigBundleSpec{Message: message})
 	everywhere(g, fb, message, names...)
 	return fb
 }
@@ -113,9 +113,9 @@ func fbReady(reason string) OmegaMatcher {
 }
 
 // placed returns a function reading the bundle a FleetBundle placed in a member, nil if none.
-func placed(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) *v1alpha1.ConfigBundle {
-	return func(g Gomega) *v1alpha1.ConfigBundle {
-		b := &v1alpha1.ConfigBundle{}
+func placed(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) *configbundlev1alpha1.ConfigBundle {
+	return func(g Gomega) *configbundlev1alpha1.ConfigBundle {
+		b := &configbundlev1alpha1.ConfigBundle{}
 		err := memberc[member].Get(context.Background(), client.ObjectKeyFromObject(fb), b)
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -135,7 +135,7 @@ func placedMessage(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) stri
 			return ""
 		}
 		g.Expect(err).NotTo(HaveOccurred())
-		return cm.Data[v1alpha1.MessageKey]
+		return cm.Data[configbundlev1alpha1.MessageKey]
 	}
 }
 
@@ -179,7 +179,7 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 	}
 	selectMember(t, "m1", key, "yes")
 	selectMember(t, "m2", key, "yes")
-	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "v1"})
+	fb := newFleetBundle(t, ns, "web", key, configbundlev1alpha1.ConfigBundleSpec{Message: "v1"})
 
 	t.Logf("create → ConfigMaps in m1 and m2: %v", everywhere(g, fb, "v1", "m1", "m2").Round(time.Millisecond))
 	g.Expect(placed("m3", fb)(g)).To(BeNil())
@@ -267,12 +267,12 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 	const key, ns = "e2e.placement/heal", "placement-heal"
 	ensureNamespace(g, "m1", ns)
 	ensureNamespace(g, "m2", ns)
-	foreign := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: v1alpha1.ConfigBundleSpec{Message: "mine"}}
+	foreign := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "mine"}}
 	g.Expect(memberc["m2"].Create(ctx, foreign)).To(Succeed())
 	for _, m := range []string{"m1", "m2", "m3"} {
 		selectMember(t, m, key, "yes")
 	}
-	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "placed"})
+	fb := newFleetBundle(t, ns, "web", key, configbundlev1alpha1.ConfigBundleSpec{Message: "placed"})
 	everywhere(g, fb, "placed", "m1")
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fbReady(hubv1alpha1.ClustersFailedReason),
@@ -330,7 +330,7 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 func TestFleetBundleAdmission(t *testing.T) {
 	g := NewWithT(t)
 	const key, ns = "e2e.placement/admission", "placement-admission"
-	fb := newFleetBundle(t, ns, "frozen", key, v1alpha1.ConfigBundleSpec{Message: "frozen", Immutable: true})
+	fb := newFleetBundle(t, ns, "frozen", key, configbundlev1alpha1.ConfigBundleSpec{Message: "frozen", Immutable: true})
 	err := updateTemplate(g, fb, "thawed")
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("immutable"))
@@ -343,7 +343,7 @@ func TestFleetBundleAdmission(t *testing.T) {
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %.300v", err)
 	g.Expect(err.Error()).To(ContainSubstring("spec.template.spec.message"))
 
-	long := newFleetBundle(t, ns, strings.Repeat("n", 60), key, v1alpha1.ConfigBundleSpec{Message: "x"})
+	long := newFleetBundle(t, ns, strings.Repeat("n", 60), key, configbundlev1alpha1.ConfigBundleSpec{Message: "x"})
 	g.Eventually(fleetBundleStatus(long)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.NameTooLongReason))
 }
 
@@ -400,7 +400,7 @@ func TestPlacementCountsMembersNotJoined(t *testing.T) {
 	g.Eventually(memberCluster("placement-hanging")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
 	const key, ns = "e2e.placement/joining", "placement-joining"
 	selectMember(t, "placement-hanging", key, "yes")
-	fb := newFleetBundle(t, ns, "web", key, v1alpha1.ConfigBundleSpec{Message: "waiting"})
+	fb := newFleetBundle(t, ns, "web", key, configbundlev1alpha1.ConfigBundleSpec{Message: "waiting"})
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fbReady(hubv1alpha1.ClustersFailedReason),
 		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Failed: 1}),

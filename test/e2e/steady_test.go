@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
 )
@@ -51,17 +51,17 @@ func TestSteadyStateIsSilent(t *testing.T) {
 	joined(t, quietMember)
 	ensureNamespace(g, quietMember, "quiet")
 	for i := range quietBundles {
-		b := &v1alpha1.ConfigBundle{}
+		b := &configbundlev1alpha1.ConfigBundle{}
 		b.Namespace, b.Name, b.Spec.Message = "quiet", fmt.Sprintf("b%03d", i), fmt.Sprintf("message %d", i)
 		g.Expect(c.Create(ctx, b)).To(Succeed())
 	}
 	start := time.Now()
 	g.Eventually(func(g Gomega) int {
-		list := &v1alpha1.ConfigBundleList{}
+		list := &configbundlev1alpha1.ConfigBundleList{}
 		g.Expect(c.List(ctx, list, client.InNamespace("quiet"))).To(Succeed())
 		ready := 0
 		for _, b := range list.Items {
-			if meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ReadyCondition) {
+			if meta.IsStatusConditionTrue(b.Status.Conditions, configbundlev1alpha1.ReadyCondition) {
 				ready++
 			}
 		}

@@ -15,13 +15,13 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
 // settled returns nil once a bundle's ConfigMap publishes its message and its status records
 // that ConfigMap, with no heal counted.
 func settled(ctx context.Context, c client.Client, key client.ObjectKey) error {
-	b := &v1alpha1.ConfigBundle{}
+	b := &configbundlev1alpha1.ConfigBundle{}
 	if err := c.Get(ctx, key, b); err != nil {
 		return err
 	}
@@ -30,8 +30,8 @@ func settled(ctx context.Context, c client.Client, key client.ObjectKey) error {
 		return err
 	}
 	switch ref := b.Status.ConfigMapRef; {
-	case cm.Data[v1alpha1.MessageKey] != b.Spec.Message:
-		return fmt.Errorf("%s: ConfigMap says %q, the bundle %q", key, cm.Data[v1alpha1.MessageKey], b.Spec.Message)
+	case cm.Data[configbundlev1alpha1.MessageKey] != b.Spec.Message:
+		return fmt.Errorf("%s: ConfigMap says %q, the bundle %q", key, cm.Data[configbundlev1alpha1.MessageKey], b.Spec.Message)
 	case ref == nil || ref.UID != cm.UID || ref.ResourceVersion != cm.ResourceVersion:
 		return fmt.Errorf("%s: status.configMapRef %v does not record ConfigMap %s/%s", key, ref, cm.UID, cm.ResourceVersion)
 	case b.Status.Heals != 0:
@@ -87,12 +87,12 @@ func TestFaultHubKilledDuringStorm(t *testing.T) {
 				continue
 			}
 			if i%2 == 1 && i/2 == round-1 {
-				g.Expect(c.Delete(ctx, &v1alpha1.ConfigBundle{ObjectMeta: objectMeta(key)})).To(Succeed())
+				g.Expect(c.Delete(ctx, &configbundlev1alpha1.ConfigBundle{ObjectMeta: objectMeta(key)})).To(Succeed())
 				deleted[key] = true
 				continue
 			}
 			g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				b := &v1alpha1.ConfigBundle{}
+				b := &configbundlev1alpha1.ConfigBundle{}
 				if err := c.Get(ctx, key, b); err != nil {
 					return err
 				}

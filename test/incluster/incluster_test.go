@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/cluster"
 	"configbundle.dev/hub/internal/testing/controlplane"
@@ -230,10 +230,10 @@ func (f *fixture) memberReady(name string) func(Gomega) bool {
 }
 
 // createBundle creates a ConfigBundle in a member and waits for its ConfigMap.
-func (f *fixture) createBundle(g Gomega, member, ns, name, message string) *v1alpha1.ConfigBundle {
+func (f *fixture) createBundle(g Gomega, member, ns, name, message string) *configbundlev1alpha1.ConfigBundle {
 	c := f.memberc[member]
 	g.Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	b := &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.ConfigBundleSpec{Message: message}}
+	b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: message}}
 	// The CRD is installed by the hub when the member joins: wait for it to be served.
 	g.Eventually(func() error { return c.Create(context.Background(), b) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Eventually(f.message(member, b)).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
@@ -241,7 +241,7 @@ func (f *fixture) createBundle(g Gomega, member, ns, name, message string) *v1al
 }
 
 // tamper changes a managed ConfigMap's message.
-func (f *fixture) tamper(g Gomega, member string, b *v1alpha1.ConfigBundle) {
+func (f *fixture) tamper(g Gomega, member string, b *configbundlev1alpha1.ConfigBundle) {
 	cm := &corev1.ConfigMap{}
 	g.Expect(f.memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
 	cm.Data["message"] = "tampered"
@@ -249,7 +249,7 @@ func (f *fixture) tamper(g Gomega, member string, b *v1alpha1.ConfigBundle) {
 }
 
 // message returns a function reading the message of a bundle's ConfigMap.
-func (f *fixture) message(member string, b *v1alpha1.ConfigBundle) func(Gomega) string {
+func (f *fixture) message(member string, b *configbundlev1alpha1.ConfigBundle) func(Gomega) string {
 	return func(g Gomega) string {
 		cm := &corev1.ConfigMap{}
 		g.Expect(f.memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/registration"
@@ -163,16 +163,16 @@ func TestHubRunsWithItsServiceAccount(t *testing.T) {
 
 	t.Run("a ConfigBundle in the member gets its ConfigMap", func(t *testing.T) {
 		g := NewWithT(t)
-		bundle := &v1alpha1.ConfigBundle{
+		bundle := &configbundlev1alpha1.ConfigBundle{
 			ObjectMeta: metav1.ObjectMeta{Name: "manifests-check", Namespace: metav1.NamespaceDefault},
-			Spec:       v1alpha1.ConfigBundleSpec{Message: "reconciled by a hub on least privilege"},
+			Spec:       configbundlev1alpha1.ConfigBundleSpec{Message: "reconciled by a hub on least privilege"},
 		}
 		g.Expect(memberAdmin.Create(ctx, bundle)).To(Succeed())
 		g.Eventually(func(g Gomega) map[string]string {
 			cm := &corev1.ConfigMap{}
 			g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(bundle), cm)).To(Succeed())
 			return cm.Data
-		}).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{v1alpha1.MessageKey: bundle.Spec.Message}))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{configbundlev1alpha1.MessageKey: bundle.Spec.Message}))
 	})
 
 	t.Run("leader election holds the Lease and records its Event", func(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/config"
 )
 
@@ -307,9 +307,9 @@ func TestSamples(t *testing.T) {
 	g.Expect(objs).To(HaveLen(3))
 	var mutable, immutable, labelled int
 	for _, u := range objs {
-		g.Expect(u.GetAPIVersion()).To(Equal(v1alpha1.GroupVersion.String()))
+		g.Expect(u.GetAPIVersion()).To(Equal(configbundlev1alpha1.GroupVersion.String()))
 		g.Expect(u.GetKind()).To(Equal("ConfigBundle"))
-		b := convert[v1alpha1.ConfigBundle](t, u)
+		b := convert[configbundlev1alpha1.ConfigBundle](t, u)
 		g.Expect(b.Spec.Message).NotTo(BeEmpty(), b.Name)
 		if b.Spec.Immutable {
 			immutable++

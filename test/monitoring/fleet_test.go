@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"configbundle.dev/hub/api/configbundle/v1alpha1"
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
@@ -161,7 +161,7 @@ func (f *fleet) makeHistory(t *testing.T) {
 	}
 	if err := f.hubc.Create(ctx, &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "placed"},
 		Spec: hubv1alpha1.FleetBundleSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"monitoring": "yes"}},
-			Template: hubv1alpha1.ConfigBundleTemplate{Spec: v1alpha1.ConfigBundleSpec{Message: "placed"}}}}); err != nil {
+			Template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "placed"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []client.Client{m1, m2} {
@@ -201,7 +201,7 @@ func (f *fleet) blockConfigMaps(t *testing.T, c client.Client, ns string) {
 }
 
 // configMapSays is true once a bundle's ConfigMap has the message.
-func configMapSays(c client.Client, b *v1alpha1.ConfigBundle, message string) wait.ConditionWithContextFunc {
+func configMapSays(c client.Client, b *configbundlev1alpha1.ConfigBundle, message string) wait.ConditionWithContextFunc {
 	return func(ctx context.Context) (bool, error) {
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cm); err != nil {
@@ -211,13 +211,13 @@ func configMapSays(c client.Client, b *v1alpha1.ConfigBundle, message string) wa
 	}
 }
 
-func bundle(ns, name, message string) *v1alpha1.ConfigBundle {
-	return &v1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.ConfigBundleSpec{Message: message}}
+func bundle(ns, name, message string) *configbundlev1alpha1.ConfigBundle {
+	return &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: configbundlev1alpha1.ConfigBundleSpec{Message: message}}
 }
 
 // tamper changes a managed ConfigMap's message, as another writer would.
-func tamper(t *testing.T, c client.Client, b *v1alpha1.ConfigBundle, message string) {
+func tamper(t *testing.T, c client.Client, b *configbundlev1alpha1.ConfigBundle, message string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(ctx context.Context) (bool, error) {
 		cm := &corev1.ConfigMap{}
