@@ -30,10 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/registration"
-
-	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // baseOptions are Options with only the required fields set.
