@@ -161,7 +161,7 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 		s.heal(ctx, drift)
 	} else {
 		s.placed()
-		ctrl.LoggerFrom(ctx).Info("Updated placed bundle", "changed", drift)
+		ctrl.LoggerFrom(ctx).Info("Updated placed bundle", "drift", drift)
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func (s *scope) placed() {
 func (s *scope) heal(ctx context.Context, what []string) {
 	s.healed = what
 	s.r.memory.healed(s.fb.UID)
-	ctrl.LoggerFrom(ctx).Info("Healed placed bundle", "drifted", what)
+	ctrl.LoggerFrom(ctx).Info("Healed placed bundle", "drift", what)
 	s.r.recorder.Eventf(s.fb, nil, corev1.EventTypeNormal, hubv1alpha1.PlacedBundleHealedEvent, "Heal",
 		"Member %s: restored the placed ConfigBundle %s/%s (%s)", s.pair.member, s.fb.Namespace, s.fb.Name, strings.Join(what, ", "))
 }
