@@ -72,9 +72,10 @@ func classify(err error) (reason, message string) {
 	return hubv1alpha1.UnreachableReason, err.Error()
 }
 
-// reach wraps an error of a request to the member with its reason. A refusal of a credential
-// whose expiry (zero: unknown) has passed says so: the member only answers "Unauthorized".
-func reach(what string, err error, expiry time.Time) error {
+// requestError wraps an error of a request to the member with its reason. A refusal of a
+// credential whose expiry (zero: unknown) has passed says so: the member only answers
+// "Unauthorized".
+func requestError(what string, err error, expiry time.Time) error {
 	if !refused(err) {
 		return &connectError{reason: hubv1alpha1.UnreachableReason, err: fmt.Errorf("%s: %w", what, err)}
 	}
@@ -110,7 +111,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	conn := &connection{name: name, hash: hash, cfg: cfg, disc: disc, discovery: disc.RESTClient(), dialer: dialer}
 	conn.expiry, _ = kubeconfig.CredentialsExpiry(cfg)
 	if conn.version, err = conn.serverVersion(ctx); err != nil {
-		return nil, reach("reading the API server's version", err, conn.expiry)
+		return nil, requestError("reading the API server's version", err, conn.expiry)
 	}
 	direct, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -118,7 +119,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	}
 	kubeSystem := &corev1.Namespace{}
 	if err := direct.Get(ctx, client.ObjectKey{Name: "kube-system"}, kubeSystem); err != nil {
-		return nil, reach("reading namespace kube-system", err, conn.expiry)
+		return nil, requestError("reading namespace kube-system", err, conn.expiry)
 	}
 	conn.clusterID = string(kubeSystem.UID)
 	if err := p.ensureCRDs(ctx, cfg, disc); err != nil {
@@ -130,10 +131,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	if err != nil {
 		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
 	}
-	p.mu.Lock()
-	indexers := p.indexers
-	p.mu.Unlock()
-	for _, i := range indexers {
+	for _, i := range p.indexes() {
 		if err := cl.GetFieldIndexer().IndexField(ctx, i.obj, i.field, i.extract); err != nil {
 			return nil, fmt.Errorf("indexing %s: %w", i.field, err)
 		}

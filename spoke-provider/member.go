@@ -93,10 +93,10 @@ func (m *member) next(hash string, now time.Time) (connect bool, retryIn time.Du
 	return true, 0 // a member that has not started yet
 }
 
-// connecting starts an attempt with the kubeconfig hash. A new kubeconfig starts afresh
+// startAttempt starts an attempt with the kubeconfig hash. A new kubeconfig starts afresh
 // (Connecting, the shortest back-off); a retry of the same one keeps publishing why it failed,
 // so that a member that stays down does not flap between Connecting and its failure.
-func (m *member) connecting(hash string) {
+func (m *member) startAttempt(hash string) {
 	if hash != m.hash {
 		m.backoff = 0
 		if m.active == nil {
@@ -112,29 +112,29 @@ func (m *member) attempting(hash string) bool {
 	return m.phase == phaseConnecting && m.hash == hash
 }
 
-// refused records that the kubeconfig hash is refused for good.
-func (m *member) refused(hash, reason, message string) {
+// refuse records that the kubeconfig hash is refused for good.
+func (m *member) refuse(hash, reason, message string) {
 	m.phase, m.hash, m.retryAt, m.backoff = phaseRefused, hash, time.Time{}, 0
-	m.failedWith(reason, message)
+	m.publishFailure(reason, message)
 }
 
-// connectFailed records a failed attempt with hash and returns the delay before the next one:
+// failAttempt records a failed attempt with hash and returns the delay before the next one:
 // 2 seconds, doubling up to maxDelay. A member without a working connection publishes the expiry of a refused credential, so that
 // an expired one is reported as such (CredentialsValid False, Expired) before any connection.
-func (m *member) connectFailed(hash, reason, message string, refusedExpiry, now time.Time, maxDelay time.Duration) time.Duration {
+func (m *member) failAttempt(hash, reason, message string, refusedExpiry, now time.Time, maxDelay time.Duration) time.Duration {
 	m.backoff = min(max(2*m.backoff, retryBaseDelay), maxDelay)
 	m.phase, m.hash, m.retryAt = phaseBackingOff, hash, now.Add(m.backoff)
-	m.failedWith(reason, message)
+	m.publishFailure(reason, message)
 	if m.active == nil && !refusedExpiry.IsZero() {
 		m.state.CredentialsExpiry = refusedExpiry
 	}
 	return m.backoff
 }
 
-// failedWith publishes a failure: a member that is still connected with a previous kubeconfig
+// publishFailure publishes a failure: a member that is still connected with a previous kubeconfig
 // stays Ready and says that rotation failed; one whose connection does not answer stays
 // Unreachable, which its probes report.
-func (m *member) failedWith(reason, message string) {
+func (m *member) publishFailure(reason, message string) {
 	m.failReason, m.failMessage = reason, message
 	switch {
 	case m.active != nil && m.state.Ready:
@@ -155,8 +155,8 @@ func (m *member) rotationFailed() bool {
 	return m.active != nil && m.hash != m.active.hash && (m.phase == phaseRefused || m.phase == phaseBackingOff)
 }
 
-// connected makes conn the active connection and returns the one it replaces, if any.
-func (m *member) connected(conn *connection, now time.Time) (old *connection) {
+// activate makes conn the active connection and returns the one it replaces, if any.
+func (m *member) activate(conn *connection, now time.Time) (old *connection) {
 	old = m.active
 	m.phase, m.hash, m.retryAt, m.backoff = phaseConnected, conn.hash, time.Time{}, 0
 	m.failReason, m.failMessage = "", ""
@@ -169,10 +169,10 @@ func (m *member) connected(conn *connection, now time.Time) (old *connection) {
 	return old
 }
 
-// engageFailed undoes connected(conn) after the manager refused to engage conn: old, the
+// undoActivate undoes activate(conn) after the manager refused to engage conn: old, the
 // connection it replaced, is active again, and the attempt with conn's kubeconfig is back to
 // connecting, to be recorded as failed.
-func (m *member) engageFailed(conn, old *connection) {
+func (m *member) undoActivate(conn, old *connection) {
 	if m.active != conn {
 		return
 	}
@@ -182,12 +182,12 @@ func (m *member) engageFailed(conn, old *connection) {
 	}
 }
 
-// probed records a probe of conn and reports whether the published state changed and whether
+// recordProbe records a probe of conn and reports whether the published state changed and whether
 // the member recovered: answers again after at least one failed probe, whether or not the
 // failures reached the threshold and made it Unreachable. A blip too short to be reported can
 // still have broken the hub's watches, so a recovery is a reason to look again. Probes of a
 // connection that is no longer active are ignored.
-func (m *member) probed(conn *connection, version string, err error, now time.Time, threshold int) (changed, recovered bool) {
+func (m *member) recordProbe(conn *connection, version string, err error, now time.Time, threshold int) (changed, recovered bool) {
 	if m.active != conn {
 		return false, false
 	}

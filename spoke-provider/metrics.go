@@ -32,8 +32,8 @@ func init() {
 	ctrlmetrics.Registry.MustRegister(membersGauge, probeDuration, lastProbeSuccess)
 }
 
-// answered records that a member answered (a probe, or the connection's checks) at now.
-func answered(name string, now time.Time) {
+// recordAnswer records that a member answered (a probe, or the connection's checks) at now.
+func recordAnswer(name string, now time.Time) {
 	lastProbeSuccess.WithLabelValues(name).Set(float64(now.UnixNano()) / 1e9)
 }
 
@@ -47,7 +47,17 @@ func forgetMemberMetrics(name string) {
 func (p *Provider) updateMetrics() {
 	p.metricsMu.Lock()
 	defer p.metricsMu.Unlock()
+	counts := p.countMembers()
+	membersGauge.Reset()
+	for k, n := range counts {
+		membersGauge.WithLabelValues(k[0], k[1]).Set(n)
+	}
+}
+
+// countMembers counts the members by readiness ("true", "false") and reason.
+func (p *Provider) countMembers() map[[2]string]float64 {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	counts := map[[2]string]float64{}
 	for _, m := range p.members {
 		ready := "false"
@@ -56,9 +66,5 @@ func (p *Provider) updateMetrics() {
 		}
 		counts[[2]string{ready, m.state.Reason}]++
 	}
-	p.mu.Unlock()
-	membersGauge.Reset()
-	for k, n := range counts {
-		membersGauge.WithLabelValues(k[0], k[1]).Set(n)
-	}
+	return counts
 }

@@ -43,16 +43,9 @@ func (p *Provider) probe(name string, conn *connection) {
 
 // observe records a probe's result.
 func (p *Provider) observe(name string, conn *connection, version string, err error) {
-	p.mu.Lock()
-	m, ok := p.members[name]
-	var changed, recovered, unreachable bool
-	if ok {
-		changed, recovered = m.probed(conn, version, err, time.Now(), p.opts.FailureThreshold)
-		unreachable = m.active == conn && m.state.Reason == hubv1alpha1.UnreachableReason
-	}
-	p.mu.Unlock()
-	if ok && err == nil {
-		answered(name, time.Now())
+	known, changed, recovered, unreachable := p.recordProbe(name, conn, version, err)
+	if known && err == nil {
+		recordAnswer(name, time.Now())
 	}
 	if unreachable {
 		// The member's TCP connections may be dead without knowing it (a partition, a middlebox
@@ -68,11 +61,30 @@ func (p *Provider) observe(name string, conn *connection, version string, err er
 		p.log.Info("Member unreachable", "cluster", name, "error", err.Error())
 	}
 	if changed {
-		p.changed(name)
+		p.notifyChanged(name)
 	}
 	if recovered {
-		p.ready(name)
+		p.notifyReady(name)
 	}
+}
+
+// recordProbe records a probe of conn in the member's state (see member.recordProbe). It
+// reports whether the member is known (it has not left), whether its State changed, whether it
+// recovered, and whether conn is its active connection and the member is Unreachable.
+func (p *Provider) recordProbe(name string, conn *connection, version string, err error) (known, changed, recovered, unreachable bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.recordProbeLocked(name, conn, version, err)
+}
+
+func (p *Provider) recordProbeLocked(name string, conn *connection, version string, err error) (known, changed, recovered, unreachable bool) {
+	m, ok := p.members[name]
+	if !ok {
+		return false, false, false, false
+	}
+	changed, recovered = m.recordProbe(conn, version, err, time.Now(), p.opts.FailureThreshold)
+	unreachable = m.active == conn && m.state.Reason == hubv1alpha1.UnreachableReason
+	return true, changed, recovered, unreachable
 }
 
 // checkCRDs makes sure the member still serves the CRDs: one discovery request per probe, and

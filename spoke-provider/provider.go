@@ -39,8 +39,7 @@ var ErrNotConnected = errors.New("member cluster not connected")
 // once, so one member's kubeconfig is admitted by one Reconcile at a time. Connecting, probing
 // and engaging run in goroutines of their own; each works for one connection attempt (a
 // kubeconfig hash) or one connection, and applies its result only if that attempt or
-// connection is still the member's current one. mu guards members, indexers and the
-// callbacks, and is never held across a network call or a callback.
+// connection is still the member's current one.
 type Provider struct {
 	opts Options
 	log  logr.Logger
@@ -55,12 +54,20 @@ type Provider struct {
 	// Reconcile.
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-	mu        sync.Mutex
-	members   map[string]*member // by member name (the Secret's name)
-	indexers  []index
-	onChange  []func(name string)
-	onReady   []func(name string)
-	metricsMu sync.Mutex // serialises metric updates
+	// mu guards members (and every field of each member), indexers, onChange, onReady and the
+	// setting of queue. It is held for short critical sections that never block: never across
+	// a network call, the manager's Engage, or an OnChange or OnReady callback, which run once
+	// it is released. A method named xLocked is called with mu held; every other method that
+	// reads or writes what mu guards takes it once, with defer, for its whole body.
+	mu       sync.Mutex
+	members  map[string]*member // by member name (the Secret's name)
+	indexers []index
+	onChange []func(name string)
+	onReady  []func(name string)
+
+	// metricsMu serialises the updates of the members gauge; it is taken before mu, never
+	// after.
+	metricsMu sync.Mutex
 }
 
 type index struct {
@@ -95,9 +102,7 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 	p.hub = mgr.GetLocalManager().GetClient()
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == p.opts.Namespace })
 	keepQueue := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		p.mu.Lock()
-		p.queue = q
-		p.mu.Unlock()
+		p.setQueue(q)
 		return nil
 	})
 	return ctrl.NewControllerManagedBy(mgr.GetLocalManager()).
@@ -120,9 +125,7 @@ func (p *Provider) Owns(name string) bool { return p.opts.Owns == nil || p.opts.
 // members it no longer owns and connects the ones it now owns. Call it when the answers of
 // Options.Owns may have changed (the peer replicas changed).
 func (p *Provider) Rebalance(ctx context.Context) error {
-	p.mu.Lock()
-	queue := p.queue
-	p.mu.Unlock()
+	queue := p.secretQueue()
 	if queue == nil {
 		return nil // not started yet: every Secret is reconciled when it starts
 	}
@@ -142,13 +145,7 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.ctx, p.aware = ctx, aware
 	close(p.started)
 	<-ctx.Done()
-	p.mu.Lock()
-	for _, m := range p.members {
-		if m.active != nil {
-			m.active.cancel()
-		}
-	}
-	p.mu.Unlock()
+	p.disconnectAll()
 	return nil
 }
 
@@ -164,17 +161,8 @@ func (p *Provider) Get(_ context.Context, name multicluster.ClusterName) (cluste
 
 // IndexField indexes a field on every member's cache, present and future.
 func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	p.mu.Lock()
-	p.indexers = append(p.indexers, index{obj: obj, field: field, extract: extract})
-	var clusters []cluster.Cluster
-	for _, m := range p.members {
-		if m.active != nil {
-			clusters = append(clusters, m.active.cluster)
-		}
-	}
-	p.mu.Unlock()
 	var errs []error
-	for _, cl := range clusters {
+	for _, cl := range p.addIndex(index{obj: obj, field: field, extract: extract}) {
 		errs = append(errs, cl.GetFieldIndexer().IndexField(ctx, obj, field, extract))
 	}
 	return errors.Join(errs...)
@@ -251,39 +239,60 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 // connected, being connected, refused, or waiting to be tried again (then it returns how long
 // until it may be).
 func (p *Provider) admit(secret *corev1.Secret) time.Duration {
-	name, data := secret.Name, secret.Data[p.opts.Key]
-	sum := sha256.Sum256(data)
+	name := secret.Name
+	sum := sha256.Sum256(secret.Data[p.opts.Key])
 	hash := hex.EncodeToString(sum[:])
+	a := p.startAttempt(secret, hash)
+	switch {
+	case a.refused:
+		p.log.Info("Kubeconfig refused", "cluster", name, "reason", a.reason, "message", a.message)
+		p.notifyChanged(name)
+	case a.cfg != nil:
+		if a.changed {
+			p.notifyChanged(name)
+		}
+		go p.connect(name, hash, a.cfg)
+	}
+	return a.retryIn
+}
 
+// admission is what startAttempt decided about a Secret's kubeconfig: connect with cfg (nil:
+// do not), refused (with why), or nothing until retryIn, if ever.
+type admission struct {
+	cfg             *rest.Config
+	changed         bool // the member's State changed, or the member is new
+	refused         bool
+	reason, message string // why it was refused
+	retryIn         time.Duration
+}
+
+// startAttempt starts an attempt with the Secret's kubeconfig hash, unless next says to wait,
+// or refuses the kubeconfig.
+func (p *Provider) startAttempt(secret *corev1.Secret, hash string) admission {
 	p.mu.Lock()
-	m, ok := p.members[name]
+	defer p.mu.Unlock()
+	return p.startAttemptLocked(secret, hash)
+}
+
+func (p *Provider) startAttemptLocked(secret *corev1.Secret, hash string) admission {
+	m, ok := p.members[secret.Name]
 	if !ok {
 		m = newMember(secret.Namespace, secret.Name)
-		p.members[name] = m
+		p.members[secret.Name] = m
 	}
 	connect, retryIn := m.next(hash, time.Now())
 	if !connect {
-		p.mu.Unlock()
-		return retryIn
+		return admission{retryIn: retryIn}
 	}
-	cfg, err := p.restConfig(secret, data)
+	cfg, err := p.restConfig(secret, secret.Data[p.opts.Key])
 	if err != nil {
 		reason, message := classify(err)
-		m.refused(hash, reason, message)
-		p.mu.Unlock()
-		p.log.Info("Kubeconfig refused", "cluster", name, "reason", reason, "message", message)
-		p.changed(name)
-		return 0
+		m.refuse(hash, reason, message)
+		return admission{refused: true, reason: reason, message: message}
 	}
 	before := m.state
-	m.connecting(hash)
-	changed := !ok || m.state != before // a new member is news, even in its initial state
-	p.mu.Unlock()
-	if changed {
-		p.changed(name)
-	}
-	go p.connect(name, hash, cfg)
-	return 0
+	m.startAttempt(hash)
+	return admission{cfg: cfg, changed: !ok || m.state != before} // a new member is news, even in its initial state
 }
 
 func (p *Provider) restConfig(secret *corev1.Secret, data []byte) (*rest.Config, error) {
@@ -310,39 +319,25 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 	conn, err := p.dial(ctx, name, hash, cfg)
 	dialed := time.Now()
 
-	p.mu.Lock()
-	m, ok := p.members[name]
-	if !ok || !m.attempting(hash) { // the member left, or its Secret moved on
-		p.mu.Unlock()
-		if conn != nil {
-			conn.cancel()
-		}
-		return
-	}
-	if err == nil {
-		err = p.duplicateLocked(name, conn.clusterID)
-	}
-	if err != nil {
-		p.mu.Unlock()
-		if conn != nil {
-			conn.cancel()
-		}
-		log.Info("Connecting to member failed", "error", err.Error())
-		p.connectFailed(name, hash, err)
-		return
-	}
 	now := time.Now()
-	old := m.connected(conn, now)
-	p.mu.Unlock()
-	answered(name, now)
+	m, old, err := p.activate(name, hash, conn, err, now)
+	if m == nil || err != nil {
+		if conn != nil {
+			conn.cancel()
+		}
+		if err != nil {
+			log.Info("Connecting to member failed", "error", err.Error())
+			p.failAttempt(name, hash, err)
+		}
+		return
+	}
+	recordAnswer(name, now)
 
 	if err := p.aware.Engage(conn.ctx, multicluster.ClusterName(name), conn.cluster); err != nil {
 		log.Error(err, "Engaging member failed")
-		p.mu.Lock()
-		m.engageFailed(conn, old)
-		p.mu.Unlock()
+		p.undoActivate(m, conn, old)
 		conn.cancel()
-		p.connectFailed(name, hash, err)
+		p.failAttempt(name, hash, err)
 		return
 	}
 	took := []any{"dial", dialed.Sub(start).String(), "engage", time.Since(dialed).String()}
@@ -353,47 +348,75 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 		log.Info("Member joined", append(took, "kubernetesVersion", conn.version)...)
 	}
 	go p.probe(name, conn)
-	p.changed(name)
-	p.ready(name)
+	p.notifyChanged(name)
+	p.notifyReady(name)
 }
 
-// connectFailed records a failed attempt, unless the member left or its Secret moved on
+// activate makes conn, dialled at now for the attempt with hash, the member's active
+// connection, and returns the member and the connection conn replaces. It returns no member if
+// the attempt is no longer wanted (the member left, or its Secret moved on), and an error if
+// dialling failed (dialErr) or the cluster is already another member.
+func (p *Provider) activate(name, hash string, conn *connection, dialErr error, now time.Time) (*member, *connection, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.activateLocked(name, hash, conn, dialErr, now)
+}
+
+func (p *Provider) activateLocked(name, hash string, conn *connection, dialErr error, now time.Time) (*member, *connection, error) {
+	m, ok := p.members[name]
+	if !ok || !m.attempting(hash) {
+		return nil, nil, nil
+	}
+	if dialErr == nil {
+		dialErr = p.duplicateLocked(name, conn.clusterID)
+	}
+	if dialErr != nil {
+		return m, nil, dialErr
+	}
+	return m, m.activate(conn, now), nil
+}
+
+// undoActivate makes old the member's active connection again, after the manager refused to
+// engage conn.
+func (p *Provider) undoActivate(m *member, conn, old *connection) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m.undoActivate(conn, old)
+}
+
+// failAttempt records a failed attempt, unless the member left or its Secret moved on
 // meanwhile, and has the Secret reconciled again after the back-off. A member with a working
 // connection keeps it.
-func (p *Provider) connectFailed(name, hash string, err error) {
+func (p *Provider) failAttempt(name, hash string, err error) {
 	reason, message := classify(err)
 	var refused time.Time
 	if cerr := (*connectError)(nil); errors.As(err, &cerr) {
 		refused = cerr.expiry
 	}
-	p.mu.Lock()
-	m, ok := p.members[name]
-	ok = ok && m.attempting(hash)
-	var retryIn time.Duration
-	if ok {
-		retryIn = m.connectFailed(hash, reason, message, refused, time.Now(), p.opts.RetryMaxDelay)
-	}
-	p.mu.Unlock()
+	retryIn, ok := p.backOff(name, hash, reason, message, refused)
 	if !ok {
 		return
 	}
-	p.changed(name)
+	p.notifyChanged(name)
 	p.queue.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: p.opts.Namespace, Name: name}}, retryIn)
+}
+
+// backOff records the failure of the attempt with hash and returns the delay before the next
+// one, or false if the attempt is no longer wanted.
+func (p *Provider) backOff(name, hash, reason, message string, refusedExpiry time.Time) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, ok := p.members[name]
+	if !ok || !m.attempting(hash) {
+		return 0, false
+	}
+	return m.failAttempt(hash, reason, message, refusedExpiry, time.Now(), p.opts.RetryMaxDelay), true
 }
 
 // remove disengages a member whose Secret is gone or unlabelled, or that another replica now
 // manages, and logs why. Nothing in the member changes.
 func (p *Provider) remove(name, why string) {
-	p.mu.Lock()
-	m, ok := p.members[name]
-	delete(p.members, name)
-	var active *connection
-	var duplicates []string
-	if ok {
-		active = m.active
-		duplicates = p.duplicatesLocked()
-	}
-	p.mu.Unlock()
+	active, duplicates, ok := p.deleteMember(name)
 	if !ok {
 		return
 	}
@@ -402,12 +425,25 @@ func (p *Provider) remove(name, why string) {
 	}
 	forgetMemberMetrics(name)
 	p.log.Info(why, "cluster", name)
-	p.changed(name)
+	p.notifyChanged(name)
 	// A member refused as a duplicate may be the cluster that just left: try it now, not after
 	// its back-off.
 	for _, d := range duplicates {
 		p.queue.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: p.opts.Namespace, Name: d}})
 	}
+}
+
+// deleteMember forgets a member and returns its active connection, if any, and the members
+// refused as duplicates, or false if there was no such member.
+func (p *Provider) deleteMember(name string) (active *connection, duplicates []string, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, ok := p.members[name]
+	if !ok {
+		return nil, nil, false
+	}
+	delete(p.members, name)
+	return m.active, p.duplicatesLocked(), true
 }
 
 // duplicatesLocked returns the members refused as duplicates of another.
@@ -432,21 +468,72 @@ func (p *Provider) duplicateLocked(name, clusterID string) error {
 	return nil
 }
 
-func (p *Provider) changed(name string) {
-	p.mu.Lock()
-	fns := slices.Clone(p.onChange)
-	p.mu.Unlock()
+// notifyChanged recounts the members gauge and calls the OnChange callbacks with name.
+func (p *Provider) notifyChanged(name string) {
+	fns := p.callbacks(&p.onChange)
 	p.updateMetrics()
 	for _, fn := range fns {
 		fn(name)
 	}
 }
 
-func (p *Provider) ready(name string) {
-	p.mu.Lock()
-	fns := slices.Clone(p.onReady)
-	p.mu.Unlock()
-	for _, fn := range fns {
+// notifyReady calls the OnReady callbacks with name.
+func (p *Provider) notifyReady(name string) {
+	for _, fn := range p.callbacks(&p.onReady) {
 		fn(name)
 	}
+}
+
+// callbacks returns a copy of the callbacks fns (onChange or onReady), to be called without mu.
+func (p *Provider) callbacks(fns *[]func(name string)) []func(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(*fns)
+}
+
+// setQueue keeps the Secret controller's workqueue.
+func (p *Provider) setQueue(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queue = q
+}
+
+// secretQueue returns the Secret controller's workqueue, nil before the controller starts.
+func (p *Provider) secretQueue() workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.queue
+}
+
+// disconnectAll ends every member's active connection.
+func (p *Provider) disconnectAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.members {
+		if m.active != nil {
+			m.active.cancel()
+		}
+	}
+}
+
+// addIndex records an index for the members to come and returns the clusters of the members
+// connected now, to index.
+func (p *Provider) addIndex(i index) []cluster.Cluster {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.indexers = append(p.indexers, i)
+	var clusters []cluster.Cluster
+	for _, m := range p.members {
+		if m.active != nil {
+			clusters = append(clusters, m.active.cluster)
+		}
+	}
+	return clusters
+}
+
+// indexes returns the indexes to set on a member's new cluster.
+func (p *Provider) indexes() []index {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.indexers
 }

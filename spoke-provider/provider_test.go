@@ -77,7 +77,7 @@ func TestReach(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reason, message := classify(reach("reading the API server's version", tt.err, tt.expiry))
+			reason, message := classify(requestError("reading the API server's version", tt.err, tt.expiry))
 			if reason != tt.wantReason || !strings.Contains(message, tt.wantInMsg) {
 				t.Errorf("reach = %s: %q; want %s saying %q", reason, message, tt.wantReason, tt.wantInMsg)
 			}
@@ -92,19 +92,19 @@ func TestRefusedCredentialExpiry(t *testing.T) {
 	now := time.Now()
 	expired, working := now.Add(-time.Hour), now.Add(24*time.Hour)
 	var refusal *connectError
-	if !errors.As(reach("reading the API server's version", apierrors.NewUnauthorized("Unauthorized"), expired), &refusal) {
+	if !errors.As(requestError("reading the API server's version", apierrors.NewUnauthorized("Unauthorized"), expired), &refusal) {
 		t.Fatal("reach returned no connectError")
 	}
 
 	never := &member{}
-	never.connectFailed("h1", hubv1alpha1.ForbiddenReason, refusal.Error(), refusal.expiry, now, time.Minute)
+	never.failAttempt("h1", hubv1alpha1.ForbiddenReason, refusal.Error(), refusal.expiry, now, time.Minute)
 	if !never.state.CredentialsExpiry.Equal(expired) {
 		t.Errorf("never connected: CredentialsExpiry = %v, want %v", never.state.CredentialsExpiry, expired)
 	}
 
 	connected := &member{active: &connection{expiry: working}}
 	connected.state = State{Ready: true, CredentialsExpiry: working}
-	connected.connectFailed("h2", hubv1alpha1.ForbiddenReason, refusal.Error(), expired, now, time.Minute)
+	connected.failAttempt("h2", hubv1alpha1.ForbiddenReason, refusal.Error(), expired, now, time.Minute)
 	if !connected.state.CredentialsExpiry.Equal(working) {
 		t.Errorf("still connected: CredentialsExpiry = %v, want the working credential's %v", connected.state.CredentialsExpiry, working)
 	}
