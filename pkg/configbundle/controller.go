@@ -133,7 +133,7 @@ func (o *Options) defaults() {
 type Reconciler struct {
 	manager mcmanager.Manager
 	opts    Options
-	memory  memory
+	ledger  ledger
 }
 
 var _ mcmanager.Runnable = &Reconciler{}
@@ -188,8 +188,8 @@ func (r *Reconciler) Start(ctx context.Context) error {
 // Engage implements multicluster.Aware: the Reconciler remembers the bundles of member name
 // until ctx, the engagement, ends.
 func (r *Reconciler) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
-	e := r.memory.engage(name)
-	context.AfterFunc(ctx, func() { r.memory.forgetCluster(name, e) })
+	e := r.ledger.engage(name)
+	context.AfterFunc(ctx, func() { r.ledger.forgetCluster(name, e) })
 	return nil
 }
 
@@ -209,10 +209,10 @@ func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster
 			}
 		}
 		req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}, ClusterName: name}
-		if !deleted && r.memory.isOwnWrite(req, cm.GetResourceVersion()) {
+		if !deleted && r.ledger.isOwnWrite(req, cm.GetResourceVersion()) {
 			return // the reconciler's own write: nothing to do
 		}
-		r.memory.seen(req)
+		r.ledger.noteSeen(req)
 		q.Add(req)
 	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
@@ -246,11 +246,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 			return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
 		}
 	}
-	seenAt, seen := r.memory.take(req)
-	live := r.memory.takeVerifyLive(req)
+	seenAt, seen := r.ledger.takeSeen(req)
+	live := r.ledger.takeVerifyLive(req)
 	s, res, err := r.reconcile(ctx, req, live)
 	if err != nil && live {
-		r.memory.verifyLive(req) // the retry reads live too
+		r.ledger.noteVerifyLive(req) // the retry reads live too
 	}
 	recordMetrics(req.ClusterName, s, seenAt, seen, err)
 	return res, err
@@ -273,15 +273,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request, liv
 		return nil, ctrl.Result{}, nil
 	}
 
-	r.memory.observe(req, bundle.UID)
-	s := &scope{req: req, member: cl, bundle: bundle, live: live, fieldOwner: r.opts.FieldOwner, healStatusDelay: r.opts.HealStatusDelay, memory: &r.memory}
+	r.ledger.observe(req, bundle.UID)
+	s := &scope{req: req, member: cl, bundle: bundle, live: live, fieldOwner: r.opts.FieldOwner, healStatusDelay: r.opts.HealStatusDelay, ledger: &r.ledger}
 	// Neither error hides the other. A terminal sync error stays terminal only once the status
 	// that tells the user what to fix is written; until then it is retried. An outcome the
 	// status could not tell is kept for the hub's reports (Unreported).
 	syncErr := s.sync(ctx)
 	s.statusErr = s.writeStatus(ctx)
 	if s.ready.Type != "" {
-		r.memory.noteUnreported(req, s.unreported())
+		r.ledger.noteUnreported(req, s.unreported())
 	}
 	if s.statusErr != nil && errors.Is(syncErr, reconcile.TerminalError(nil)) {
 		if inner := errors.Unwrap(syncErr); inner != nil {
@@ -298,7 +298,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request, liv
 }
 
 // readBundle reads the bundle of req from the cache; or from the API server if live, or if the
-// cache has not caught up with what an earlier live read found (memory.liveBundle), and then it
+// cache has not caught up with what an earlier live read found (ledger.liveBundle), and then it
 // says so. A bundle that is gone is forgotten and returned as nil.
 func (r *Reconciler) readBundle(ctx context.Context, cl cluster.Cluster, req mcreconcile.Request, live bool) (*configbundlev1alpha1.ConfigBundle, bool, error) {
 	bundle := &configbundlev1alpha1.ConfigBundle{}
@@ -307,17 +307,17 @@ func (r *Reconciler) readBundle(ctx context.Context, cl cluster.Cluster, req mcr
 		reader = cl.GetAPIReader()
 	}
 	err := reader.Get(ctx, req.NamespacedName, bundle)
-	if err == nil && !live && r.memory.cacheLagsBundle(req, bundle.ResourceVersion) {
+	if err == nil && !live && r.ledger.cacheLagsBundle(req, bundle.ResourceVersion) {
 		live, err = true, cl.GetAPIReader().Get(ctx, req.NamespacedName, bundle)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		r.memory.forgetBundle(req)
+		r.ledger.forgetBundle(req)
 		return nil, live, nil
 	case err != nil:
 		return nil, live, err
 	case live:
-		r.memory.readLive(req, bundle.ResourceVersion)
+		r.ledger.noteLiveRead(req, bundle.ResourceVersion)
 	}
 	return bundle, live, nil
 }

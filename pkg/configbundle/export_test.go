@@ -4,5 +4,5 @@ import "sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 // Remembered returns the number of bundles of member name the reconciler remembers anything of.
 func (r *Reconciler) Remembered(name multicluster.ClusterName) int {
-	return r.memory.size(name)
+	return r.ledger.size(name)
 }

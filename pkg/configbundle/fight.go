@@ -17,7 +17,7 @@ const (
 	FightWindow = time.Minute
 )
 
-// fight is what memory keeps of a bundle's recent heals, to tell a fight.
+// fight is what the ledger keeps of a bundle's recent heals, to tell a fight.
 type fight struct {
 	heals    []time.Time // the last FightHeals heals at most, oldest first
 	drift    []string    // what drifted in the heals since the ConfigMap was last quiet, sorted

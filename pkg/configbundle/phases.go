@@ -28,9 +28,9 @@ type scope struct {
 	fieldOwner string
 	// healStatusDelay is Options.HealStatusDelay.
 	healStatusDelay time.Duration
-	// memory is the reconciler's: the reconcile notes there every ConfigMap and status it
+	// ledger is the reconciler's: the reconcile notes there every ConfigMap and status it
 	// writes, and finds there the status it wrote moments ago.
-	memory *memory
+	ledger *ledger
 
 	// Set by sync, written to status by writeStatus.
 	ready  metav1.Condition  // the Ready condition; empty when nothing could be decided
@@ -62,8 +62,8 @@ func (s *scope) sync(ctx context.Context) error {
 		// The cache holds only the skeleton of a ConfigMap no bundle controls: read it whole.
 		return s.convergeLive(ctx, key)
 	case ownedBy(s.bundle, cached) && len(Drift(DesiredConfigMap(s.bundle), cached)) == 0:
-		if !s.memory.lagsOwnWrite(s.req, cached.ResourceVersion) {
-			return s.synced(cached) // steady state costs no API call
+		if !s.ledger.lagsOwnWrite(s.req, cached.ResourceVersion) {
+			return s.setSynced(cached) // steady state costs no API call
 		}
 		// The cache has not caught up with the hub's own last write: the status must not record
 		// an older ConfigMap as the one published.
@@ -108,7 +108,7 @@ func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 	drift := Drift(desired, current)
 	switch {
 	case len(drift) == 0:
-		return s.synced(current)
+		return s.setSynced(current)
 	case ptr.Deref(current.Immutable, false) && contentDrift(drift):
 		// Frozen behind the bundle's back: only a new ConfigMap can match again.
 		return s.replace(ctx, current, drift)
@@ -142,56 +142,6 @@ func (s *scope) specLeftPublished(current *corev1.ConfigMap) bool {
 	return s.published(current)
 }
 
-// published reports whether cm is exactly a ConfigMap the hub published for the bundle: the
-// status records it, or the reconciler remembers writing it (the status, or the cached copy of
-// it, may not record that write yet).
-func (s *scope) published(cm *corev1.ConfigMap) bool {
-	if s.memory.isOwnWrite(s.req, cm.ResourceVersion) {
-		return true
-	}
-	ref := s.bundle.Status.ConfigMapRef
-	return ref != nil && ref.UID == cm.UID && ref.ResourceVersion == cm.ResourceVersion
-}
-
-// hadPublished reports whether the hub is known to have published a ConfigMap for the bundle.
-func (s *scope) hadPublished() bool {
-	return s.bundle.Status.ConfigMapRef != nil || s.memory.wrote(s.req)
-}
-
-// changedByOthers reports whether cm was written by someone else since the hub published it:
-// then a difference is drift to heal, not a change of the bundle to follow. Where nothing says
-// the hub published a ConfigMap, nobody can say who wrote it, and nothing is counted as a heal.
-func (s *scope) changedByOthers(cm *corev1.ConfigMap) bool {
-	if !s.hadPublished() || s.published(cm) {
-		return false
-	}
-	// Memory knows the hub's last write, when there was one since the hub started; without it,
-	// the ConfigMap's managedFields tell.
-	return s.memory.wrote(s.req) || !s.writtenLastByHub(cm)
-}
-
-// writtenLastByHub reports whether the hub's field manager made the latest write of cm, as its
-// managedFields record it (to the second; a tie with another manager is not the hub's). It
-// covers what memory and status cannot: a hub killed between its ConfigMap write and the status
-// write that records it has, once restarted, neither. It is asked only then: a write that only
-// removes fields may leave no managedFields entry of its own.
-func (s *scope) writtenLastByHub(cm *corev1.ConfigMap) bool {
-	var last time.Time
-	hub := false
-	for _, f := range cm.ManagedFields {
-		if f.Time == nil {
-			continue
-		}
-		switch t := f.Time.Time; {
-		case t.After(last):
-			last, hub = t, f.Manager == s.fieldOwner
-		case t.Equal(last) && f.Manager != s.fieldOwner:
-			hub = false
-		}
-	}
-	return hub
-}
-
 func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 	heal := s.hadPublished() // then someone deleted it
 	if heal {
@@ -202,13 +152,13 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 	}
 	cm := desired.DeepCopy()
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.failed(configbundlev1alpha1.CreateFailedReason, "creating ConfigMap "+objectName(desired), err)
+		return s.fail(configbundlev1alpha1.CreateFailedReason, "creating ConfigMap "+objectName(desired), err)
 	}
-	s.memory.noteWrite(s.req, cm.ResourceVersion)
+	s.ledger.noteWrite(s.req, cm.ResourceVersion)
 	if heal {
 		s.healedDrift(ctx, cm, []string{DriftDeleted})
 	}
-	return s.synced(cm)
+	return s.setSynced(cm)
 }
 
 func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, drift []string) error {
@@ -217,31 +167,31 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 	cm.ResourceVersion = current.ResourceVersion
 	cm.Finalizers = current.Finalizers
 	if err := s.member.GetClient().Update(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.failed(configbundlev1alpha1.UpdateFailedReason, "updating ConfigMap "+objectName(desired), err)
+		return s.fail(configbundlev1alpha1.UpdateFailedReason, "updating ConfigMap "+objectName(desired), err)
 	}
-	s.memory.noteWrite(s.req, cm.ResourceVersion)
+	s.ledger.noteWrite(s.req, cm.ResourceVersion)
 	if heal {
 		s.healedDrift(ctx, cm, drift)
 	}
-	return s.synced(cm)
+	return s.setSynced(cm)
 }
 
 // replace deletes a ConfigMap that can no longer be updated and creates it anew.
 func (s *scope) replace(ctx context.Context, current *corev1.ConfigMap, drift []string) error {
 	preconditions := client.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion}
 	if err := s.member.GetClient().Delete(ctx, current, preconditions); client.IgnoreNotFound(err) != nil {
-		return s.failed(configbundlev1alpha1.UpdateFailedReason, "deleting immutable ConfigMap "+objectName(current)+" to replace it", err)
+		return s.fail(configbundlev1alpha1.UpdateFailedReason, "deleting immutable ConfigMap "+objectName(current)+" to replace it", err)
 	}
 	if gone, err := s.bundleGone(ctx); err != nil || gone {
 		return err
 	}
 	cm := DesiredConfigMap(s.bundle)
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.failed(configbundlev1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(cm), err)
+		return s.fail(configbundlev1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(cm), err)
 	}
-	s.memory.noteWrite(s.req, cm.ResourceVersion)
+	s.ledger.noteWrite(s.req, cm.ResourceVersion)
 	s.healedDrift(ctx, cm, drift)
-	return s.synced(cm)
+	return s.setSynced(cm)
 }
 
 // bundleGone reads the bundle from the API server before a create that follows a deletion
@@ -256,10 +206,10 @@ func (s *scope) bundleGone(ctx context.Context) (bool, error) {
 	switch err := s.member.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(s.bundle), live); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return false, s.failed(configbundlev1alpha1.CreateFailedReason, "reading the bundle before recreating its ConfigMap", err)
+		return false, s.fail(configbundlev1alpha1.CreateFailedReason, "reading the bundle before recreating its ConfigMap", err)
 	case live.UID == s.bundle.UID && live.DeletionTimestamp.IsZero():
 		s.bundle = live
-		s.memory.readLive(s.req, live.ResourceVersion)
+		s.ledger.noteLiveRead(s.req, live.ResourceVersion)
 		return false, nil
 	}
 	s.ready = metav1.Condition{}
@@ -272,10 +222,10 @@ func (s *scope) restoreSpec(ctx context.Context, current *corev1.ConfigMap) erro
 	bundle := s.bundle.DeepCopy()
 	bundle.Spec = specFromConfigMap(current)
 	if err := s.member.GetClient().Update(ctx, bundle, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.failed(configbundlev1alpha1.UpdateFailedReason, "restoring the spec from immutable ConfigMap "+objectName(current), err)
+		return s.fail(configbundlev1alpha1.UpdateFailedReason, "restoring the spec from immutable ConfigMap "+objectName(current), err)
 	}
 	s.bundle = bundle
-	s.memory.wroteBundle(s.req, bundle.ResourceVersion)
+	s.ledger.noteBundleWrite(s.req, bundle.ResourceVersion)
 	logf.FromContext(ctx).Info("Restored the spec of an immutable bundle", "configMap", objectName(current))
 	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), configMapReference(current), corev1.EventTypeWarning, configbundlev1alpha1.SpecRestoredEvent, "RestoreSpec",
 		"Cluster %s: the spec changed while ConfigMap %s is immutable; restored the spec from it", s.req.ClusterName, objectName(current))
@@ -293,15 +243,16 @@ func (s *scope) conflict(current *corev1.ConfigMap) error {
 	return nil
 }
 
-func (s *scope) synced(cm *corev1.ConfigMap) error {
+// setSynced records that cm, the managed ConfigMap, matches the bundle.
+func (s *scope) setSynced(cm *corev1.ConfigMap) error {
 	s.cm = cm
 	s.setReady(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason, fmt.Sprintf("ConfigMap %s matches the bundle", objectName(cm)))
 	return nil
 }
 
-// failed records a failed write. What the API server calls invalid is terminal: retrying cannot
+// fail records a failed write. What the API server calls invalid is terminal: retrying cannot
 // help until the bundle changes. Anything else is retried with back-off.
-func (s *scope) failed(reason, action string, err error) error {
+func (s *scope) fail(reason, action string, err error) error {
 	s.failure = reason
 	if apierrors.IsInvalid(err) {
 		s.failure = configbundlev1alpha1.InvalidConfigMapReason
@@ -318,7 +269,7 @@ func (s *scope) failed(reason, action string, err error) error {
 // of one bundle into a series.
 func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []string) {
 	s.healed = drift
-	fighting := s.memory.noteHeal(s.req, time.Now(), drift)
+	fighting := s.ledger.noteHeal(s.req, time.Now(), drift)
 	log := logf.FromContext(ctx)
 	recorder := s.member.GetEventRecorder(s.fieldOwner)
 	regarding, related := s.reference(), configMapReference(cm)

@@ -39,19 +39,19 @@ func (s *scope) status(base configbundlev1alpha1.ConfigBundleStatus, now metav1.
 	return st
 }
 
-// writeStatus writes the status once, and only if it changed, and notes it in memory. A conflict
-// means the cached bundle was stale: the status is computed again on the bundle as stored, so
-// that no heal is lost. Heals that no written status counts stay in memory for the next one.
+// writeStatus writes the status once, and only if it changed, and notes it in the ledger. A
+// conflict means the cached bundle was stale: the status is computed again on the bundle as
+// stored, so that no heal is lost. Heals that no written status counts stay in the ledger for the next one.
 func (s *scope) writeStatus(ctx context.Context) error {
 	if s.ready.Type == "" {
 		return nil
 	}
 	now := metav1.Now()
-	heals := s.memory.unrecordedHeals(s.req)
+	heals := s.ledger.unrecordedHeals(s.req)
 	stored := s.bundle.Status
 	// Facts already written moments ago: the cached bundle has not caught up with that write
 	// yet (the ConfigMap's watch event can overtake it). Writing again would only conflict.
-	if recent := s.memory.recentStatus(s.req, s.bundle.UID); recent != nil {
+	if recent := s.ledger.recentStatus(s.req, s.bundle.UID); recent != nil {
 		if equality.Semantic.DeepEqual(s.status(*recent, now, heals), *recent) {
 			return nil
 		}
@@ -70,9 +70,9 @@ func (s *scope) writeStatus(ctx context.Context) error {
 		updated.Status = want
 		err := s.member.GetClient().Status().Update(ctx, updated, client.FieldOwner(s.fieldOwner))
 		if err == nil {
-			s.memory.noteStatus(s.req, bundle.UID, updated.Status)
-			s.memory.recordedHeals(s.req, heals.count)
-			s.memory.wroteBundle(s.req, updated.ResourceVersion)
+			s.ledger.noteStatus(s.req, bundle.UID, updated.Status)
+			s.ledger.noteHealsRecorded(s.req, heals.count)
+			s.ledger.noteBundleWrite(s.req, updated.ResourceVersion)
 		}
 		if apierrors.IsConflict(err) {
 			fresh := &configbundlev1alpha1.ConfigBundle{}
@@ -93,7 +93,8 @@ func (s *scope) writeStatus(ctx context.Context) error {
 // counting heals (heals, lastHealTime, and the ConfigMap the heals wrote) waits until
 // healStatusDelay after the first heal it would count. The heal's ConfigMap write stays alone on
 // the hot path, and a fighting writer costs one status write per delay, not one per heal; the
-// heals wait in memory meanwhile. Any other change of the status is written at once, with them.
+// heals wait in the ledger meanwhile. Any other change of the status is written at once, with
+// them.
 func (s *scope) healStatusWait(stored configbundlev1alpha1.ConfigBundleStatus, now metav1.Time, heals unrecordedHeals) time.Duration {
 	wait := heals.first.Add(s.healStatusDelay).Sub(now.Time)
 	if heals.count == 0 || wait <= 0 {
@@ -142,7 +143,7 @@ type Unreported struct {
 // a reconcile writes its status (or finds no write needed), when it is deleted, and when the
 // member leaves.
 func (r *Reconciler) Unreported(name multicluster.ClusterName) []Unreported {
-	conditions := r.memory.unreported(name)
+	conditions := r.ledger.unreported(name)
 	out := make([]Unreported, 0, len(conditions))
 	for key, ready := range conditions {
 		out = append(out, Unreported{Bundle: key, Ready: ready})

@@ -50,7 +50,7 @@ type Reconciler struct {
 	hub      client.Client
 	members  Members
 	opts     Options
-	memory   *memory
+	ledger   *ledger
 	notify   func(types.NamespacedName)
 	recorder events.EventRecorder
 }
@@ -58,16 +58,16 @@ type Reconciler struct {
 // SetupWithManager builds the placement and FleetBundle status controllers on mgr.
 func SetupWithManager(mgr mcmanager.Manager, members Members, opts Options) error {
 	opts.defaults()
-	mem, n := newMemory(), &notifier{}
+	shared, n := newLedger(), &notifier{}
 	local := mgr.GetLocalManager()
 	r := &Reconciler{
-		manager: mgr, hub: local.GetClient(), members: members, opts: opts, memory: mem,
+		manager: mgr, hub: local.GetClient(), members: members, opts: opts, ledger: shared,
 		notify: n.notify, recorder: local.GetEventRecorder(opts.FieldOwner),
 	}
 	if err := r.setup(); err != nil {
 		return err
 	}
-	s := &StatusReconciler{manager: mgr, hub: local.GetClient(), members: members, opts: opts, memory: mem,
+	s := &StatusReconciler{manager: mgr, hub: local.GetClient(), members: members, opts: opts, ledger: shared,
 		writes:      statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval},
 		shareWrites: statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval}}
 	return s.setup(n)
@@ -125,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		return ctrl.Result{}, err
 	}
 	res, err := s.converge(ctx)
-	if r.memory.setOutcome(s.pair, s.outcome) || s.healed != nil {
+	if r.ledger.setOutcome(s.pair, s.outcome) || s.healed != nil {
 		r.notify(s.pair.fb)
 	}
 	return res, err

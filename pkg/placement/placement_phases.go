@@ -102,7 +102,7 @@ func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.Config
 		s.outcome = failed("removing", err)
 		return fmt.Errorf("removing the placed bundle: %w", err)
 	}
-	s.r.memory.forget(s.pair)
+	s.r.ledger.forget(s.pair)
 	ctrl.LoggerFrom(ctx).Info("Removed placed bundle", "stale", ownership == Stale)
 	return nil
 }
@@ -111,7 +111,7 @@ func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.Config
 // creates no namespace.
 func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 	b := s.want.DeepCopy()
-	s.r.memory.placementDue(s.pair, time.Now())
+	s.r.ledger.notePlacementDue(s.pair, time.Now())
 	err := s.member.GetClient().Create(ctx, b, client.FieldOwner(s.r.opts.FieldOwner))
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -124,11 +124,11 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 		s.outcome = failed("creating", err)
 		return ctrl.Result{}, terminalIfInvalid(fmt.Errorf("placing the bundle: %w", err))
 	}
-	s.placed()
-	if s.r.memory.wasPlaced(s.pair, s.fb.UID) {
+	s.observePlacementLatency()
+	if s.r.ledger.wasPlaced(s.pair, s.fb.UID) {
 		s.heal(ctx, []string{"deleted"})
 	}
-	s.r.memory.setPlaced(s.pair, s.fb.UID)
+	s.r.ledger.setPlaced(s.pair, s.fb.UID)
 	ctrl.LoggerFrom(ctx).Info("Placed bundle")
 	return ctrl.Result{}, nil
 }
@@ -138,13 +138,13 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.ConfigBundle) error {
 	drift := Drift(s.want, current)
 	if len(drift) == 0 {
-		s.r.memory.setPlaced(s.pair, s.fb.UID)
+		s.r.ledger.setPlaced(s.pair, s.fb.UID)
 		return nil
 	}
 	hash := hubv1alpha1.FleetBundleTemplateHashAnnotation
 	templateChanged := current.Annotations[hash] != s.want.Annotations[hash]
 	if templateChanged {
-		s.r.memory.placementDue(s.pair, time.Now())
+		s.r.ledger.notePlacementDue(s.pair, time.Now())
 	}
 	b := current.DeepCopy()
 	b.Labels, b.Annotations, b.Spec = s.want.Labels, s.want.Annotations, s.want.Spec
@@ -156,19 +156,20 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 		s.outcome = failed("updating", err)
 		return terminalIfInvalid(fmt.Errorf("updating the placed bundle: %w", err))
 	}
-	s.r.memory.setPlaced(s.pair, s.fb.UID)
+	s.r.ledger.setPlaced(s.pair, s.fb.UID)
 	if !templateChanged {
 		s.heal(ctx, drift)
 	} else {
-		s.placed()
+		s.observePlacementLatency()
 		ctrl.LoggerFrom(ctx).Info("Updated placed bundle", "drift", drift)
 	}
 	return nil
 }
 
-// placed observes the placement latency of a write that placed the bundle or its new template.
-func (s *scope) placed() {
-	if latency, ok := s.r.memory.placementDone(s.pair, time.Now()); ok {
+// observePlacementLatency observes the placement latency of a write that placed the bundle or
+// its new template.
+func (s *scope) observePlacementLatency() {
+	if latency, ok := s.r.ledger.takePlacementLatency(s.pair, time.Now()); ok {
 		placementLatency.WithLabelValues(s.pair.member).Observe(latency.Seconds())
 	}
 }
@@ -176,7 +177,7 @@ func (s *scope) placed() {
 // heal counts a heal of the FleetBundle, logs it and records an Event on it naming the member.
 func (s *scope) heal(ctx context.Context, what []string) {
 	s.healed = what
-	s.r.memory.healed(s.fb.UID)
+	s.r.ledger.noteHeal(s.fb.UID)
 	ctrl.LoggerFrom(ctx).Info("Healed placed bundle", "drift", what)
 	s.r.recorder.Eventf(s.fb, nil, corev1.EventTypeNormal, hubv1alpha1.PlacedBundleHealedEvent, "Heal",
 		"Member %s: restored the placed ConfigBundle %s/%s (%s)", s.pair.member, s.fb.Namespace, s.fb.Name, strings.Join(what, ", "))

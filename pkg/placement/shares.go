@@ -32,7 +32,7 @@ import (
 // reconcileShare writes this replica's share of the FleetBundle's status if it changed and, on
 // the elected replica, the totals and the finalizer.
 func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
-	pending := r.memory.pendingHeals(fb.UID)
+	pending := r.ledger.pendingHeals(fb.UID)
 	mine, err := r.selectedMembers(ctx, fb)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -47,7 +47,7 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 		if err := r.applyShare(ctx, fb, share); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.memory.healsWritten(fb.UID, pending)
+		r.ledger.noteHealsWritten(fb.UID, pending)
 		return ctrl.Result{}, nil // the write comes back as an event, for the totals
 	}
 	if !r.leading() {
@@ -157,7 +157,7 @@ func (r *StatusReconciler) releaseShared(ctx context.Context, fb *hubv1alpha1.Fl
 	controllerutil.RemoveFinalizer(fb, hubv1alpha1.PlacementFinalizer)
 	res, err := r.updateFinalizers(ctx, fb)
 	if err == nil {
-		r.memory.forgetFleetBundle(client.ObjectKeyFromObject(fb), fb.UID)
+		r.ledger.forgetFleetBundle(client.ObjectKeyFromObject(fb), fb.UID)
 		ctrl.LoggerFrom(ctx).Info("Released FleetBundle")
 	}
 	return res, err

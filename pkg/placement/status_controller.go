@@ -40,7 +40,7 @@ type StatusReconciler struct {
 	hub     client.Client
 	members Members
 	opts    Options
-	memory  *memory
+	ledger  *ledger
 
 	// writes spaces out the status writes of each FleetBundle that change only its counts;
 	// shareWrites the writes of this replica's share of it (sharded replicas).
@@ -92,7 +92,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 		controllerutil.AddFinalizer(fb, hubv1alpha1.PlacementFinalizer)
 		return r.updateFinalizers(ctx, fb) // the update comes back as an event
 	}
-	pending := r.memory.pendingHeals(fb.UID)
+	pending := r.ledger.pendingHeals(fb.UID)
 	selected, err := r.selectedMembers(ctx, fb)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -111,7 +111,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing FleetBundle status: %w", err)
 	}
-	r.memory.healsWritten(fb.UID, pending)
+	r.ledger.noteHealsWritten(fb.UID, pending)
 	return ctrl.Result{}, nil
 }
 
@@ -138,7 +138,7 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok || !r.members.Owns(mc.Name) {
 			continue
 		}
-		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.memory.outcome(pair{member: mc.Name, fb: key})}
+		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.ledger.outcome(pair{member: mc.Name, fb: key})}
 		if v.NotReady.Reason == "" {
 			v.Bundle = r.cachedBundle(ctx, mc.Name, key)
 		}
@@ -214,7 +214,7 @@ func (r *StatusReconciler) release(ctx context.Context, fb *hubv1alpha1.FleetBun
 	controllerutil.RemoveFinalizer(fb, hubv1alpha1.PlacementFinalizer)
 	res, err := r.updateFinalizers(ctx, fb)
 	if err == nil {
-		r.memory.forgetFleetBundle(key, fb.UID)
+		r.ledger.forgetFleetBundle(key, fb.UID)
 		ctrl.LoggerFrom(ctx).Info("Released FleetBundle")
 	}
 	return res, err

@@ -15,9 +15,10 @@ import (
 // recentStatusWindow is how long a written status is trusted over a cache that has not caught up.
 const recentStatusWindow = 5 * time.Second
 
-// memory is what the reconciler remembers of the bundles of the member clusters it is engaged
-// with, between reconciles. It backs up durable facts, never replaces them: losing an entry (a
-// restart of the hub) costs one needless reconcile, one status write that conflicts, one
+// ledger is what the reconciler records of the bundles of the member clusters it is engaged
+// with, between reconciles: its own writes, so that it tells a heal from them, and what it must
+// still report or read afresh. It backs up durable facts, never replaces them: losing an entry
+// (a restart of the hub) costs one needless reconcile, one status write that conflicts, one
 // heal-latency sample, a live read, the fallback of specLeftPublished for a ConfigMap its status
 // could not record, a fight reported late, an outcome no longer reported (until the next
 // reconcile), or a heal that status.heals misses because its status could not be written before
@@ -57,9 +58,9 @@ const recentStatusWindow = 5 * time.Second
 // the reconciler is not engaged with are dropped, so that a reconcile still running when its
 // member leaves leaves nothing behind.
 //
-// memory is safe for concurrent use. mu guards members and everything under it; it is held for
+// ledger is safe for concurrent use. mu guards members and everything under it; it is held for
 // map operations only, never across a call that leaves the process.
-type memory struct {
+type ledger struct {
 	mu      sync.Mutex
 	members map[multicluster.ClusterName]*engagement
 }
@@ -68,11 +69,11 @@ type memory struct {
 // is engaged again gets a new one, so that the end of its previous engagement forgets nothing of
 // the new.
 type engagement struct {
-	bundles map[types.NamespacedName]*bundleMemory
+	bundles map[types.NamespacedName]*bundleEntry
 }
 
-// bundleMemory is what is remembered of one bundle; see memory.
-type bundleMemory struct {
+// bundleEntry is what is remembered of one bundle; see ledger.
+type bundleEntry struct {
 	uid        types.UID
 	ownWrite   string
 	unrecorded unrecordedHeals
@@ -99,20 +100,20 @@ type writtenStatus struct {
 
 // engage starts remembering the bundles of member name, afresh, and returns the engagement to
 // pass to forgetCluster when it ends.
-func (m *memory) engage(name multicluster.ClusterName) *engagement {
+func (m *ledger) engage(name multicluster.ClusterName) *engagement {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.members == nil {
 		m.members = map[multicluster.ClusterName]*engagement{}
 	}
-	e := &engagement{bundles: map[types.NamespacedName]*bundleMemory{}}
+	e := &engagement{bundles: map[types.NamespacedName]*bundleEntry{}}
 	m.members[name] = e
 	return e
 }
 
 // forgetCluster forgets every bundle of member name, unless the member has been engaged again
 // since e began.
-func (m *memory) forgetCluster(name multicluster.ClusterName, e *engagement) {
+func (m *ledger) forgetCluster(name multicluster.ClusterName, e *engagement) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.members[name] == e {
@@ -121,7 +122,7 @@ func (m *memory) forgetCluster(name multicluster.ClusterName, e *engagement) {
 }
 
 // forgetBundle forgets everything about the bundle of req.
-func (m *memory) forgetBundle(req mcreconcile.Request) {
+func (m *ledger) forgetBundle(req mcreconcile.Request) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e := m.members[req.ClusterName]; e != nil {
@@ -131,49 +132,49 @@ func (m *memory) forgetBundle(req mcreconcile.Request) {
 
 // observe notes that the bundle of req has uid uid, and forgets what was remembered of an
 // earlier bundle of the same name (but not the change seen, which woke this one).
-func (m *memory) observe(req mcreconcile.Request, uid types.UID) {
-	m.update(req, func(b *bundleMemory) {
+func (m *ledger) observe(req mcreconcile.Request, uid types.UID) {
+	m.update(req, func(b *bundleEntry) {
 		if b.uid != "" && b.uid != uid {
-			*b = bundleMemory{seenAt: b.seenAt}
+			*b = bundleEntry{seenAt: b.seenAt}
 		}
 		b.uid = uid
 	})
 }
 
 // noteWrite remembers the resourceVersion of the reconciler's write of the ConfigMap of req.
-func (m *memory) noteWrite(req mcreconcile.Request, resourceVersion string) {
-	m.update(req, func(b *bundleMemory) { b.ownWrite = resourceVersion })
+func (m *ledger) noteWrite(req mcreconcile.Request, resourceVersion string) {
+	m.update(req, func(b *bundleEntry) { b.ownWrite = resourceVersion })
 }
 
 // isOwnWrite reports whether resourceVersion is that of the reconciler's last write of the
 // ConfigMap of req.
-func (m *memory) isOwnWrite(req mcreconcile.Request, resourceVersion string) bool {
+func (m *ledger) isOwnWrite(req mcreconcile.Request, resourceVersion string) bool {
 	own := false
-	m.update(req, func(b *bundleMemory) { own = b.ownWrite != "" && b.ownWrite == resourceVersion })
+	m.update(req, func(b *bundleEntry) { own = b.ownWrite != "" && b.ownWrite == resourceVersion })
 	return own
 }
 
 // lagsOwnWrite reports whether resourceVersion, that of a cached ConfigMap of req, is not the
 // reconciler's last write of it: the cache has not caught up with that write yet (or someone
 // wrote the ConfigMap since).
-func (m *memory) lagsOwnWrite(req mcreconcile.Request, resourceVersion string) bool {
+func (m *ledger) lagsOwnWrite(req mcreconcile.Request, resourceVersion string) bool {
 	lags := false
-	m.update(req, func(b *bundleMemory) { lags = b.ownWrite != "" && b.ownWrite != resourceVersion })
+	m.update(req, func(b *bundleEntry) { lags = b.ownWrite != "" && b.ownWrite != resourceVersion })
 	return lags
 }
 
 // wrote reports whether the reconciler remembers writing a ConfigMap for the bundle of req.
-func (m *memory) wrote(req mcreconcile.Request) bool {
+func (m *ledger) wrote(req mcreconcile.Request) bool {
 	wrote := false
-	m.update(req, func(b *bundleMemory) { wrote = b.ownWrite != "" })
+	m.update(req, func(b *bundleEntry) { wrote = b.ownWrite != "" })
 	return wrote
 }
 
 // noteHeal remembers a heal of drift in the ConfigMap of req, made at, until a status counts it.
 // It returns the report of the fight this heal makes if it is not reported yet, nil otherwise.
-func (m *memory) noteHeal(req mcreconcile.Request, at time.Time, drift []string) *fightReport {
+func (m *ledger) noteHeal(req mcreconcile.Request, at time.Time, drift []string) *fightReport {
 	var fighting *fightReport
-	m.update(req, func(b *bundleMemory) {
+	m.update(req, func(b *bundleEntry) {
 		first := b.unrecorded.first
 		if b.unrecorded.count == 0 {
 			first = at
@@ -185,15 +186,15 @@ func (m *memory) noteHeal(req mcreconcile.Request, at time.Time, drift []string)
 }
 
 // unrecordedHeals returns the heals of the ConfigMap of req that no written status counts yet.
-func (m *memory) unrecordedHeals(req mcreconcile.Request) unrecordedHeals {
+func (m *ledger) unrecordedHeals(req mcreconcile.Request) unrecordedHeals {
 	var u unrecordedHeals
-	m.update(req, func(b *bundleMemory) { u = b.unrecorded })
+	m.update(req, func(b *bundleEntry) { u = b.unrecorded })
 	return u
 }
 
-// recordedHeals notes that a written status counts n of the unrecorded heals of req.
-func (m *memory) recordedHeals(req mcreconcile.Request, n int64) {
-	m.update(req, func(b *bundleMemory) {
+// noteHealsRecorded notes that a written status counts n of the unrecorded heals of req.
+func (m *ledger) noteHealsRecorded(req mcreconcile.Request, n int64) {
+	m.update(req, func(b *bundleEntry) {
 		if b.unrecorded.count -= n; b.unrecorded.count <= 0 {
 			b.unrecorded = unrecordedHeals{}
 		} else {
@@ -204,12 +205,12 @@ func (m *memory) recordedHeals(req mcreconcile.Request, n int64) {
 
 // noteUnreported remembers the Ready condition the status of the bundle of req could not show;
 // nil forgets it.
-func (m *memory) noteUnreported(req mcreconcile.Request, ready *metav1.Condition) {
-	m.update(req, func(b *bundleMemory) { b.unreported = ready })
+func (m *ledger) noteUnreported(req mcreconcile.Request, ready *metav1.Condition) {
+	m.update(req, func(b *bundleEntry) { b.unreported = ready })
 }
 
 // unreported returns the Ready conditions the statuses of member name's bundles could not show.
-func (m *memory) unreported(name multicluster.ClusterName) map[types.NamespacedName]metav1.Condition {
+func (m *ledger) unreported(name multicluster.ClusterName) map[types.NamespacedName]metav1.Condition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[types.NamespacedName]metav1.Condition{}
@@ -224,16 +225,16 @@ func (m *memory) unreported(name multicluster.ClusterName) map[types.NamespacedN
 }
 
 // noteStatus remembers status as just written for the bundle of req, whose uid is uid.
-func (m *memory) noteStatus(req mcreconcile.Request, uid types.UID, status configbundlev1alpha1.ConfigBundleStatus) {
-	m.update(req, func(b *bundleMemory) { b.status = &writtenStatus{uid: uid, status: status, at: time.Now()} })
+func (m *ledger) noteStatus(req mcreconcile.Request, uid types.UID, status configbundlev1alpha1.ConfigBundleStatus) {
+	m.update(req, func(b *bundleEntry) { b.status = &writtenStatus{uid: uid, status: status, at: time.Now()} })
 }
 
 // recentStatus returns the status written for the bundle of req (uid: the bundle's uid) less
 // than recentStatusWindow ago, or nil. An older status, or one of an earlier bundle of the same
-// name, is forgotten: memory is for moments, not for every bundle.
-func (m *memory) recentStatus(req mcreconcile.Request, uid types.UID) *configbundlev1alpha1.ConfigBundleStatus {
+// name, is forgotten: the ledger is for moments, not for every bundle.
+func (m *ledger) recentStatus(req mcreconcile.Request, uid types.UID) *configbundlev1alpha1.ConfigBundleStatus {
 	var recent *configbundlev1alpha1.ConfigBundleStatus
-	m.update(req, func(b *bundleMemory) {
+	m.update(req, func(b *bundleEntry) {
 		if w := b.status; w != nil && w.uid == uid && time.Since(w.at) < recentStatusWindow {
 			recent = &w.status
 		} else {
@@ -243,27 +244,27 @@ func (m *memory) recentStatus(req mcreconcile.Request, uid types.UID) *configbun
 	return recent
 }
 
-// verifyLive notes that the next reconcile of req must read live.
-func (m *memory) verifyLive(req mcreconcile.Request) {
-	m.update(req, func(b *bundleMemory) { b.verifyLive = true })
+// noteVerifyLive notes that the next reconcile of req must read live.
+func (m *ledger) noteVerifyLive(req mcreconcile.Request) {
+	m.update(req, func(b *bundleEntry) { b.verifyLive = true })
 }
 
 // takeVerifyLive returns and forgets whether the next reconcile of req must read live.
-func (m *memory) takeVerifyLive(req mcreconcile.Request) bool {
+func (m *ledger) takeVerifyLive(req mcreconcile.Request) bool {
 	live := false
-	m.update(req, func(b *bundleMemory) { live, b.verifyLive = b.verifyLive, false })
+	m.update(req, func(b *bundleEntry) { live, b.verifyLive = b.verifyLive, false })
 	return live
 }
 
-// readLive notes the resourceVersion of the bundle of req as read from the API server.
-func (m *memory) readLive(req mcreconcile.Request, resourceVersion string) {
-	m.update(req, func(b *bundleMemory) { b.liveBundle = resourceVersion })
+// noteLiveRead notes the resourceVersion of the bundle of req as read from the API server.
+func (m *ledger) noteLiveRead(req mcreconcile.Request, resourceVersion string) {
+	m.update(req, func(b *bundleEntry) { b.liveBundle = resourceVersion })
 }
 
-// wroteBundle notes the resourceVersion of the bundle of req as the reconciler's write left it,
+// noteBundleWrite notes the resourceVersion of the bundle of req as the reconciler's write left it,
 // if a live read is still waiting for the cache to catch up.
-func (m *memory) wroteBundle(req mcreconcile.Request, resourceVersion string) {
-	m.update(req, func(b *bundleMemory) {
+func (m *ledger) noteBundleWrite(req mcreconcile.Request, resourceVersion string) {
+	m.update(req, func(b *bundleEntry) {
 		if b.liveBundle != "" {
 			b.liveBundle = resourceVersion
 		}
@@ -273,9 +274,9 @@ func (m *memory) wroteBundle(req mcreconcile.Request, resourceVersion string) {
 // cacheLagsBundle reports whether resourceVersion, that of the cached bundle of req, is not the
 // one a live read (or a write since) last found; once the cache holds that one, the live read is
 // forgotten.
-func (m *memory) cacheLagsBundle(req mcreconcile.Request, resourceVersion string) bool {
+func (m *ledger) cacheLagsBundle(req mcreconcile.Request, resourceVersion string) bool {
 	lags := false
-	m.update(req, func(b *bundleMemory) {
+	m.update(req, func(b *bundleEntry) {
 		if lags = b.liveBundle != "" && b.liveBundle != resourceVersion; !lags {
 			b.liveBundle = ""
 		}
@@ -283,35 +284,35 @@ func (m *memory) cacheLagsBundle(req mcreconcile.Request, resourceVersion string
 	return lags
 }
 
-// seen notes that a change of the ConfigMap of req was seen now, unless one seen earlier is
+// noteSeen notes that a change of the ConfigMap of req was seen now, unless one seen earlier is
 // still waiting for its reconcile.
-func (m *memory) seen(req mcreconcile.Request) {
-	m.update(req, func(b *bundleMemory) {
+func (m *ledger) noteSeen(req mcreconcile.Request) {
+	m.update(req, func(b *bundleEntry) {
 		if b.seenAt.IsZero() {
 			b.seenAt = time.Now()
 		}
 	})
 }
 
-// take returns and forgets when a change of the ConfigMap of req was first seen.
-func (m *memory) take(req mcreconcile.Request) (seenAt time.Time, ok bool) {
-	m.update(req, func(b *bundleMemory) { seenAt, b.seenAt = b.seenAt, time.Time{} })
+// takeSeen returns and forgets when a change of the ConfigMap of req was first seen.
+func (m *ledger) takeSeen(req mcreconcile.Request) (seenAt time.Time, ok bool) {
+	m.update(req, func(b *bundleEntry) { seenAt, b.seenAt = b.seenAt, time.Time{} })
 	return seenAt, !seenAt.IsZero()
 }
 
 // update runs f on the entry of req's bundle, a new one if it has none, and drops the entry if
 // f leaves it empty. Nothing is remembered about a member the reconciler is not engaged with.
-func (m *memory) update(req mcreconcile.Request, f func(*bundleMemory)) {
+func (m *ledger) update(req mcreconcile.Request, f func(*bundleEntry)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.members[req.ClusterName]
 	if e == nil {
-		f(&bundleMemory{})
+		f(&bundleEntry{})
 		return
 	}
 	b := e.bundles[req.NamespacedName]
 	if b == nil {
-		b = &bundleMemory{}
+		b = &bundleEntry{}
 	}
 	f(b)
 	if b.empty() {
@@ -321,13 +322,13 @@ func (m *memory) update(req mcreconcile.Request, f func(*bundleMemory)) {
 	e.bundles[req.NamespacedName] = b
 }
 
-func (b *bundleMemory) empty() bool {
+func (b *bundleEntry) empty() bool {
 	return b.uid == "" && b.ownWrite == "" && b.unrecorded.count == 0 && len(b.fight.heals) == 0 &&
 		b.unreported == nil && b.status == nil && !b.verifyLive && b.liveBundle == "" && b.seenAt.IsZero()
 }
 
 // size returns the number of bundles remembered of member name.
-func (m *memory) size(name multicluster.ClusterName) int {
+func (m *ledger) size(name multicluster.ClusterName) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e := m.members[name]; e != nil {

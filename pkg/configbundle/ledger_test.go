@@ -26,12 +26,12 @@ func request(cluster, name string) mcreconcile.Request {
 	}
 }
 
-func TestMemory(t *testing.T) {
+func TestLedger(t *testing.T) {
 	g := NewWithT(t)
-	var m memory
+	var m ledger
 	x := request("a", "x")
 	m.noteWrite(x, "1")
-	m.seen(x)
+	m.noteSeen(x)
 	g.Expect(m.size("a")).To(BeZero(), "nothing is remembered of a member not engaged")
 
 	m.engage("a")
@@ -40,11 +40,11 @@ func TestMemory(t *testing.T) {
 	g.Expect(m.isOwnWrite(x, "2")).To(BeFalse())
 	g.Expect(m.isOwnWrite(request("b", "x"), "1")).To(BeFalse(), "members are apart")
 
-	m.seen(x)
-	first, ok := m.take(x)
+	m.noteSeen(x)
+	first, ok := m.takeSeen(x)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(first).NotTo(BeZero())
-	_, ok = m.take(x)
+	_, ok = m.takeSeen(x)
 	g.Expect(ok).To(BeFalse(), "taken once")
 
 	status := configbundlev1alpha1.ConfigBundleStatus{Heals: 1}
@@ -59,9 +59,9 @@ func TestMemory(t *testing.T) {
 	g.Expect(m.size("a")).To(Equal(1))
 }
 
-func TestMemoryOfAnEngagement(t *testing.T) {
+func TestLedgerOfAnEngagement(t *testing.T) {
 	g := NewWithT(t)
-	var m memory
+	var m ledger
 	x := request("a", "x")
 	old := m.engage("a")
 	m.noteWrite(x, "1")
@@ -85,16 +85,16 @@ func TestEngageForgetsWhenTheEngagementEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	g.Expect(r.Engage(ctx, "a", nil)).To(Succeed())
-	r.memory.noteWrite(request("a", "x"), "1")
-	g.Expect(r.memory.size("a")).To(Equal(1))
+	r.ledger.noteWrite(request("a", "x"), "1")
+	g.Expect(r.ledger.size("a")).To(Equal(1))
 
 	cancel()
-	g.Eventually(func() int { return r.memory.size("a") }).WithTimeout(forgetTimeout).WithPolling(10 * time.Millisecond).Should(BeZero())
+	g.Eventually(func() int { return r.ledger.size("a") }).WithTimeout(forgetTimeout).WithPolling(10 * time.Millisecond).Should(BeZero())
 }
 
-func TestMemoryOfHealsAndLiveReads(t *testing.T) {
+func TestLedgerOfHealsAndLiveReads(t *testing.T) {
 	g := NewWithT(t)
-	var m memory
+	var m ledger
 	m.engage("a")
 	x := request("a", "x")
 
@@ -109,23 +109,23 @@ func TestMemoryOfHealsAndLiveReads(t *testing.T) {
 	m.noteHeal(x, at, []string{"labels"})
 	g.Expect(m.unrecordedHeals(x)).To(Equal(unrecordedHeals{count: 2, first: at.Add(-time.Second), last: at}))
 	m.noteHeal(x, at.Add(time.Second), []string{"data"})
-	m.recordedHeals(x, 2)
+	m.noteHealsRecorded(x, 2)
 	g.Expect(m.unrecordedHeals(x)).To(Equal(unrecordedHeals{count: 1, first: at.Add(time.Second), last: at.Add(time.Second)}),
 		"a heal made while the status was written waits for the next")
-	m.recordedHeals(x, 1)
+	m.noteHealsRecorded(x, 1)
 	g.Expect(m.unrecordedHeals(x)).To(BeZero(), "a written status counts them")
 
-	m.verifyLive(x)
+	m.noteVerifyLive(x)
 	g.Expect(m.takeVerifyLive(x)).To(BeTrue())
 	g.Expect(m.takeVerifyLive(x)).To(BeFalse(), "once")
 
-	m.readLive(x, "7")
+	m.noteLiveRead(x, "7")
 	g.Expect(m.cacheLagsBundle(x, "6")).To(BeTrue())
-	m.wroteBundle(x, "8")
+	m.noteBundleWrite(x, "8")
 	g.Expect(m.cacheLagsBundle(x, "7")).To(BeTrue(), "the live read was followed by a write")
 	g.Expect(m.cacheLagsBundle(x, "8")).To(BeFalse())
 	g.Expect(m.cacheLagsBundle(x, "6")).To(BeFalse(), "forgotten once the cache caught up")
-	m.wroteBundle(x, "9")
+	m.noteBundleWrite(x, "9")
 	g.Expect(m.cacheLagsBundle(x, "6")).To(BeFalse(), "writes are followed only after a live read")
 
 	ready := &metav1.Condition{Type: configbundlev1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: configbundlev1alpha1.CreateFailedReason}
@@ -136,11 +136,11 @@ func TestMemoryOfHealsAndLiveReads(t *testing.T) {
 
 	// A new bundle of the same name starts afresh, but keeps the change that woke it.
 	m.noteHeal(x, at, []string{"data"})
-	m.seen(x)
+	m.noteSeen(x)
 	m.observe(x, "uid-2")
 	g.Expect(m.wrote(x)).To(BeFalse())
 	g.Expect(m.unrecordedHeals(x)).To(BeZero())
-	_, seen := m.take(x)
+	_, seen := m.takeSeen(x)
 	g.Expect(seen).To(BeTrue())
 }
 

@@ -22,9 +22,11 @@ type Outcome struct {
 	Message string
 }
 
-// memory is what the placement controller remembers between reconciles and shares with the
-// status controller. mu guards every field; it is never held across a call to an API server.
-type memory struct {
+// ledger is what the placement controller records between reconciles and shares with the
+// status controller: the bundles it placed, so that it tells a heal from its own write, and what
+// the FleetBundles' status must still report. mu guards every field; it is never held across a
+// call to an API server.
+type ledger struct {
 	mu sync.Mutex
 	// outcomes are the pairs' failures (absent: none).
 	outcomes map[pair]Outcome
@@ -39,12 +41,12 @@ type memory struct {
 	due map[pair]time.Time
 }
 
-func newMemory() *memory {
-	return &memory{outcomes: map[pair]Outcome{}, placed: map[pair]types.UID{}, heals: map[types.UID]int64{}, due: map[pair]time.Time{}}
+func newLedger() *ledger {
+	return &ledger{outcomes: map[pair]Outcome{}, placed: map[pair]types.UID{}, heals: map[types.UID]int64{}, due: map[pair]time.Time{}}
 }
 
 // setOutcome records a pair's outcome and reports whether it changed.
-func (m *memory) setOutcome(p pair, o Outcome) bool {
+func (m *ledger) setOutcome(p pair, o Outcome) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.outcomes[p] == o {
@@ -59,28 +61,28 @@ func (m *memory) setOutcome(p pair, o Outcome) bool {
 }
 
 // outcome returns a pair's outcome.
-func (m *memory) outcome(p pair) Outcome {
+func (m *ledger) outcome(p pair) Outcome {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.outcomes[p]
 }
 
 // setPlaced remembers that the hub placed a pair's bundle for the FleetBundle of uid.
-func (m *memory) setPlaced(p pair, uid types.UID) {
+func (m *ledger) setPlaced(p pair, uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.placed[p] = uid
 }
 
 // wasPlaced reports whether the hub placed a pair's bundle for the FleetBundle of uid.
-func (m *memory) wasPlaced(p pair, uid types.UID) bool {
+func (m *ledger) wasPlaced(p pair, uid types.UID) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.placed[p] == uid
 }
 
 // forget drops what is remembered of a pair: its bundle was removed by the hub.
-func (m *memory) forget(p pair) {
+func (m *ledger) forget(p pair) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.placed, p)
@@ -88,9 +90,9 @@ func (m *memory) forget(p pair) {
 	delete(m.due, p)
 }
 
-// placementDue records that a pair's member must get a write of its bundle (now, unless it was
-// already due).
-func (m *memory) placementDue(p pair, now time.Time) {
+// notePlacementDue records that a pair's member must get a write of its bundle (now, unless it
+// was already due).
+func (m *ledger) notePlacementDue(p pair, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.due[p]; !ok {
@@ -98,9 +100,9 @@ func (m *memory) placementDue(p pair, now time.Time) {
 	}
 }
 
-// placementDone returns how long ago a pair's placement became due and forgets it; false if it
-// was not due.
-func (m *memory) placementDone(p pair, now time.Time) (time.Duration, bool) {
+// takePlacementLatency returns how long ago a pair's placement became due and forgets it; false
+// if it was not due.
+func (m *ledger) takePlacementLatency(p pair, now time.Time) (time.Duration, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	since, ok := m.due[p]
@@ -108,23 +110,23 @@ func (m *memory) placementDone(p pair, now time.Time) (time.Duration, bool) {
 	return now.Sub(since), ok
 }
 
-// healed counts one heal of the FleetBundle of uid.
-func (m *memory) healed(uid types.UID) {
+// noteHeal counts one heal of the FleetBundle of uid.
+func (m *ledger) noteHeal(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.heals[uid]++
 }
 
 // pendingHeals returns the heals of the FleetBundle of uid not yet written to its status.
-func (m *memory) pendingHeals(uid types.UID) int64 {
+func (m *ledger) pendingHeals(uid types.UID) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.heals[uid]
 }
 
-// healsWritten takes n heals of the FleetBundle of uid off the pending ones: its status counts
+// noteHealsWritten takes n heals of the FleetBundle of uid off the pending ones: its status counts
 // them now.
-func (m *memory) healsWritten(uid types.UID, n int64) {
+func (m *ledger) noteHealsWritten(uid types.UID, n int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.heals[uid] -= n; m.heals[uid] <= 0 {
@@ -133,7 +135,7 @@ func (m *memory) healsWritten(uid types.UID, n int64) {
 }
 
 // forgetFleetBundle drops everything remembered of a FleetBundle that is gone.
-func (m *memory) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
+func (m *ledger) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for p := range m.outcomes {
