@@ -7,7 +7,7 @@
 // It needs a reachable Docker daemon with BuildKit (docker buildx) and nothing else: kind is used
 // as a library, kustomize through krusty, and registration through pkg/registration. Run it with
 //
-//	go test -tags kind ./hack/kind/ -v -timeout 30m
+//	go test -tags kind ./test/kind/ -v -timeout 30m
 //
 // Environment:
 //
@@ -251,7 +251,7 @@ func lastLine(b []byte) string {
 	return lines[len(lines)-1]
 }
 
-// repoRoot is the module root: the test runs in hack/kind.
+// repoRoot is the module root: the test runs in test/kind.
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -259,7 +259,7 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("no go.mod at %s: run the test from its package directory (go test ./hack/kind/)", root)
+		t.Fatalf("no go.mod at %s: run the test from its package directory (go test ./test/kind/)", root)
 	}
 	return root
 }
