@@ -46,6 +46,8 @@ const (
 	DefaultMetricsBindAddress = ":8443"
 	// DefaultHealthProbeBindAddress is the default of Options.HealthProbeBindAddress.
 	DefaultHealthProbeBindAddress = ":8081"
+	// DefaultInstallCRDs is the default of Options.InstallCRDs.
+	DefaultInstallCRDs = true
 )
 
 // Options configure the hub. The zero value of every field means its default, which the
@@ -67,7 +69,8 @@ type Options struct {
 	// spokeprovider.DefaultQPS (50) and spokeprovider.DefaultBurst (100).
 	MemberQPS   float32
 	MemberBurst int
-	// InstallCRDs applies the ConfigBundle CRD to each member when it joins. Defaults to true.
+	// InstallCRDs applies the ConfigBundle CRD to each member when it joins. Defaults to
+	// DefaultInstallCRDs (true).
 	InstallCRDs *bool
 	// MetricsBindAddress and HealthProbeBindAddress serve metrics and health endpoints; "0"
 	// disables one. Default to DefaultMetricsBindAddress (":8443") and
@@ -119,7 +122,7 @@ func (o Options) complete() Options {
 	o.ProbeInterval = cmp.Or(o.ProbeInterval, spokeprovider.DefaultProbeInterval)
 	o.MemberQPS = cmp.Or(o.MemberQPS, spokeprovider.DefaultQPS)
 	o.MemberBurst = cmp.Or(o.MemberBurst, spokeprovider.DefaultBurst)
-	o.InstallCRDs = cmp.Or(o.InstallCRDs, ptr.To(true))
+	o.InstallCRDs = cmp.Or(o.InstallCRDs, ptr.To(DefaultInstallCRDs))
 	o.MetricsBindAddress = cmp.Or(o.MetricsBindAddress, DefaultMetricsBindAddress)
 	o.HealthProbeBindAddress = cmp.Or(o.HealthProbeBindAddress, DefaultHealthProbeBindAddress)
 	o.CredentialsExpiryWarning = cmp.Or(o.CredentialsExpiryWarning, fleet.DefaultCredentialsExpiryWarning)
