@@ -256,15 +256,15 @@ func servesCRDs(disc discovery.DiscoveryInterface, crds []*apiextensionsv1.Custo
 	return err == nil && !missing
 }
 
-// fenced returns cfg with every write request going through Options.Fence, or cfg itself if
-// there is no fence.
+// fenced returns cfg with every write request going through Options.Replica.Fence, or cfg
+// itself if the replica is not sharded.
 func (p *Provider) fenced(name string, cfg *rest.Config) *rest.Config {
-	if p.opts.Fence == nil {
+	if !p.opts.Replica.Sharded() {
 		return cfg
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return &fence{next: next, begin: func() (func(), error) { return p.opts.Fence(name) }}
+		return &fence{next: next, begin: func() (func(), error) { return p.opts.Replica.Fence(name) }}
 	})
 	return cfg
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/sharding"
 )
 
 // Defaults of Options.
@@ -21,6 +22,9 @@ const (
 	DefaultQPS              = 50
 	DefaultBurst            = 100
 	DefaultRequestTimeout   = 10 * time.Second
+
+	// DefaultMaxConcurrentReconciles is the default of Options.MaxConcurrentReconciles.
+	DefaultMaxConcurrentReconciles = 4
 
 	// retryBaseDelay is the first delay before a failed connection is tried again.
 	retryBaseDelay = 2 * time.Second
@@ -41,30 +45,33 @@ type Options struct {
 	// hubv1alpha1.DefaultSecretKey.
 	Key string
 
-	// ProbeInterval is how often each member is probed. Defaults to 10 seconds.
+	// ProbeInterval is how often each member is probed. Defaults to DefaultProbeInterval (10
+	// seconds).
 	ProbeInterval time.Duration
 
-	// ProbeTimeout bounds one probe. Defaults to 3 seconds, or ProbeInterval if that is shorter.
+	// ProbeTimeout bounds one probe. Defaults to DefaultProbeTimeout (3 seconds), or
+	// ProbeInterval if that is shorter.
 	ProbeTimeout time.Duration
 
 	// FailureThreshold is the number of consecutive failed probes after which a member is
-	// Unreachable. Defaults to 2.
+	// Unreachable. Defaults to DefaultFailureThreshold (2).
 	FailureThreshold int
 
 	// ConnectTimeout bounds a connection attempt: reaching the member, checking its identity,
-	// installing CRDs and warming the caches. Defaults to 30 seconds.
+	// installing CRDs and warming the caches. Defaults to DefaultConnectTimeout (30 seconds).
 	ConnectTimeout time.Duration
 
 	// RetryMaxDelay caps the delay before a failed connection is tried again (it starts at 2
-	// seconds and doubles). Defaults to 1 minute.
+	// seconds and doubles). Defaults to DefaultRetryMaxDelay (1 minute).
 	RetryMaxDelay time.Duration
 
-	// QPS and Burst limit each member client (a bundle costs two writes). Default to 50 and 100.
+	// QPS and Burst limit each member client (a bundle costs two writes). Default to DefaultQPS
+	// (50) and DefaultBurst (100).
 	QPS   float32
 	Burst int
 
 	// RequestTimeout bounds each request of a member client other than watches. Defaults to
-	// 10 seconds.
+	// DefaultRequestTimeout (10 seconds).
 	RequestTimeout time.Duration
 
 	// CRDs are the CRDs a member must serve. Defaults to none.
@@ -85,20 +92,21 @@ type Options struct {
 	// hubv1alpha1.FieldOwner.
 	FieldOwner string
 
-	// Owns, if set, shards the members between hub replicas: the provider connects to, probes
-	// and engages only the members for which it returns true, lets go of a member as soon as
-	// it returns false (see Rebalance), and runs on every replica, leader election or not.
-	// Defaults to nil: every member.
-	Owns func(name string) bool
+	// Replica is this hub replica. A sharded one (sharding.New) shards the members between hub
+	// replicas: the provider connects to, probes and engages only the members it owns
+	// (Replica.Owns), lets go of a member as soon as it does not (see Rebalance), and runs on
+	// every replica, leader election or not. Every write the clients of an engaged member send
+	// (create, update, patch, delete; reads are not fenced) then goes through Replica.Fence,
+	// whose error refuses the write, which fails with that error: a replica whose member's
+	// Lease may have lapsed (paused, cut off) does not write to a member another replica has
+	// taken over, and a replica handing a member over releases its Lease only after its last
+	// write. Joining (the CRD install) is not fenced. Defaults to the zero Replica: not
+	// sharded, every member, no fence.
+	Replica sharding.Replica
 
-	// Fence, if set, is asked before every write the clients of an engaged member send
-	// (create, update, patch, delete; reads are not fenced): an error refuses the write, which
-	// fails with that error; otherwise end is called once the write has been answered. Sharded
-	// replicas fence writes with the member's Lease, so that a replica whose Lease may have
-	// lapsed (paused, cut off) does not write to a member another replica has taken over, and a
-	// replica handing a member over releases its Lease only after its last write. Joining (the
-	// CRD install) is not fenced. Defaults to nil.
-	Fence func(name string) (end func(), err error)
+	// MaxConcurrentReconciles is the number of workers of the kubeconfig-Secret controller.
+	// Defaults to DefaultMaxConcurrentReconciles (4).
+	MaxConcurrentReconciles int
 }
 
 // defaults applies the defaults of Options: the one place they are applied.
@@ -115,4 +123,5 @@ func (o *Options) defaults() {
 	o.Burst = cmp.Or(o.Burst, DefaultBurst)
 	o.RequestTimeout = cmp.Or(o.RequestTimeout, DefaultRequestTimeout)
 	o.FieldOwner = cmp.Or(o.FieldOwner, hubv1alpha1.FieldOwner)
+	o.MaxConcurrentReconciles = cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
 }

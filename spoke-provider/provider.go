@@ -109,21 +109,22 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 		Named("kubeconfig-secrets").
 		For(&corev1.Secret{}, builder.WithPredicates(inNamespace)).
 		WatchesRawSource(keepQueue).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(p.NeedLeaderElection())}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles, NeedLeaderElection: ptr.To(p.NeedLeaderElection())}).
 		Complete(p)
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: a provider that shards members
-// between replicas (Options.Owns) runs on each of them; otherwise only on the elected one.
-func (p *Provider) NeedLeaderElection() bool { return p.opts.Owns == nil }
+// between replicas (a sharded Options.Replica) runs on each of them; otherwise only on the
+// elected one.
+func (p *Provider) NeedLeaderElection() bool { return !p.opts.Replica.Sharded() }
 
-// Owns reports whether this replica manages the member: always, unless Options.Owns shards the
-// members between replicas.
-func (p *Provider) Owns(name string) bool { return p.opts.Owns == nil || p.opts.Owns(name) }
+// Owns reports whether this replica manages the member: always, unless Options.Replica shards
+// the members between replicas.
+func (p *Provider) Owns(name string) bool { return p.opts.Replica.Owns(name) }
 
 // Rebalance has every member's Secret reconciled again, so that the provider lets go of the
 // members it no longer owns and connects the ones it now owns. Call it when the answers of
-// Options.Owns may have changed (the peer replicas changed).
+// Options.Replica.Owns may have changed (the peer replicas changed).
 func (p *Provider) Rebalance(ctx context.Context) error {
 	queue := p.secretQueue()
 	if queue == nil {

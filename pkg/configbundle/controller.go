@@ -26,7 +26,6 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
-	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // What the reconciler needs in each member cluster.
@@ -38,94 +37,6 @@ import (
 
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "configbundle"
-
-// DefaultFieldOwner is the default Options.FieldOwner: the hub's.
-const DefaultFieldOwner = hubv1alpha1.FieldOwner
-
-// Options configure the Reconciler. The zero value is ready to use; each field documents its
-// default.
-type Options struct {
-	// ResyncPeriod is how often a bundle is reconciled with no event, a safety net under the
-	// watches (each bundle gets up to 10% jitter). Defaults to 10 minutes.
-	ResyncPeriod time.Duration
-
-	// RetryBaseDelay is the delay before a failed reconcile of a bundle is retried; it doubles
-	// with every further failure of that bundle. Defaults to 3 seconds.
-	RetryBaseDelay time.Duration
-
-	// RetryMaxDelay caps the retry delay. Defaults to 1 minute.
-	RetryMaxDelay time.Duration
-
-	// MaxConcurrentReconciles is the number of workers shared by all member clusters.
-	// Defaults to 8.
-	MaxConcurrentReconciles int
-
-	// ReconcileTimeout bounds one reconcile, so that a hanging member cannot hold a worker.
-	// Defaults to 30 seconds.
-	ReconcileTimeout time.Duration
-
-	// FieldOwner is the field manager of the reconciler's writes and the reporting controller of
-	// its Events. Defaults to DefaultFieldOwner.
-	FieldOwner string
-
-	// Connected, if set, is asked before each reconcile whether the member can be reached. While
-	// it returns an error the member is left alone and the bundle is retried after
-	// NotConnectedRetry, so that no worker waits on an unreachable member; an error wrapping
-	// multicluster.ErrClusterNotFound drops the request instead. Defaults to nil: every member is
-	// assumed reachable.
-	Connected func(multicluster.ClusterName) error
-
-	// NotConnectedRetry is the delay before a bundle of an unreachable member is tried again.
-	// Defaults to 10 seconds.
-	NotConnectedRetry time.Duration
-
-	// HealStatusDelay is how long a status that would only count heals (status.heals,
-	// lastHealTime, the ConfigMap the heal wrote) waits after the first heal it counts, so
-	// that a heal costs one write on its hot path, the ConfigMap's, and the heals of a fighting
-	// writer are counted by one status write per delay. The heal metric, logs and Events are not
-	// delayed. Defaults to 1 second.
-	HealStatusDelay time.Duration
-
-	// ResyncOn, if set, is called once, when the controller starts, with a function that
-	// enqueues every bundle of a member cluster; the caller calls it whenever a member's bundles
-	// must all be reconciled now, so that a member that comes back after an outage is healed at
-	// once (the hub passes its provider's OnReady). As the member's cache may still hold what
-	// it held before the outage, the bundles whose bundle or ConfigMap changed meanwhile (two
-	// lists of metadata tell) are reconciled on a live read. The function does not block.
-	// Defaults to nil.
-	ResyncOn func(resync func(name string))
-
-	// Sharded runs the controller on every hub replica, each for the members engaged with it
-	// (sharded replicas), instead of only on the elected one. Defaults to false.
-	Sharded bool
-}
-
-func (o *Options) defaults() {
-	if o.ResyncPeriod <= 0 {
-		o.ResyncPeriod = 10 * time.Minute
-	}
-	if o.RetryBaseDelay <= 0 {
-		o.RetryBaseDelay = 3 * time.Second
-	}
-	if o.RetryMaxDelay <= 0 {
-		o.RetryMaxDelay = time.Minute
-	}
-	if o.MaxConcurrentReconciles <= 0 {
-		o.MaxConcurrentReconciles = 8
-	}
-	if o.ReconcileTimeout <= 0 {
-		o.ReconcileTimeout = 30 * time.Second
-	}
-	if o.FieldOwner == "" {
-		o.FieldOwner = DefaultFieldOwner
-	}
-	if o.NotConnectedRetry <= 0 {
-		o.NotConnectedRetry = 10 * time.Second
-	}
-	if o.HealStatusDelay <= 0 {
-		o.HealStatusDelay = time.Second
-	}
-}
 
 // Reconciler reconciles ConfigBundles in every member cluster of a multicluster manager. It is
 // also a runnable of that manager, engaged with every member, so that it forgets what it
@@ -159,7 +70,7 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			ReconciliationTimeout:   opts.ReconcileTimeout,
-			NeedLeaderElection:      ptr.To(!opts.Sharded),
+			NeedLeaderElection:      ptr.To(!opts.Replica.Sharded()),
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBaseDelay, opts.RetryMaxDelay),
 			LogConstructor: func(req *mcreconcile.Request) logr.Logger {
 				log := mgr.GetLogger().WithValues("controller", ControllerName)

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -45,73 +44,8 @@ const conflictRetry = 100 * time.Millisecond
 // Members is what the reports need from the provider (*spokeprovider.Provider).
 type Members interface {
 	State(name string) (spokeprovider.State, bool)
-	// Owns reports whether this replica manages the member (always, unless sharded).
-	Owns(name string) bool
 	Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error)
 	OnChange(fn func(name string))
-}
-
-// Options configure the reports. Each field documents its default.
-type Options struct {
-	// MinWriteInterval is the least time between two status writes of one MemberCluster that
-	// change only its counts; a change of readiness is written at once.
-	// Defaults to 1 second.
-	MinWriteInterval time.Duration
-
-	// RecountInterval is how often a Ready member's bundles are counted again with no event:
-	// the outcome of a bundle whose status could not be written (Unreported) changes no watched
-	// object. A count that changes nothing writes nothing. Defaults to 1 minute.
-	RecountInterval time.Duration
-
-	// CountTimeout bounds counting a member's bundles from its cache. Defaults to 5 seconds.
-	CountTimeout time.Duration
-
-	// CredentialsExpiryWarning is how long before its credential expires a member's
-	// CredentialsValid condition turns False (ExpiresSoon). Defaults to 30 days.
-	CredentialsExpiryWarning time.Duration
-
-	// HeartbeatInterval is how often the Fleet's status.heartbeatTime is refreshed. Defaults to
-	// 10 seconds.
-	HeartbeatInterval time.Duration
-
-	// Unreported, if set, returns the Ready condition of each bundle of a member whose last
-	// reconcile could not write it to the bundle's status (the reconciler's
-	// configbundle.Reconciler.Unreported): those bundles are counted by it, not by their stale
-	// status. Defaults to nil.
-	Unreported func(member string) map[types.NamespacedName]metav1.Condition
-
-	// Replica is this hub replica's identity (--replica-id), written to the status.replica of
-	// the MemberClusters it manages. Defaults to empty (not written).
-	Replica string
-
-	// Sharded runs the MemberCluster controller on every replica, each for the members it owns
-	// (Members.Owns), while the Fleet roll-up stays with the one elected replica. Defaults to
-	// false: both wait for leader election, when the manager has it.
-	Sharded bool
-}
-
-// Defaults of Options.
-const (
-	DefaultCredentialsExpiryWarning = 30 * 24 * time.Hour
-	DefaultHeartbeatInterval        = 10 * time.Second
-)
-
-func (o *Options) defaults() {
-	if o.MinWriteInterval <= 0 {
-		o.MinWriteInterval = time.Second
-	}
-	if o.RecountInterval <= 0 {
-		o.RecountInterval = time.Minute
-	}
-	if o.CountTimeout <= 0 {
-		o.CountTimeout = 5 * time.Second
-	}
-	if o.CredentialsExpiryWarning <= 0 {
-		o.CredentialsExpiryWarning = DefaultCredentialsExpiryWarning
-	}
-	if o.HeartbeatInterval <= 0 {
-		o.HeartbeatInterval = DefaultHeartbeatInterval
-	}
 }
 
 // MemberClusterReconciler keeps one MemberCluster per member.
@@ -152,7 +86,8 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 		Watches(&configbundlev1alpha1.ConfigBundle{}, byMemberName, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		WatchesRawSource(r.stateChanges()).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
-			MaxConcurrentReconciles: 4, ReconciliationTimeout: 30 * time.Second, NeedLeaderElection: ptr.To(!opts.Sharded),
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles, ReconciliationTimeout: opts.ReconcileTimeout,
+			NeedLeaderElection: ptr.To(!opts.Replica.Sharded()),
 		}).
 		Complete(r)
 	if err != nil {
@@ -175,7 +110,7 @@ func (r *MemberClusterReconciler) stateChanges() source.TypedSource[mcreconcile.
 // bundles, or deletes it when the member's Secret is gone.
 func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	name := req.Name
-	if !r.members.Owns(name) { // another replica manages it, and reports it
+	if !r.opts.Replica.Owns(name) { // another replica manages it, and reports it
 		r.writes.Forget(name)
 		deleteMemberMetrics(name)
 		return ctrl.Result{}, nil

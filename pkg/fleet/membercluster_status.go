@@ -49,7 +49,7 @@ func (r *MemberClusterReconciler) status(ctx context.Context, name string, state
 			st.Bundles, st.FailedBundles, st.Heals = counts, failed, heals
 		}
 	}
-	st.Replica = r.opts.Replica
+	st.Replica = r.opts.Replica.ID
 	if !state.LastSeen.IsZero() {
 		seen := metav1.NewTime(state.LastSeen.Truncate(time.Second))
 		// Written with any other change, never alone: a steady state writes nothing, and the

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -31,7 +29,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
@@ -39,15 +36,18 @@ import (
 	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/sharding"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
-// Defaults of Options that are not the provider's or the reconciler's own.
+// Defaults of Options that are not the provider's, the controllers' or sharding's own.
 const (
-	DefaultResyncPeriod           = 10 * time.Minute
-	DefaultMetricsBindAddress     = ":8443"
+	// DefaultMetricsBindAddress is the default of Options.MetricsBindAddress.
+	DefaultMetricsBindAddress = ":8443"
+	// DefaultHealthProbeBindAddress is the default of Options.HealthProbeBindAddress.
 	DefaultHealthProbeBindAddress = ":8081"
-	DefaultLeaseDuration          = 15 * time.Second
+	// DefaultInstallCRDs is the default of Options.InstallCRDs.
+	DefaultInstallCRDs = true
 )
 
 // Options configure the hub. The zero value of every field means its default, which the
@@ -56,20 +56,25 @@ type Options struct {
 	// SecretNamespace, SecretLabel and SecretKey locate the members' kubeconfigs. Default to
 	// hubv1alpha1.DefaultSecretNamespace, DefaultSecretLabel and DefaultSecretKey.
 	SecretNamespace, SecretLabel, SecretKey string
-	// ResyncPeriod is the ConfigBundle reconciler's safety-net resync. Defaults to 10 minutes.
+	// ResyncPeriod is the ConfigBundle reconciler's safety-net resync. Defaults to
+	// configbundle.DefaultResyncPeriod (10 minutes).
 	ResyncPeriod time.Duration
-	// ProbeInterval is how often each member is probed. Defaults to 10 seconds.
+	// ProbeInterval is how often each member is probed. Defaults to
+	// spokeprovider.DefaultProbeInterval (10 seconds).
 	ProbeInterval time.Duration
-	// ProbeTimeout bounds one probe. Defaults to the provider's default (3 seconds, or
-	// ProbeInterval if shorter). No flag.
+	// ProbeTimeout bounds one probe. Defaults to the provider's default
+	// (spokeprovider.DefaultProbeTimeout, 3 seconds, or ProbeInterval if shorter). No flag.
 	ProbeTimeout time.Duration
-	// MemberQPS and MemberBurst limit the hub's client of each member. Default to 50 and 100.
+	// MemberQPS and MemberBurst limit the hub's client of each member. Default to
+	// spokeprovider.DefaultQPS (50) and spokeprovider.DefaultBurst (100).
 	MemberQPS   float32
 	MemberBurst int
-	// InstallCRDs applies the ConfigBundle CRD to each member when it joins. Defaults to true.
+	// InstallCRDs applies the ConfigBundle CRD to each member when it joins. Defaults to
+	// DefaultInstallCRDs (true).
 	InstallCRDs *bool
 	// MetricsBindAddress and HealthProbeBindAddress serve metrics and health endpoints; "0"
-	// disables one. Default to ":8443" and ":8081".
+	// disables one. Default to DefaultMetricsBindAddress (":8443") and
+	// DefaultHealthProbeBindAddress (":8081").
 	MetricsBindAddress, HealthProbeBindAddress string
 	// MetricsInsecure serves metrics over plain HTTP to anyone. Defaults to false: HTTPS (a
 	// self-signed certificate unless MetricsCertDir holds tls.crt and tls.key), each request
@@ -89,20 +94,22 @@ type Options struct {
 	Sharded bool
 	// ReplicaID is this replica's identity: it names its peer Lease, holds the Leases of the
 	// members it manages and is written to their MemberClusters' status.replica. Defaults to
-	// $POD_NAME, else the hostname (made a DNS-1123 name).
+	// sharding.DefaultReplicaID(): $POD_NAME, else the hostname (made a DNS-1123 name).
 	ReplicaID string
 	// LeaseDuration is the duration of the Leases of leader election and of sharded replicas,
 	// renewed every third of it: a dead replica's work is taken over after about this long.
-	// Defaults to 15 seconds.
+	// Defaults to sharding.DefaultLeaseDuration (15 seconds).
 	LeaseDuration time.Duration
 	// CredentialsExpiryWarning is how long before a member's credential expires its
-	// CredentialsValid condition turns False (ExpiresSoon). Defaults to 30 days.
+	// CredentialsValid condition turns False (ExpiresSoon). Defaults to
+	// fleet.DefaultCredentialsExpiryWarning (30 days).
 	CredentialsExpiryWarning time.Duration
 	// HeartbeatInterval is how often the Fleet's status.heartbeatTime is refreshed. Defaults to
-	// 10 seconds.
+	// fleet.DefaultHeartbeatInterval (10 seconds).
 	HeartbeatInterval time.Duration
 	// RetryBaseDelay and RetryMaxDelay tune the ConfigBundle reconciler's back-off (see
-	// configbundle.Options). Default to 3 seconds and 1 minute. No flags.
+	// configbundle.Options). Default to configbundle.DefaultRetryBaseDelay (3 seconds) and
+	// configbundle.DefaultRetryMaxDelay (1 minute). No flags.
 	RetryBaseDelay, RetryMaxDelay time.Duration
 }
 
@@ -111,26 +118,18 @@ func (o Options) complete() Options {
 	o.SecretNamespace = cmp.Or(o.SecretNamespace, hubv1alpha1.DefaultSecretNamespace)
 	o.SecretLabel = cmp.Or(o.SecretLabel, hubv1alpha1.DefaultSecretLabel)
 	o.SecretKey = cmp.Or(o.SecretKey, hubv1alpha1.DefaultSecretKey)
-	o.ResyncPeriod = cmp.Or(o.ResyncPeriod, DefaultResyncPeriod)
+	o.ResyncPeriod = cmp.Or(o.ResyncPeriod, configbundle.DefaultResyncPeriod)
 	o.ProbeInterval = cmp.Or(o.ProbeInterval, spokeprovider.DefaultProbeInterval)
 	o.MemberQPS = cmp.Or(o.MemberQPS, spokeprovider.DefaultQPS)
 	o.MemberBurst = cmp.Or(o.MemberBurst, spokeprovider.DefaultBurst)
-	o.InstallCRDs = cmp.Or(o.InstallCRDs, ptr.To(true))
+	o.InstallCRDs = cmp.Or(o.InstallCRDs, ptr.To(DefaultInstallCRDs))
 	o.MetricsBindAddress = cmp.Or(o.MetricsBindAddress, DefaultMetricsBindAddress)
 	o.HealthProbeBindAddress = cmp.Or(o.HealthProbeBindAddress, DefaultHealthProbeBindAddress)
 	o.CredentialsExpiryWarning = cmp.Or(o.CredentialsExpiryWarning, fleet.DefaultCredentialsExpiryWarning)
 	o.HeartbeatInterval = cmp.Or(o.HeartbeatInterval, fleet.DefaultHeartbeatInterval)
-	o.ReplicaID = cmp.Or(o.ReplicaID, os.Getenv("POD_NAME"), hostname())
-	o.LeaseDuration = cmp.Or(o.LeaseDuration, DefaultLeaseDuration)
+	o.ReplicaID = cmp.Or(o.ReplicaID, sharding.DefaultReplicaID())
+	o.LeaseDuration = cmp.Or(o.LeaseDuration, sharding.DefaultLeaseDuration)
 	return o
-}
-
-// hostname returns the host's name as a DNS-1123 name, or "" if it has none.
-func hostname() string {
-	if h, err := os.Hostname(); err == nil && h != "" {
-		return sanitize.DNS1123(h)
-	}
-	return ""
 }
 
 // Validate reports options that cannot work together or a value the hub cannot use, as the
@@ -140,17 +139,20 @@ func (o Options) Validate() error {
 	if o.Sharded && o.LeaderElect {
 		return errors.New("--sharded and --leader-elect are mutually exclusive: sharded replicas share the members (and elect one of them for the hub-wide work), leader election makes one replica do everything; choose one")
 	}
-	if o.LeaseDuration < 3*time.Second {
-		return fmt.Errorf("--lease-duration %s is too short: at least 3s (Leases count whole seconds, renewed every third)", o.LeaseDuration)
+	// The replica's identity is checked unsharded too: it is written to status.replica.
+	return o.shardingOptions().Validate()
+}
+
+// shardingOptions returns the options of this replica's sharding.
+func (o Options) shardingOptions() sharding.Options {
+	return sharding.Options{
+		Namespace:     o.SecretNamespace,
+		ReplicaID:     o.ReplicaID,
+		LeaseDuration: o.LeaseDuration,
+		// The peer Leases are listed as often as the members are probed, and at least every
+		// second.
+		PeerRefreshInterval: min(o.ProbeInterval, sharding.DefaultPeerRefreshInterval),
 	}
-	if o.ReplicaID == "" {
-		return errors.New("--replica-id is empty, and neither $POD_NAME nor the hostname gives one")
-	}
-	if errs := validation.IsDNS1123Subdomain(hubv1alpha1.PeerLeasePrefix + "-" + o.ReplicaID); len(errs) > 0 || sanitize.DNS1123(o.ReplicaID) != o.ReplicaID {
-		return fmt.Errorf("--replica-id %q cannot name a Lease: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most %d characters",
-			o.ReplicaID, validation.DNS1123SubdomainMaxLength-len(hubv1alpha1.PeerLeasePrefix)-1)
-	}
-	return nil
 }
 
 // BindFlags defines the hub's command-line flags on fs, each bound to a field of o and
@@ -232,27 +234,26 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	var shards *sharding
+	replica := sharding.Replica{ID: opts.ReplicaID}
 	if opts.Sharded {
-		if shards, err = newSharding(cfg, scheme, opts); err != nil {
+		if replica, err = sharding.New(cfg, scheme, opts.shardingOptions()); err != nil {
 			return nil, err
 		}
 	}
-	provider, err := newProvider(scheme, opts, shards)
+	provider, err := newProvider(scheme, opts, replica)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newManager(cfg, scheme, provider, opts, shards)
+	mgr, err := newManager(cfg, scheme, provider, opts, replica)
 	if err != nil {
 		return nil, err
 	}
-	if shards != nil {
-		shards.provider = provider
-		if err := mgr.GetLocalManager().Add(shards); err != nil {
+	if replica.Sharded() {
+		if err := mgr.GetLocalManager().Add(replica.Rebalancer(provider.Rebalance)); err != nil {
 			return nil, err
 		}
 	}
-	if err := setupControllers(mgr, provider, opts, shards); err != nil {
+	if err := setupControllers(mgr, provider, opts, replica); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -266,7 +267,7 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 
 // setupControllers sets up the provider's Secret controller, the ConfigBundle reconciler, the
 // health reports and FleetBundle placement on mgr.
-func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, opts Options, shards *sharding) error {
+func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, opts Options, replica sharding.Replica) error {
 	if err := provider.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the provider: %w", err)
 	}
@@ -278,7 +279,7 @@ func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, o
 		Connected:         provider.Connected,
 		NotConnectedRetry: provider.Options().ProbeInterval,
 		ResyncOn:          provider.OnReady,
-		Sharded:           opts.Sharded,
+		Replica:           replica,
 	})
 	if err != nil {
 		return err
@@ -287,16 +288,13 @@ func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, o
 		CredentialsExpiryWarning: opts.CredentialsExpiryWarning,
 		HeartbeatInterval:        opts.HeartbeatInterval,
 		Unreported:               unreported(reconciler),
-		Replica:                  opts.ReplicaID,
-		Sharded:                  opts.Sharded,
+		Replica:                  replica,
 	}); err != nil {
 		return err
 	}
 	return placement.SetupWithManager(mgr, provider, placement.Options{
 		NotConnectedRetry: provider.Options().ProbeInterval,
-		Sharded:           opts.Sharded,
-		Replica:           opts.ReplicaID,
-		LiveReplicas:      shards.liveReplicas,
+		Replica:           replica,
 	})
 }
 
@@ -311,19 +309,13 @@ func unreported(r *configbundle.Reconciler) func(string) map[types.NamespacedNam
 	}
 }
 
-func newProvider(scheme *runtime.Scheme, opts Options, shards *sharding) (*spokeprovider.Provider, error) {
+func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica) (*spokeprovider.Provider, error) {
 	memberCRDs, err := config.MemberCRDs()
 	if err != nil {
 		return nil, err
 	}
-	var owns func(string) bool
-	var fence func(string) (func(), error)
-	if shards != nil {
-		owns, fence = shards.owns, shards.fence
-	}
 	return spokeprovider.New(spokeprovider.Options{
-		Owns:          owns,
-		Fence:         fence,
+		Replica:       replica,
 		Namespace:     opts.SecretNamespace,
 		Label:         opts.SecretLabel,
 		Key:           opts.SecretKey,
@@ -355,13 +347,9 @@ func metricsOptions(opts Options) metricsserver.Options {
 	}
 }
 
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, shards *sharding) (mcmanager.Manager, error) {
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, replica sharding.Replica) (mcmanager.Manager, error) {
 	cacheOpts := cache.Options{}
 	provider.SecretCacheOptions(&cacheOpts)
-	var mcOpts []mcmanager.Option
-	if shards != nil {
-		mcOpts = append(mcOpts, mcmanager.WithCoordinator(shards.coord))
-	}
 	// Sharded replicas elect one of them too, for the hub-wide work; the per-member work runs
 	// on every replica (its controllers and the provider say they need no leader election).
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
@@ -376,7 +364,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovide
 		LeaseDuration:                 ptr.To(opts.LeaseDuration),
 		RenewDeadline:                 ptr.To(opts.LeaseDuration * 2 / 3),
 		RetryPeriod:                   ptr.To(opts.LeaseDuration * 2 / 15),
-	}, mcOpts...)
+	}, replica.ManagerOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}

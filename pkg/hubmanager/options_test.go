@@ -2,12 +2,14 @@ package hubmanager
 
 import (
 	"flag"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 )
 
 // TestZeroOptionsAreTheFlagDefaults: a hub built from Options{} behaves as the binary run
@@ -86,7 +88,11 @@ func TestReplicaIDDefaultsToThePodName(t *testing.T) {
 		t.Errorf("replica id %q, want the pod name", got)
 	}
 	t.Setenv("POD_NAME", "")
-	if got := (Options{}).complete().ReplicaID; got != hostname() || got == "" {
-		t.Errorf("replica id %q, want the hostname %q", got, hostname())
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := (Options{}).complete().ReplicaID; got != sanitize.DNS1123(host) || got == "" {
+		t.Errorf("replica id %q, want the hostname %q", got, sanitize.DNS1123(host))
 	}
 }

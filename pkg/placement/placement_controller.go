@@ -86,7 +86,7 @@ func (r *Reconciler) setup() error {
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles,
 			ReconciliationTimeout:   r.opts.ReconcileTimeout,
-			NeedLeaderElection:      ptr.To(!r.opts.Sharded),
+			NeedLeaderElection:      ptr.To(!r.opts.Replica.Sharded()),
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](r.opts.RetryBaseDelay, r.opts.RetryMaxDelay),
 			LogConstructor:          logConstructor(r.manager, ControllerName),
 		}).

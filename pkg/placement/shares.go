@@ -37,8 +37,8 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	prev := shareOf(fb.Status.Replicas, r.opts.Replica)
-	share := Share(fb, r.opts.Replica, mine, prev, pending)
+	prev := shareOf(fb.Status.Replicas, r.opts.Replica.ID)
+	share := Share(fb, r.opts.Replica.ID, mine, prev, pending)
 	if prev == nil || !equality.Semantic.DeepEqual(*prev, share) {
 		key := client.ObjectKeyFromObject(fb)
 		if wait := r.shareWrites.Take(key, prev == nil || prev.Clusters.Failed != share.Clusters.Failed); wait > 0 {
@@ -106,7 +106,7 @@ func Totals(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplica
 // reconcileTotals (on the elected replica) adds the finalizer, writes the totals of the live
 // replicas' shares and drops the others, or releases a FleetBundle being deleted.
 func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
-	live := r.opts.LiveReplicas()
+	live := r.opts.Replica.LiveReplicas()
 	var shares []hubv1alpha1.FleetBundleReplicaStatus
 	for _, s := range fb.Status.Replicas {
 		if slices.Contains(live, s.Replica) {

@@ -55,13 +55,13 @@ func (r *StatusReconciler) setup(n *notifier) error {
 		Watches(&hubv1alpha1.MemberCluster{}, r.toEveryFleetBundle, append(hubOnly, mcbuilder.WithPredicates(labelsOrReadinessChanged))...).
 		Watches(&configbundlev1alpha1.ConfigBundle{}, r.placedToFleetBundle, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		WatchesRawSource(n.source())
-	if r.opts.Sharded { // the elected replica takes over the totals of every FleetBundle
+	if r.opts.Replica.Sharded() { // the elected replica takes over the totals of every FleetBundle
 		b = b.WatchesRawSource(r.electedSource())
 	}
 	err := b.WithOptions(controller.TypedOptions[mcreconcile.Request]{
-		MaxConcurrentReconciles: 2,
+		MaxConcurrentReconciles: r.opts.StatusMaxConcurrentReconciles,
 		ReconciliationTimeout:   r.opts.ReconcileTimeout,
-		NeedLeaderElection:      ptr.To(!r.opts.Sharded),
+		NeedLeaderElection:      ptr.To(!r.opts.Replica.Sharded()),
 		LogConstructor:          logConstructor(r.manager, StatusControllerName),
 	}).Complete(r)
 	if err != nil {
@@ -82,7 +82,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading FleetBundle: %w", err)
 	}
-	if r.opts.Sharded {
+	if r.opts.Replica.Sharded() {
 		return r.reconcileShare(ctx, fb)
 	}
 	if !fb.DeletionTimestamp.IsZero() {
@@ -135,7 +135,7 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 	key := client.ObjectKeyFromObject(fb)
 	var views []MemberView
 	for _, mc := range list.Items {
-		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok || !r.members.Owns(mc.Name) {
+		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok || !r.opts.Replica.Owns(mc.Name) {
 			continue
 		}
 		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.ledger.outcome(pair{member: mc.Name, fb: key})}

@@ -1,4 +1,4 @@
-package hubmanager
+package sharding
 
 import (
 	"fmt"

@@ -1,0 +1,89 @@
+package fleet
+
+import (
+	"cmp"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"configbundle.dev/hub/pkg/sharding"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMinWriteInterval is the default of Options.MinWriteInterval.
+	DefaultMinWriteInterval = time.Second
+	// DefaultRecountInterval is the default of Options.RecountInterval.
+	DefaultRecountInterval = time.Minute
+	// DefaultCountTimeout is the default of Options.CountTimeout.
+	DefaultCountTimeout = 5 * time.Second
+	// DefaultCredentialsExpiryWarning is the default of Options.CredentialsExpiryWarning.
+	DefaultCredentialsExpiryWarning = 30 * 24 * time.Hour
+	// DefaultHeartbeatInterval is the default of Options.HeartbeatInterval.
+	DefaultHeartbeatInterval = 10 * time.Second
+	// DefaultMaxConcurrentReconciles is the default of Options.MaxConcurrentReconciles.
+	DefaultMaxConcurrentReconciles = 4
+	// DefaultReconcileTimeout is the default of Options.ReconcileTimeout.
+	DefaultReconcileTimeout = 30 * time.Second
+)
+
+// Options configure the reports. The zero value of a field means its default, which its
+// comment gives.
+type Options struct {
+	// MinWriteInterval is the least time between two status writes of one MemberCluster that
+	// change only its counts; a change of readiness is written at once. Defaults to
+	// DefaultMinWriteInterval (1 second).
+	MinWriteInterval time.Duration
+
+	// RecountInterval is how often a Ready member's bundles are counted again with no event:
+	// the outcome of a bundle whose status could not be written (Unreported) changes no watched
+	// object. A count that changes nothing writes nothing. Defaults to DefaultRecountInterval
+	// (1 minute).
+	RecountInterval time.Duration
+
+	// CountTimeout bounds counting a member's bundles from its cache. Defaults to
+	// DefaultCountTimeout (5 seconds).
+	CountTimeout time.Duration
+
+	// CredentialsExpiryWarning is how long before its credential expires a member's
+	// CredentialsValid condition turns False (ExpiresSoon). Defaults to
+	// DefaultCredentialsExpiryWarning (30 days).
+	CredentialsExpiryWarning time.Duration
+
+	// HeartbeatInterval is how often the Fleet's status.heartbeatTime is refreshed. Defaults to
+	// DefaultHeartbeatInterval (10 seconds).
+	HeartbeatInterval time.Duration
+
+	// MaxConcurrentReconciles is the number of workers of the MemberCluster controller, shared
+	// by all members. Defaults to DefaultMaxConcurrentReconciles (4).
+	MaxConcurrentReconciles int
+
+	// ReconcileTimeout bounds one reconcile of a MemberCluster. Defaults to
+	// DefaultReconcileTimeout (30 seconds).
+	ReconcileTimeout time.Duration
+
+	// Unreported, if set, returns the Ready condition of each bundle of a member whose last
+	// reconcile could not write it to the bundle's status (the reconciler's
+	// configbundle.Reconciler.Unreported): those bundles are counted by it, not by their stale
+	// status. Defaults to nil.
+	Unreported func(member string) map[types.NamespacedName]metav1.Condition
+
+	// Replica is this hub replica: its ID, if any, is written to the status.replica of the
+	// MemberClusters it manages. A sharded one (sharding.New) runs the MemberCluster controller
+	// on every replica, each for the members it owns (Replica.Owns), while the Fleet roll-up
+	// stays with the one elected replica; otherwise both wait for leader election, when the
+	// manager has it. Defaults to the zero Replica: not sharded, no status.replica.
+	Replica sharding.Replica
+}
+
+// defaults applies the defaults of Options: the one place they are applied.
+func (o *Options) defaults() {
+	o.MinWriteInterval = cmp.Or(o.MinWriteInterval, DefaultMinWriteInterval)
+	o.RecountInterval = cmp.Or(o.RecountInterval, DefaultRecountInterval)
+	o.CountTimeout = cmp.Or(o.CountTimeout, DefaultCountTimeout)
+	o.CredentialsExpiryWarning = cmp.Or(o.CredentialsExpiryWarning, DefaultCredentialsExpiryWarning)
+	o.HeartbeatInterval = cmp.Or(o.HeartbeatInterval, DefaultHeartbeatInterval)
+	o.MaxConcurrentReconciles = cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
+	o.ReconcileTimeout = cmp.Or(o.ReconcileTimeout, DefaultReconcileTimeout)
+}

@@ -1,0 +1,165 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// Replica is this hub replica, as the controllers and the provider see it: its identity and,
+// if New made it, which members it owns and the fence of its writes to them. Any other Replica
+// (the zero value, or one with only an ID) is not sharded: it owns every member, fences no
+// write, and its controllers wait for leader election when the manager has it.
+type Replica struct {
+	// ID is the replica's identity (--replica-id): it is written to the status.replica of the
+	// MemberClusters it manages and keys its share of a FleetBundle's status.
+	ID string
+
+	shards *shards // nil: not sharded
+}
+
+// shards is a sharded replica's view of its peers and its members' Leases.
+type shards struct {
+	registry peers.Registry
+	sharder  sharder.Sharder
+	coord    *sharded.Coordinator
+	log      logr.Logger
+}
+
+// New returns a sharded Replica that holds its Leases on the hub cluster of cfg; scheme is the
+// scheme of its client of the Leases. Its Leases are taken and renewed once the manager it is
+// given to (ManagerOptions) starts.
+func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error) {
+	if err := opts.Validate(); err != nil {
+		return Replica{}, err
+	}
+	opts = opts.complete()
+	// The Leases are read and written directly: a stale cached read would lose a renewal.
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return Replica{}, fmt.Errorf("creating the client of the Leases: %w", err)
+	}
+	log := ctrl.Log.WithName("sharding").WithValues("replica", opts.ReplicaID)
+	renew := opts.LeaseDuration / 3
+	refresh := min(renew, opts.PeerRefreshInterval)
+	registry := peers.NewLeaseRegistry(direct, opts.Namespace, hubv1alpha1.PeerLeasePrefix, opts.ReplicaID, 1, log,
+		peers.WithLeaseTimings(opts.LeaseDuration, renew), peers.WithRefreshInterval(refresh))
+	hrw := sharder.NewHRW()
+	coord := sharded.New(direct, log,
+		sharded.WithPeerRegistry(registry),
+		sharded.WithSharder(hrw),
+		sharded.WithShardLease(opts.Namespace, hubv1alpha1.MemberLeasePrefix),
+		sharded.WithPerClusterLease(true),
+		sharded.WithLeaseTimings(opts.LeaseDuration, renew, fenceThrottle),
+		sharded.WithSynchronizationIntervals(decisionInterval, opts.LeaseDuration),
+	)
+	return Replica{ID: opts.ReplicaID, shards: &shards{registry: registry, sharder: hrw, coord: coord, log: log}}, nil
+}
+
+// Sharded reports whether the members are shared between replicas: then the per-member work
+// runs on every replica, each for the members it owns, and the hub-wide work on the elected one.
+func (r Replica) Sharded() bool { return r.shards != nil }
+
+// Owns reports whether this replica manages the member: always, unless sharded; sharded,
+// whether rendezvous hashing over the live replicas names this one for the member. Before the
+// first look at the peer Leases a sharded replica owns nothing.
+func (r Replica) Owns(member string) bool {
+	if r.shards == nil {
+		return true
+	}
+	live := r.shards.registry.Snapshot()
+	return len(live) > 0 && r.shards.sharder.ShouldOwn(member, live, r.shards.registry.Self())
+}
+
+// Fence lets a write to a member leave only while this replica runs it and holds its Lease,
+// renewed recently enough: it returns an error if not, otherwise end, to call once the write
+// has been answered; the Lease is not released while the write is in flight. Unsharded, every
+// write may leave.
+func (r Replica) Fence(member string) (end func(), err error) {
+	if r.shards == nil {
+		return func() {}, nil
+	}
+	if end, ok := r.shards.coord.BeginWrite(multicluster.ClusterName(member)); ok {
+		return end, nil
+	}
+	return nil, fmt.Errorf("replica %s does not hold the Lease %s-%s (any more)", r.ID, hubv1alpha1.MemberLeasePrefix, member)
+}
+
+// LiveReplicas returns the ids of the live replicas, sorted; none before the first look at the
+// peer Leases, and none unless sharded.
+func (r Replica) LiveReplicas() []string {
+	if r.shards == nil {
+		return nil
+	}
+	var ids []string
+	for _, p := range r.shards.registry.Snapshot() {
+		ids = append(ids, p.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// ManagerOptions are the options of the multicluster manager that the replica needs: with
+// sharding, the sharded coordinator, which engages a member's controllers only while this
+// replica holds the member's Lease; none unless sharded.
+func (r Replica) ManagerOptions() []mcmanager.Option {
+	if r.shards == nil {
+		return nil
+	}
+	return []mcmanager.Option{mcmanager.WithCoordinator(r.shards.coord)}
+}
+
+// Rebalancer returns a runnable, for every replica, that calls rebalance whenever the live
+// replicas change (the provider's Rebalance: it lets go of the members this replica no longer
+// owns and connects the ones it now owns), until its context ends. Unless sharded, the live
+// replicas never change: it only waits.
+func (r Replica) Rebalancer(rebalance func(context.Context) error) manager.Runnable {
+	return &rebalancer{replica: r, rebalance: rebalance}
+}
+
+// rebalancer is the runnable of Replica.Rebalancer.
+type rebalancer struct {
+	replica   Replica
+	rebalance func(context.Context) error
+}
+
+// Start calls rebalance whenever the live replicas change, until ctx ends.
+func (b *rebalancer) Start(ctx context.Context) error {
+	t := time.NewTicker(decisionInterval)
+	defer t.Stop()
+	var last string
+	for {
+		if live := strings.Join(b.replica.LiveReplicas(), ","); live != "" && live != last {
+			if err := b.rebalance(ctx); err != nil {
+				b.replica.shards.log.Error(err, "Rebalancing the members failed; trying again")
+			} else {
+				b.replica.shards.log.Info("Live replicas changed", "replicas", live)
+				last = live
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every replica runs it.
+func (b *rebalancer) NeedLeaderElection() bool { return false }
