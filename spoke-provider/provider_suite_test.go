@@ -12,7 +12,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -38,6 +35,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	hubconfig "configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/suite"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -77,51 +75,32 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
-		return 1
-	}
-	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.Level(zapLevel()))))
-
 	var err error
 	if memberCRDs, err = hubconfig.MemberCRDs(); err != nil {
 		fmt.Fprintln(os.Stderr, "loading the member CRDs:", err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	cps, err := controlplane.Start(ctx,
-		controlplane.Plane{Name: "hub"},
-		controlplane.Plane{Name: "member-a", Options: controlplane.Options{CRDs: memberCRDs}},
-		controlplane.Plane{Name: "member-b", Options: controlplane.Options{CRDs: memberCRDs}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting control planes:", err)
-		return 1
-	}
-	defer func() {
-		if err := controlplane.StopAll(cps); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping control planes:", err)
-		}
-	}()
-	hub, memberA, memberB = cps[0], cps[1], cps[2]
-	for _, cp := range cps {
-		c, err := client.New(cp.Config, client.Options{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "creating client:", err)
-			return 1
-		}
-		memberClients[cp] = c
-	}
-	hubClient = memberClients[hub]
-	delete(memberClients, hub)
-	return m.Run()
-}
-
-func zapLevel() int8 {
-	if os.Getenv("TEST_VERBOSE_LOGS") != "" {
-		return -1
-	}
-	return 5 // errors only
+	return suite.Run(m, suite.Options{
+		StartTimeout: startTimeout,
+		Planes: []controlplane.Plane{
+			{Name: "hub"},
+			{Name: "member-a", Options: controlplane.Options{CRDs: memberCRDs}},
+			{Name: "member-b", Options: controlplane.Options{CRDs: memberCRDs}},
+		},
+		Setup: func(_, _ context.Context, cps []*controlplane.ControlPlane) error {
+			hub, memberA, memberB = cps[0], cps[1], cps[2]
+			for _, cp := range cps {
+				c, err := client.New(cp.Config, client.Options{})
+				if err != nil {
+					return fmt.Errorf("creating client: %w", err)
+				}
+				memberClients[cp] = c
+			}
+			hubClient = memberClients[hub]
+			delete(memberClients, hub)
+			return nil
+		},
+	})
 }
 
 // testOptions are the provider options of the suite; CRDs are left out where irrelevant.
