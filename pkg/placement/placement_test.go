@@ -84,10 +84,10 @@ func TestPlacementRestoresEditedAndDeletedBundles(t *testing.T) {
 }
 
 // TestDeletingFleetBundleRemovesWhatItPlaced: a FleetBundle carries the placement finalizer;
-// deleting it removes its bundles from every member, then releases it.
+// deleting it removes its bundles from every member, and it goes only once they are gone.
 func TestDeletingFleetBundleRemovesWhatItPlaced(t *testing.T) {
-	g := NewWithT(t)
-	const key = "test.placement/delete"
+	g, ctx := NewWithT(t), context.Background()
+	const key, hold = "test.placement/delete", "test.configbundle.dev/hold"
 	ns := newNamespace(t, memberA, memberB)
 	labelMember(t, memberA, key, "yes")
 	labelMember(t, memberB, key, "yes")
@@ -96,12 +96,21 @@ func TestDeletingFleetBundleRemovesWhatItPlaced(t *testing.T) {
 		g.Eventually(message(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v1"), m)
 	}
 	got := &hubv1alpha1.FleetBundle{}
-	g.Expect(hub.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(fb), got)).To(Succeed())
 	g.Expect(got.Finalizers).To(ContainElement(hubv1alpha1.PlacementFinalizer))
+	// A finalizer of the test's holds member-a's bundle after its deletion.
+	setFinalizers(g, memberA, fb, []string{hold})
 
+	g.Expect(hub.Delete(ctx, fb)).To(Succeed())
+	g.Eventually(placed(memberB, fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil())
+	g.Eventually(placed(memberA, fb)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("DeletionTimestamp", Not(BeNil())))
+	g.Consistently(func() error { return hub.Get(ctx, client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{}) }).
+		WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed(), "the FleetBundle stays while a member holds its bundle")
+
+	setFinalizers(g, memberA, fb, nil)
 	deleteFleetBundle(g, fb)
 	for _, m := range []string{memberA, memberB} {
-		g.Expect(placed(m, fb)(g)).To(BeNil(), "the bundle in %s is removed before the FleetBundle goes", m)
+		g.Expect(placed(m, fb)(g)).To(BeNil(), m)
 	}
 }
 

@@ -332,3 +332,15 @@ func deleteWithConfigMap(g Gomega, member string, b *configbundlev1alpha1.Config
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Name}}
 	g.Expect(client.IgnoreNotFound(memberClients[member].Delete(ctx, cm))).To(Succeed())
 }
+
+// setFinalizers sets the finalizers of the bundle of a FleetBundle in a member.
+func setFinalizers(g Gomega, member string, fb *hubv1alpha1.FleetBundle, finalizers []string) {
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b := &configbundlev1alpha1.ConfigBundle{}
+		if err := memberClients[member].Get(context.Background(), client.ObjectKeyFromObject(fb), b); err != nil {
+			return err
+		}
+		b.Finalizers = finalizers
+		return memberClients[member].Update(context.Background(), b)
+	})).To(Succeed())
+}
