@@ -48,7 +48,11 @@ func TestMemberTransitions(t *testing.T) {
 		}
 	}
 	refusedWith := func(h string) func() *member {
-		return func() *member { m := connecting(h)(); m.refused(h, hubv1alpha1.ExecPluginNotAllowedReason, "exec"); return m }
+		return func() *member {
+			m := connecting(h)()
+			m.refused(h, hubv1alpha1.ExecPluginNotAllowedReason, "exec")
+			return m
+		}
 	}
 	connected := func(h string) func() *member {
 		return func() *member { m := connecting(h)(); m.connected(conn(h), t0); return m }
@@ -84,7 +88,10 @@ func TestMemberTransitions(t *testing.T) {
 		}
 	}
 	refuse := func(h string) func(*member) outcome {
-		return func(m *member) outcome { m.refused(h, hubv1alpha1.ExecPluginNotAllowedReason, "exec"); return outcome{} }
+		return func(m *member) outcome {
+			m.refused(h, hubv1alpha1.ExecPluginNotAllowedReason, "exec")
+			return outcome{}
+		}
 	}
 	connect := func(h string) func(*member) outcome {
 		return func(m *member) outcome { return outcome{old: m.connected(conn(h), t0)} }
