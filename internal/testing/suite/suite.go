@@ -55,6 +55,7 @@ func Run(m *testing.M, opts Options) int {
 		return 1
 	}
 	defer func() {
+		cancel() // the suite's managers stop before their API servers
 		if err := controlplane.StopAll(cps); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control planes:", err)
 		}
