@@ -3,6 +3,8 @@
 // (pkg/configbundle, pkg/placement, pkg/fleet, pkg/registration, spoke-provider). Run refuses
 // to start without KUBEBUILDER_ASSETS, installs the suites' logger (errors only, everything
 // with TEST_VERBOSE_LOGS set), starts the named control planes together, hands them to the
-// suite's own set-up, runs the tests and stops the planes. The binary harnesses (test/e2e,
-// test/sharded, ...) start fleets of their own.
+// suite's own set-up, runs the tests and stops the planes. Members plays the spoke provider
+// for the controllers that need one (placement.Members, fleet.Members) over
+// multicluster-runtime's clusters provider: a test sets each member's State. The binary
+// harnesses (test/e2e, test/sharded, ...) start fleets of their own.
 package suite
