@@ -2,440 +2,584 @@ package spokeprovider_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	hubconfig "configbundle.dev/hub/config"
+	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/suite"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
-// TestJoin: a labelled Secret in the provider's namespace makes a member, which joins once it
-// answered, its identity is known, its CRDs are served and its caches are warm; other Secrets
-// are ignored.
-func TestJoin(t *testing.T) {
-	g, ctx := NewWithT(t), t.Context()
-	opts := testOptions()
-	opts.CRDs = memberCRDs
-	opts.WarmTypes = []client.Object{&corev1.ConfigMap{}}
-	f := startProvider(t, opts)
+// Timeouts of the suite, generous for a loaded two-core machine running with -race.
+const (
+	startTimeout = 3 * time.Minute  // the three control planes
+	stopTimeout  = 30 * time.Second // a provider's manager, after its context ends
+	joinTimeout  = 15 * time.Second // a member joins, or a kubeconfig fails
+	interval     = 20 * time.Millisecond
+	// quietPeriod is how long nothing may change for a Consistently; longer than the first
+	// retry delay of the provider (2 seconds), so that a retry would be seen.
+	quietPeriod = 2500 * time.Millisecond
+)
 
-	// An object in the member that the engaged cluster's warm cache must hold.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "join-" + f.ns}}
-	g.Expect(memberClients[memberA].Create(ctx, cm)).To(Succeed())
-	t.Cleanup(func() { _ = memberClients[memberA].Delete(context.Background(), cm) })
+// Provider options of the suite: a member is Unreachable after two probes, about two seconds
+// after its API server stops answering.
+const (
+	probeInterval    = 300 * time.Millisecond
+	probeTimeout     = time.Second
+	failureThreshold = 2
+	connectTimeout   = 10 * time.Second
+	retryMaxDelay    = 3 * time.Second
+)
 
-	// Secrets that are no member: unlabelled, labelled "false", in another namespace.
-	unlabelled := memberSecret(f.ns, "unlabelled", memberB.Kubeconfig())
-	unlabelled.Labels = nil
-	labelledFalse := memberSecret(f.ns, "labelled-false", memberB.Kubeconfig())
-	labelledFalse.Labels[hubv1alpha1.DefaultSecretLabel] = "false"
-	elsewhere := memberSecret(newHubNamespace(t), "elsewhere", memberB.Kubeconfig())
-	for _, s := range []*corev1.Secret{unlabelled, labelledFalse, elsewhere} {
-		g.Expect(hubClient.Create(ctx, s)).To(Succeed())
+// The suite runs one hub and two members, each a real control plane, started once. Both
+// members serve the ConfigBundle CRD. Every test runs a provider (and its manager) of its own
+// on a hub namespace of its own.
+var (
+	hub, memberA, memberB *controlplane.ControlPlane
+	hubClient             client.Client
+	memberClients         = map[*controlplane.ControlPlane]client.Client{}
+	memberCRDs            []*apiextensionsv1.CustomResourceDefinition
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	var err error
+	if memberCRDs, err = hubconfig.MemberCRDs(); err != nil {
+		fmt.Fprintln(os.Stderr, "loading the member CRDs:", err)
+		return 1
 	}
-	f.createSecret("member-a", memberA.Kubeconfig())
+	return suite.Run(m, suite.Options{
+		StartTimeout: startTimeout,
+		Planes: []controlplane.Plane{
+			{Name: "hub"},
+			{Name: "member-a", Options: controlplane.Options{CRDs: memberCRDs}},
+			{Name: "member-b", Options: controlplane.Options{CRDs: memberCRDs}},
+		},
+		Setup: func(_, _ context.Context, cps []*controlplane.ControlPlane) error {
+			hub, memberA, memberB = cps[0], cps[1], cps[2]
+			for _, cp := range cps {
+				c, err := client.New(cp.Config, client.Options{})
+				if err != nil {
+					return fmt.Errorf("creating client: %w", err)
+				}
+				memberClients[cp] = c
+			}
+			hubClient = memberClients[hub]
+			delete(memberClients, hub)
+			return nil
+		},
+	})
+}
 
-	cl := f.waitReady(g, "member-a")
-	st, _ := f.provider.State("member-a")
-	g.Expect(st.KubernetesVersion).To(Equal(serverVersion(t, memberA)))
-	g.Expect(st.ClusterID).To(Equal(clusterID(t, memberA)))
-	g.Expect(st.SecretNamespace).To(Equal(f.ns))
-	g.Expect(st.SecretName).To(Equal("member-a"))
-	g.Expect(st.LastSeen).NotTo(BeZero())
-	g.Expect(f.provider.Connected("member-a")).To(Succeed())
+// testOptions are the provider options of the suite; CRDs are left out where irrelevant.
+func testOptions() spokeprovider.Options {
+	return spokeprovider.Options{
+		ProbeInterval:    probeInterval,
+		ProbeTimeout:     probeTimeout,
+		FailureThreshold: failureThreshold,
+		ConnectTimeout:   connectTimeout,
+		RetryMaxDelay:    retryMaxDelay,
+	}
+}
 
-	// The cluster works, and its cache was synced before the member was Ready.
-	informer, err := cl.GetCache().GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
+// fixture is one provider under test, run by a manager of its own on the hub, watching a hub
+// namespace of its own. It records what the provider tells its callbacks and what it engages.
+type fixture struct {
+	t        *testing.T
+	ns       string
+	provider *spokeprovider.Provider
+	engaged  *engagements
+	history  *history
+}
+
+// startProvider starts a provider with opts (Namespace set to a new namespace) and stops it
+// when the test ends.
+func startProvider(t *testing.T, opts spokeprovider.Options) *fixture {
+	t.Helper()
+	opts.Namespace = newHubNamespace(t)
+	provider := spokeprovider.New(opts)
+	f := &fixture{t: t, ns: opts.Namespace, provider: provider, engaged: &engagements{}, history: &history{p: provider}}
+	provider.OnChange(f.history.changed)
+	provider.OnReady(f.history.ready)
+
+	cacheOpts := cache.Options{}
+	provider.SecretCacheOptions(&cacheOpts)
+	mgr, err := mcmanager.New(hub.Config, provider, manager.Options{
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Every test sets up the provider's controller anew, under the same name.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating the manager: %v", err)
+	}
+	if err := provider.SetupWithManager(mgr); err != nil {
+		t.Fatalf("setting up the provider: %v", err)
+	}
+	if err := mgr.Add(f.engaged); err != nil {
+		t.Fatalf("adding the engagement recorder: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("manager stopped: %v", err)
+			}
+		case <-time.After(stopTimeout):
+			t.Errorf("manager did not stop within %v", stopTimeout)
+		}
+	})
+	return f
+}
+
+// newHubNamespace creates a namespace of its own for a test in the hub.
+func newHubNamespace(t *testing.T) string {
+	t.Helper()
+	prefix := strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name()))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix[:min(40, len(prefix))] + "-"}}
+	if err := hubClient.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// memberSecret is a member's kubeconfig Secret, labelled.
+func memberSecret(namespace, name string, kubeconfig []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,
+			Labels: map[string]string{hubv1alpha1.DefaultSecretLabel: "true"}},
+		Data: map[string][]byte{hubv1alpha1.DefaultSecretKey: kubeconfig},
+	}
+}
+
+// createSecret registers a member by creating its labelled Secret in the provider's namespace.
+func (f *fixture) createSecret(name string, kubeconfig []byte) {
+	f.t.Helper()
+	if err := hubClient.Create(context.Background(), memberSecret(f.ns, name, kubeconfig)); err != nil {
+		f.t.Fatalf("creating Secret %s: %v", name, err)
+	}
+}
+
+// updateSecret changes a member's Secret with mutate.
+func (f *fixture) updateSecret(name string, mutate func(*corev1.Secret)) {
+	f.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := &corev1.Secret{}
+		if err := hubClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, s); err != nil {
+			return err
+		}
+		mutate(s)
+		return hubClient.Update(context.Background(), s)
+	})
+	if err != nil {
+		f.t.Fatalf("updating Secret %s: %v", name, err)
+	}
+}
+
+// setKubeconfig replaces the kubeconfig of a member's Secret.
+func (f *fixture) setKubeconfig(name string, kubeconfig []byte) {
+	f.t.Helper()
+	f.updateSecret(name, func(s *corev1.Secret) { s.Data[hubv1alpha1.DefaultSecretKey] = kubeconfig })
+}
+
+// state polls what the provider knows of a member (the zero State if nothing).
+func (f *fixture) state(name string) func() spokeprovider.State {
+	return func() spokeprovider.State {
+		s, _ := f.provider.State(name)
+		return s
+	}
+}
+
+// known polls whether the provider knows a member at all.
+func (f *fixture) known(name string) func() bool {
+	return func() bool {
+		_, ok := f.provider.State(name)
+		return ok
+	}
+}
+
+// get polls the cluster the provider returns for a member.
+func (f *fixture) get(name string) func() (cluster.Cluster, error) {
+	return func() (cluster.Cluster, error) {
+		return f.provider.Get(context.Background(), multicluster.ClusterName(name))
+	}
+}
+
+// waitReady waits until a member is Ready and Connected and returns its cluster.
+func (f *fixture) waitReady(g Gomega, name string) cluster.Cluster {
+	f.t.Helper()
+	g.Eventually(f.state(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(beReady(hubv1alpha1.ConnectedReason))
+	cl, err := f.get(name)()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(informer.HasSynced()).To(BeTrue(), "the cache of ConfigMaps is cold")
-	g.Expect(cl.GetClient().Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})).To(Succeed())
-	ns := &corev1.Namespace{}
-	g.Expect(cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: "kube-system"}, ns)).To(Succeed())
-	g.Expect(string(ns.UID)).To(Equal(st.ClusterID))
+	return cl
+}
 
-	// The manager engaged that very cluster, once, and OnReady said so.
-	engaged := f.engaged.of("member-a")
-	g.Expect(engaged).To(HaveLen(1))
-	g.Expect(engaged[0].Cluster).To(BeIdenticalTo(cl))
-	g.Expect(engaged[0].Ended()).To(BeFalse())
-	g.Expect(f.history.readiesOf("member-a")).To(HaveLen(1))
-
-	// The other Secrets never become members.
-	g.Consistently(func(g Gomega) {
-		for _, name := range []string{"unlabelled", "labelled-false", "elsewhere"} {
-			_, ok := f.provider.State(name)
-			g.Expect(ok).To(BeFalse(), "Secret %s is a member", name)
-			g.Expect(f.provider.Connected(multicluster.ClusterName(name))).To(MatchError(multicluster.ErrClusterNotFound))
+// watchReadiness samples a member's State until stop is called, which returns every sample in
+// which the member was unknown or not Ready: a Consistently that runs alongside other steps.
+func (f *fixture) watchReadiness(name string) (stop func() []spokeprovider.State) {
+	var (
+		mu   sync.Mutex
+		bad  []spokeprovider.State
+		quit = make(chan struct{})
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(interval / 4)
+		defer ticker.Stop()
+		for {
+			if s, ok := f.provider.State(name); !ok || !s.Ready {
+				mu.Lock()
+				bad = append(bad, s)
+				mu.Unlock()
+			}
+			select {
+			case <-quit:
+				return
+			case <-ticker.C:
+			}
 		}
-		g.Expect(f.engaged.names()).To(Equal([]string{"member-a"}))
-	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
+	}()
+	return func() []spokeprovider.State {
+		close(quit)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return bad
+	}
 }
 
-// TestRotation: a new kubeconfig is connected before it replaces the old connection (make
-// before break); a new kubeconfig that does not work leaves the old connection in use.
-func TestRotation(t *testing.T) {
-	g := NewWithT(t)
-	f := startProvider(t, testOptions())
-	f.createSecret("rotating", memberA.Kubeconfig())
-	first := f.waitReady(g, "rotating")
-	id := clusterID(t, memberA)
-
-	t.Run("to another valid credential", func(t *testing.T) {
-		g := NewWithT(t)
-		stop := f.watchReadiness("rotating")
-		f.setKubeconfig("rotating", userKubeconfig(t, memberA, "rotated-admin"))
-
-		g.Eventually(f.get("rotating")).WithTimeout(joinTimeout).WithPolling(interval).ShouldNot(BeIdenticalTo(first))
-		second, _ := f.get("rotating")()
-		g.Eventually(func() []engagement { return f.engaged.of("rotating") }).WithTimeout(joinTimeout).WithPolling(interval).Should(
-			HaveExactElements(
-				SatisfyAll(HaveField("Cluster", BeIdenticalTo(first)), HaveField("Ended()", BeTrue())),
-				SatisfyAll(HaveField("Cluster", BeIdenticalTo(second)), HaveField("Ended()", BeFalse()))),
-			"the old engagement ends, the new one lives")
-		g.Expect(f.engaged.of("rotating")[1].PreviousLive).To(BeTrue(), "the old connection ended before the new one was engaged")
-
-		g.Expect(f.state("rotating")()).To(SatisfyAll(beReady(hubv1alpha1.ConnectedReason), HaveField("ClusterID", id)))
-		g.Expect(second.GetAPIReader().List(t.Context(), &corev1.NamespaceList{})).To(Succeed())
-		g.Consistently(f.state("rotating")).WithTimeout(quietPeriod).WithPolling(interval).Should(beReady(hubv1alpha1.ConnectedReason))
-		g.Expect(stop()).To(BeEmpty(), "the member was not Ready during the rotation")
-	})
-
-	t.Run("to a kubeconfig that does not work", func(t *testing.T) {
-		g := NewWithT(t)
-		current, _ := f.get("rotating")()
-		engaged := len(f.engaged.of("rotating"))
-		stop := f.watchReadiness("rotating")
-		f.setKubeconfig("rotating", kubeconfigFor(t, memberA, closedPort(t)))
-
-		g.Eventually(f.state("rotating")).WithTimeout(joinTimeout).WithPolling(interval).Should(beReady(hubv1alpha1.RotationFailedReason))
-		g.Expect(f.state("rotating")().Message).To(ContainSubstring(hubv1alpha1.UnreachableReason))
-		// The old connection stays in use, while the new kubeconfig is retried.
-		g.Consistently(func(g Gomega) {
-			g.Expect(f.state("rotating")()).To(beReady(hubv1alpha1.RotationFailedReason))
-			g.Expect(f.get("rotating")()).To(BeIdenticalTo(current))
-			g.Expect(f.provider.Connected("rotating")).To(Succeed())
-			g.Expect(f.engaged.of("rotating")).To(HaveLen(engaged))
-			g.Expect(f.engaged.of("rotating")[engaged-1].Ended()).To(BeFalse())
-		}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
-		g.Expect(stop()).To(BeEmpty(), "the member was not Ready after a failed rotation")
-	})
+// beReady matches a Ready State with reason.
+func beReady(reason string) types.GomegaMatcher {
+	return SatisfyAll(HaveField("Ready", BeTrue()), HaveField("Reason", Equal(reason)))
 }
 
-// TestSupersededWhileConnecting: a connection attempt that hangs does not hold up the next
-// kubeconfig, and its late failure changes nothing.
-func TestSupersededWhileConnecting(t *testing.T) {
-	g := NewWithT(t)
-	opts := testOptions()
-	opts.ConnectTimeout = 6 * time.Second
-	f := startProvider(t, opts)
-	hole := blackHole(t)
-
-	f.createSecret("superseded", kubeconfigFor(t, memberB, hole.addr))
-	g.Eventually(hole.accepted()).WithTimeout(joinTimeout).WithPolling(interval).Should(BeNumerically(">=", 1))
-	hanging := hole.acceptedAt()[0]
-	g.Expect(f.state("superseded")()).To(beNotReady(hubv1alpha1.ConnectingReason))
-
-	updated := time.Now()
-	f.setKubeconfig("superseded", memberB.Kubeconfig())
-	g.Eventually(f.state("superseded")).WithTimeout(opts.ConnectTimeout/2).WithPolling(interval).Should(beReady(hubv1alpha1.ConnectedReason),
-		"the member joins well before the hanging attempt times out")
-	t.Logf("joined %v after the new kubeconfig", time.Since(updated))
-	cl, _ := f.get("superseded")()
-	joined := len(f.history.changesOf("superseded"))
-
-	// The hanging attempt fails once ConnectTimeout has passed; nothing changes.
-	g.Consistently(func(g Gomega) {
-		g.Expect(f.state("superseded")()).To(beReady(hubv1alpha1.ConnectedReason))
-		g.Expect(f.get("superseded")()).To(BeIdenticalTo(cl))
-	}).WithTimeout(time.Until(hanging.Add(opts.ConnectTimeout + quietPeriod))).WithPolling(interval).Should(Succeed())
-	g.Expect(f.history.changesOf("superseded")[joined:]).To(BeEmpty())
-	g.Expect(f.engaged.of("superseded")).To(HaveExactElements(HaveField("Ended()", BeFalse())))
+// beNotReady matches a State that is not Ready, with reason.
+func beNotReady(reason string) types.GomegaMatcher {
+	return SatisfyAll(HaveField("Ready", BeFalse()), HaveField("Reason", Equal(reason)))
 }
 
-// TestBackOff: a kubeconfig whose server drops every connection is retried with growing
-// delays, capped by RetryMaxDelay; a new kubeconfig does not wait for the back-off.
-func TestBackOff(t *testing.T) {
-	g := NewWithT(t)
-	opts := testOptions()
-	opts.ConnectTimeout = 1500 * time.Millisecond
-	opts.RetryMaxDelay = 4 * time.Second
-	f := startProvider(t, opts)
-	door := slammingDoor(t)
+// observation is what a callback of the provider was told, and the State at that moment.
+type observation struct {
+	At    time.Time
+	State spokeprovider.State
+	Known bool
+}
 
-	f.createSecret("backoff", kubeconfigFor(t, memberA, door.addr))
-	g.Eventually(f.state("backoff")).WithTimeout(joinTimeout).WithPolling(interval).Should(beNotReady(hubv1alpha1.UnreachableReason))
+// history records the provider's OnChange and OnReady callbacks, per member.
+type history struct {
+	p       *spokeprovider.Provider
+	mu      sync.Mutex
+	changes map[string][]observation
+	readies map[string][]observation
+}
 
-	// Four attempts, each reaching the server and failing; the delays before the next attempt
-	// grow from 2 seconds, doubling, up to RetryMaxDelay.
-	wantDelays := []time.Duration{2 * time.Second, 4 * time.Second, opts.RetryMaxDelay}
-	var failures []time.Time
-	g.Eventually(func() []time.Time {
-		failures = failuresOf(f.history.changesOf("backoff"))
-		return failures
-	}).WithTimeout(30 * time.Second).WithPolling(interval).Should(HaveLen(len(wantDelays) + 1))
-	accepts := door.acceptedAt()
-	for i := range failures {
-		var from time.Time
-		if i > 0 {
-			from = failures[i-1]
+func (h *history) changed(name string) { h.record(&h.changes, name) }
+func (h *history) ready(name string)   { h.record(&h.readies, name) }
+
+func (h *history) record(into *map[string][]observation, name string) {
+	s, ok := h.p.State(name)
+	o := observation{At: time.Now(), State: s, Known: ok}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if *into == nil {
+		*into = map[string][]observation{}
+	}
+	(*into)[name] = append((*into)[name], o)
+}
+
+// changesOf returns the OnChange calls for a member so far.
+func (h *history) changesOf(name string) []observation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]observation(nil), h.changes[name]...)
+}
+
+// readiesOf returns the OnReady calls for a member so far.
+func (h *history) readiesOf(name string) []observation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]observation(nil), h.readies[name]...)
+}
+
+// engagement is one Engage call the manager passed on.
+type engagement struct {
+	Name    multicluster.ClusterName
+	Cluster cluster.Cluster
+	// PreviousLive says whether the member's previous engagement, if any, was still live when
+	// this one began: make before break.
+	PreviousLive bool
+	ctx          context.Context
+}
+
+// Ended reports whether the engagement's context ended: the member was disengaged.
+func (e engagement) Ended() bool { return e.ctx.Err() != nil }
+
+// engagements is a multicluster-aware runnable that records every Engage, with its context,
+// as any multicluster controller of the manager would see them.
+type engagements struct {
+	mu   sync.Mutex
+	list []*engagement
+}
+
+var _ mcmanager.Runnable = &engagements{}
+
+func (e *engagements) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (e *engagements) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	eng := &engagement{Name: name, Cluster: cl, ctx: ctx}
+	for _, prev := range e.list {
+		if prev.Name == name {
+			eng.PreviousLive = !prev.Ended()
 		}
-		n := countIn(accepts, from, failures[i])
-		t.Logf("attempt %d: %d connections", i+1, n)
-		g.Expect(n).To(BeNumerically(">=", 1), "connections of attempt %d", i+1)
 	}
-	for i, want := range wantDelays {
-		delay := firstAfter(accepts, failures[i]).Sub(failures[i])
-		t.Logf("delay before attempt %d: %v", i+2, delay)
-		g.Expect(delay).To(BeNumerically("~", want+250*time.Millisecond, 300*time.Millisecond), "delay before attempt %d", i+2)
-	}
-
-	// A good kubeconfig is connected at once, not after the pending delay.
-	updated := time.Now()
-	f.setKubeconfig("backoff", memberA.Kubeconfig())
-	f.waitReady(g, "backoff")
-	g.Expect(time.Since(updated)).To(BeNumerically("<", opts.RetryMaxDelay), "joined after the back-off")
-	g.Expect(countAfter(door.acceptedAt(), failures[len(failures)-1])).To(BeZero(), "the old kubeconfig was retried")
+	e.list = append(e.list, eng)
+	return nil
 }
 
-// failuresOf returns when OnChange told of each failed connection attempt of a member.
-func failuresOf(changes []observation) []time.Time {
-	var out []time.Time
-	for _, o := range changes {
-		if !o.State.Ready && o.State.Reason == hubv1alpha1.UnreachableReason {
-			out = append(out, o.At)
+// of returns copies of the engagements of a member, oldest first.
+func (e *engagements) of(name string) []engagement {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []engagement
+	for _, eng := range e.list {
+		if string(eng.Name) == name {
+			out = append(out, *eng)
 		}
 	}
 	return out
 }
 
-// firstAfter returns the first of times after from, or the zero time.
-func firstAfter(times []time.Time, from time.Time) time.Time {
-	for _, at := range times {
-		if at.After(from) {
-			return at
+// names returns the names of every engaged member, in engagement order.
+func (e *engagements) names() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, eng := range e.list {
+		out = append(out, string(eng.Name))
+	}
+	return out
+}
+
+// userKubeconfig provisions a new system:masters user in cp and returns its kubeconfig: another
+// valid credential for the same cluster.
+func userKubeconfig(t *testing.T, cp *controlplane.ControlPlane, user string) []byte {
+	t.Helper()
+	cfg, err := cp.AddUser(user, []string{"system:masters"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := controlplane.KubeconfigFor(cp.Name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// editKubeconfig returns cp's admin kubeconfig changed by edit.
+func editKubeconfig(t *testing.T, cp *controlplane.ControlPlane, edit func(*clientcmdapi.Config)) []byte {
+	t.Helper()
+	kc, err := clientcmd.Load(cp.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(kc)
+	out, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// kubeconfigFor returns cp's admin kubeconfig with its server moved to addr (host:port).
+func kubeconfigFor(t *testing.T, cp *controlplane.ControlPlane, addr string) []byte {
+	t.Helper()
+	return editKubeconfig(t, cp, func(kc *clientcmdapi.Config) { kc.Clusters[cp.Name].Server = "https://" + addr })
+}
+
+// closedPort returns a 127.0.0.1 address nothing listens on: connecting is refused at once.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// fakeServer is a TCP listener on 127.0.0.1 that is no API server: it either holds every
+// connection open without a word (a black hole) or closes each one as soon as it accepts it.
+// It records when it accepted each connection.
+type fakeServer struct {
+	addr    string
+	mu      sync.Mutex
+	accepts []time.Time
+	held    []net.Conn
+}
+
+func newFakeServer(t *testing.T, hold bool) *fakeServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &fakeServer{addr: ln.Addr().String()}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.accepts = append(s.accepts, time.Now())
+			if hold {
+				s.held = append(s.held, conn)
+			}
+			s.mu.Unlock()
+			if !hold {
+				_ = conn.Close()
+			}
 		}
-	}
-	return time.Time{}
-}
-
-// countIn counts the times in [from, to].
-func countIn(times []time.Time, from, to time.Time) int {
-	n := 0
-	for _, at := range times {
-		if !at.Before(from) && !at.After(to) {
-			n++
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, c := range s.held {
+			_ = c.Close()
 		}
-	}
-	return n
-}
-
-// countAfter counts the times after from.
-func countAfter(times []time.Time, from time.Time) int {
-	n := 0
-	for _, at := range times {
-		if at.After(from) {
-			n++
-		}
-	}
-	return n
-}
-
-// TestDuplicateCluster: a cluster that is already a member is refused under a second name,
-// which is retried and joins once the first name left.
-func TestDuplicateCluster(t *testing.T) {
-	g := NewWithT(t)
-	f := startProvider(t, testOptions())
-	f.createSecret("first", memberA.Kubeconfig())
-	f.waitReady(g, "first")
-
-	f.createSecret("second", userKubeconfig(t, memberA, "duplicate-admin"))
-	g.Eventually(f.state("second")).WithTimeout(joinTimeout).WithPolling(interval).Should(SatisfyAll(
-		beNotReady(hubv1alpha1.DuplicateClusterReason),
-		HaveField("Message", ContainSubstring(`"first"`))))
-	g.Consistently(func(g Gomega) {
-		g.Expect(f.state("first")()).To(beReady(hubv1alpha1.ConnectedReason))
-		g.Expect(f.state("second")()).To(HaveField("Ready", BeFalse()))
-		g.Expect(f.provider.Connected("second")).To(MatchError(multicluster.ErrClusterNotFound))
-		g.Expect(f.engaged.names()).To(Equal([]string{"first"}))
-	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
-
-	// The first name leaves: the second is retried, after its back-off, and joins.
-	g.Expect(hubClient.Delete(t.Context(), memberSecret(f.ns, "first", nil))).To(Succeed())
-	g.Eventually(f.known("first")).WithTimeout(joinTimeout).WithPolling(interval).Should(BeFalse())
-	cl := f.waitReady(g, "second")
-	g.Expect(f.state("second")().ClusterID).To(Equal(clusterID(t, memberA)))
-	g.Expect(cl.GetAPIReader().List(t.Context(), &corev1.NamespaceList{})).To(Succeed())
-	g.Expect(f.engaged.names()).To(Equal([]string{"first", "second"}))
-}
-
-// TestProbeThreshold: a member that stops answering is Unreachable after FailureThreshold
-// failed probes, stays engaged, and is Ready again (OnReady) once it answers.
-func TestProbeThreshold(t *testing.T) {
-	g := NewWithT(t)
-	f := startProvider(t, testOptions())
-	f.createSecret("probed", memberB.Kubeconfig())
-	cl := f.waitReady(g, "probed")
-	g.Expect(f.history.readiesOf("probed")).To(HaveLen(1))
-
-	g.Expect(memberB.Pause()).To(Succeed())
-	t.Cleanup(func() { _ = memberB.Resume() })
-	g.Eventually(f.state("probed")).WithTimeout(joinTimeout).WithPolling(interval).Should(SatisfyAll(
-		beNotReady(hubv1alpha1.UnreachableReason),
-		HaveField("Message", HavePrefix(fmt.Sprintf("%d consecutive health probes failed", failureThreshold)))))
-	err := f.provider.Connected("probed")
-	g.Expect(err).To(MatchError(spokeprovider.ErrNotConnected))
-	g.Expect(errors.Is(err, multicluster.ErrClusterNotFound)).To(BeFalse())
-	g.Expect(f.get("probed")()).To(BeIdenticalTo(cl), "an unreachable member stays engaged")
-
-	g.Expect(memberB.Resume()).To(Succeed())
-	g.Eventually(f.state("probed")).WithTimeout(joinTimeout).WithPolling(interval).Should(beReady(hubv1alpha1.ConnectedReason))
-	g.Expect(f.provider.Connected("probed")).To(Succeed())
-	g.Eventually(func() int { return len(f.history.readiesOf("probed")) }).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal(2))
-	g.Expect(f.engaged.of("probed")).To(HaveExactElements(SatisfyAll(
-		HaveField("Cluster", BeIdenticalTo(cl)), HaveField("Ended()", BeFalse()))), "the same connection recovered")
-}
-
-// TestFaultBlipResyncs: a member that misses probes, too few to be Unreachable, stays Ready and
-// unreported, but OnReady tells the reconcilers when it answers again: its watches may have
-// broken meanwhile.
-func TestFaultBlipResyncs(t *testing.T) {
-	g := NewWithT(t)
-	opts := testOptions()
-	opts.FailureThreshold = 1000
-	f := startProvider(t, opts)
-	f.createSecret("blip", memberB.Kubeconfig())
-	f.waitReady(g, "blip")
-	g.Expect(f.history.readiesOf("blip")).To(HaveLen(1))
-	changes := len(f.history.changesOf("blip"))
-	notReady := f.watchReadiness("blip")
-
-	g.Expect(memberB.Pause()).To(Succeed())
-	t.Cleanup(func() { _ = memberB.Resume() })
-	// Unseen for longer than a probe's timeout and interval: at least one probe failed.
-	g.Eventually(func() time.Duration { return time.Since(f.state("blip")().LastSeen) }).
-		WithTimeout(joinTimeout).WithPolling(interval).Should(BeNumerically(">", probeTimeout+2*probeInterval))
-	g.Expect(f.history.readiesOf("blip")).To(HaveLen(1))
-	g.Expect(memberB.Resume()).To(Succeed())
-	resumed := time.Now()
-	g.Eventually(func() int { return len(f.history.readiesOf("blip")) }).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal(2))
-	t.Logf("resync asked %v after the member answered again", time.Since(resumed).Round(time.Millisecond))
-	g.Expect(notReady()).To(BeEmpty(), "a blip below the threshold is not reported")
-	g.Expect(f.history.changesOf("blip")).To(HaveLen(changes), "nothing published changed")
-}
-
-// TestRotationWhileUnreachable: a new kubeconfig that fails while the member does not answer
-// does not hide that it does not: the member stays Unreachable (RotationFailed means Ready, still
-// working with the previous kubeconfig); once it answers again, the failed rotation is reported.
-func TestRotationWhileUnreachable(t *testing.T) {
-	g := NewWithT(t)
-	f := startProvider(t, testOptions())
-	f.createSecret("unreachable", memberB.Kubeconfig())
-	cl := f.waitReady(g, "unreachable")
-
-	g.Expect(memberB.Pause()).To(Succeed())
-	t.Cleanup(func() { _ = memberB.Resume() })
-	g.Eventually(f.state("unreachable")).WithTimeout(joinTimeout).WithPolling(interval).Should(beNotReady(hubv1alpha1.UnreachableReason))
-	changes := len(f.history.changesOf("unreachable"))
-	f.setKubeconfig("unreachable", kubeconfigFor(t, memberB, closedPort(t)))
-	// The new kubeconfig is tried (OnChange: connecting, failed) and retried; nothing else changes.
-	g.Eventually(func() int { return len(f.history.changesOf("unreachable")) }).WithTimeout(joinTimeout).WithPolling(interval).Should(
-		BeNumerically(">=", changes+2))
-	g.Consistently(func(g Gomega) {
-		st := f.state("unreachable")()
-		g.Expect(st).To(beNotReady(hubv1alpha1.UnreachableReason), "%+v", st)
-		g.Expect(f.provider.Connected("unreachable")).To(MatchError(spokeprovider.ErrNotConnected))
-		g.Expect(f.get("unreachable")()).To(BeIdenticalTo(cl))
-	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
-
-	g.Expect(memberB.Resume()).To(Succeed())
-	g.Eventually(f.state("unreachable")).WithTimeout(joinTimeout).WithPolling(interval).Should(beReady(hubv1alpha1.RotationFailedReason))
-	g.Expect(f.get("unreachable")()).To(BeIdenticalTo(cl))
-}
-
-// TestLeave: deleting the Secret, or removing its label, disengages the member and changes
-// nothing in it.
-func TestLeave(t *testing.T) {
-	opts := testOptions()
-	opts.CRDs, opts.InstallCRDs = memberCRDs, true // the only write to a member, on join
-	f := startProvider(t, opts)
-
-	for _, tc := range []struct {
-		name  string
-		leave func(g Gomega, name string)
-	}{
-		{name: "secret-deleted", leave: func(g Gomega, name string) {
-			g.Expect(hubClient.Delete(context.Background(), memberSecret(f.ns, name, nil))).To(Succeed())
-		}},
-		{name: "label-removed", leave: func(_ Gomega, name string) {
-			f.updateSecret(name, func(s *corev1.Secret) { delete(s.Labels, hubv1alpha1.DefaultSecretLabel) })
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g, ctx := NewWithT(t), t.Context()
-			f.createSecret(tc.name, memberA.Kubeconfig())
-			f.waitReady(g, tc.name)
-			written, err := writtenByHub(ctx, memberA.Config)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(written).To(HaveKey("customresourcedefinitions.apiextensions.k8s.io /"+memberCRDs[0].Name),
-				"the provider installed the CRD")
-			changes := len(f.history.changesOf(tc.name))
-
-			tc.leave(g, tc.name)
-			g.Eventually(f.known(tc.name)).WithTimeout(joinTimeout).WithPolling(interval).Should(BeFalse())
-			_, err = f.get(tc.name)()
-			g.Expect(err).To(MatchError(multicluster.ErrClusterNotFound))
-			g.Expect(f.provider.Connected(multicluster.ClusterName(tc.name))).To(MatchError(multicluster.ErrClusterNotFound))
-			g.Eventually(func() []engagement { return f.engaged.of(tc.name) }).WithTimeout(joinTimeout).WithPolling(interval).Should(
-				HaveExactElements(HaveField("Ended()", BeTrue())), "the engagement ends")
-			// OnChange is called after the member is forgotten and its engagement cancelled: wait for it.
-			g.Eventually(func() []observation { return f.history.changesOf(tc.name)[changes:] }).WithTimeout(joinTimeout).
-				WithPolling(interval).Should(ContainElement(HaveField("Known", BeFalse())), "OnChange told the member left")
-
-			g.Consistently(func() (map[string]string, error) { return writtenByHub(ctx, memberA.Config) }).
-				WithTimeout(quietPeriod).WithPolling(500*time.Millisecond).Should(Equal(written), "the member was changed")
-		})
-	}
-}
-
-// TestRefusedKubeconfig: a kubeconfig that would run a program is refused, nothing connects
-// with it, and it is not retried until the Secret holds another kubeconfig.
-func TestRefusedKubeconfig(t *testing.T) {
-	g := NewWithT(t)
-	f := startProvider(t, testOptions())
-	door := slammingDoor(t)
-	exec := editKubeconfig(t, memberA, func(kc *clientcmdapi.Config) {
-		kc.Clusters[memberA.Name].Server = "https://" + door.addr
-		kc.AuthInfos[memberA.Name] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
-			APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "exit 1"},
-			InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
-		}}
 	})
-	f.createSecret("refused", exec)
-	g.Eventually(f.state("refused")).WithTimeout(joinTimeout).WithPolling(interval).Should(beNotReady(hubv1alpha1.ExecPluginNotAllowedReason))
-	refused := f.state("refused")()
-	changes := len(f.history.changesOf("refused"))
+	return s
+}
 
-	steady := func(g Gomega) {
-		g.Expect(f.state("refused")()).To(Equal(refused))
-		g.Expect(f.history.changesOf("refused")).To(HaveLen(changes))
-		g.Expect(door.accepted()()).To(BeZero(), "something connected with the refused kubeconfig")
+// blackHole accepts connections and never answers.
+func blackHole(t *testing.T) *fakeServer { return newFakeServer(t, true) }
+
+// slammingDoor accepts connections and closes them at once.
+func slammingDoor(t *testing.T) *fakeServer { return newFakeServer(t, false) }
+
+// acceptedAt returns when the server accepted each connection so far.
+func (s *fakeServer) acceptedAt() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.accepts...)
+}
+
+// accepted polls how many connections the server accepted.
+func (s *fakeServer) accepted() func() int {
+	return func() int { return len(s.acceptedAt()) }
+}
+
+// clusterID reads the uid of kube-system of cp, by which the provider knows a cluster.
+func clusterID(t *testing.T, cp *controlplane.ControlPlane) string {
+	t.Helper()
+	ns := &corev1.Namespace{}
+	if err := memberClients[cp].Get(context.Background(), client.ObjectKey{Name: "kube-system"}, ns); err != nil {
+		t.Fatal(err)
 	}
-	g.Consistently(steady).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
-	// Another event on the Secret, with the same kubeconfig, is no reason to try again.
-	f.updateSecret("refused", func(s *corev1.Secret) { s.Annotations = map[string]string{"touched": "true"} })
-	g.Consistently(steady).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
-	g.Expect(f.engaged.names()).To(BeEmpty())
+	return string(ns.UID)
+}
 
-	f.setKubeconfig("refused", memberA.Kubeconfig())
-	f.waitReady(g, "refused")
+// serverVersion reads the gitVersion of cp.
+func serverVersion(t *testing.T, cp *controlplane.ControlPlane) string {
+	t.Helper()
+	disc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := disc.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.GitVersion
+}
+
+// writtenByHub lists every object of cp (of every resource that can be listed) with fields
+// managed by the hub's field owner, with its resourceVersion: what the hub wrote there.
+func writtenByHub(ctx context.Context, cfg *rest.Config) (map[string]string, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = rest.NoWarnings{} // deprecated kinds are listed too
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lists, err := disc.ServerPreferredResources()
+	if err != nil {
+		return nil, err
+	}
+	written := map[string]string{}
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range list.APIResources {
+			if !strings.Contains(strings.Join(r.Verbs, ","), "list") || strings.Contains(r.Name, "/") {
+				continue
+			}
+			objs, err := dyn.Resource(gv.WithResource(r.Name)).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("listing %s: %w", r.Name, err)
+			}
+			for _, o := range objs.Items {
+				for _, mf := range o.GetManagedFields() {
+					if mf.Manager == hubv1alpha1.FieldOwner {
+						written[r.Name+"."+gv.Group+" "+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
+					}
+				}
+			}
+		}
+	}
+	return written, nil
 }

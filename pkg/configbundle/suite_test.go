@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,8 +18,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -31,6 +28,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/suite"
 	"configbundle.dev/hub/pkg/configbundle"
 )
 
@@ -77,33 +75,27 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
-		return 1
-	}
-	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.Level(zapLevel()))))
 	must(clientgoscheme.AddToScheme(scheme))
 	must(configbundlev1alpha1.AddToScheme(scheme))
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	startCtx, startCancel := context.WithTimeout(ctx, startTimeout)
-	defer startCancel()
 	// The CRDs are installed before the garbage collector starts: it discovers new kinds only
 	// every 30 seconds.
 	crds, err := config.MemberCRDs()
 	must(err)
-	cps, err := controlplane.Start(startCtx,
-		controlplane.Plane{Name: "hub", Options: controlplane.Options{CRDs: crds}},
-		controlplane.Plane{Name: memberA, Options: controlplane.Options{CRDs: crds, GarbageCollector: true, AuditWrites: true}},
-		controlplane.Plane{Name: memberB, Options: controlplane.Options{CRDs: withoutValidation(crds), GarbageCollector: true}},
-		controlplane.Plane{Name: memberC, Options: controlplane.Options{CRDs: crds}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting control planes:", err)
-		return 1
-	}
-	defer func() { _ = controlplane.StopAll(cps) }()
+	return suite.Run(m, suite.Options{
+		StartTimeout: startTimeout,
+		Planes: []controlplane.Plane{
+			{Name: "hub", Options: controlplane.Options{CRDs: crds}},
+			{Name: memberA, Options: controlplane.Options{CRDs: crds, GarbageCollector: true, AuditWrites: true}},
+			{Name: memberB, Options: controlplane.Options{CRDs: withoutValidation(crds), GarbageCollector: true}},
+			{Name: memberC, Options: controlplane.Options{CRDs: crds}},
+		},
+		Setup: setUp,
+	})
+}
 
+// setUp connects the clusters provider to the members and starts the hub's manager with the
+// reconciler.
+func setUp(ctx, _ context.Context, cps []*controlplane.ControlPlane) error {
 	hubConfig = cps[0].Config
 	provider = clustersprovider.New()
 	for _, cp := range cps {
@@ -114,11 +106,17 @@ func runSuite(m *testing.M) int {
 			o.Scheme = scheme
 			configbundle.ConfigureCache(&o.Cache)
 		})
-		must(err)
-		must(provider.Add(ctx, multicluster.ClusterName(cp.Name), cl))
+		if err != nil {
+			return err
+		}
+		if err := provider.Add(ctx, multicluster.ClusterName(cp.Name), cl); err != nil {
+			return err
+		}
 		caches[cp.Name] = cl
 		c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-		must(err)
+		if err != nil {
+			return err
+		}
 		members[cp.Name] = c
 	}
 	mgr, err := mcmanager.New(cps[0].Config, provider, manager.Options{
@@ -126,26 +124,23 @@ func runSuite(m *testing.M) int {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
-	must(err)
+	if err != nil {
+		return err
+	}
 	reconciler, err = configbundle.SetupWithManager(mgr, configbundle.Options{
 		RetryBaseDelay: 100 * time.Millisecond,
 		RetryMaxDelay:  time.Second,
 		ResyncOn:       func(f func(name string)) { resync.Store(&f) },
 	})
-	must(err)
+	if err != nil {
+		return err
+	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager stopped:", err)
 		}
 	}()
-	return m.Run()
-}
-
-func zapLevel() int8 {
-	if os.Getenv("TEST_VERBOSE_LOGS") != "" {
-		return -1
-	}
-	return 5 // errors only
+	return nil
 }
 
 // withoutValidation strips the ConfigBundle CRD of its CEL rules and length bound.

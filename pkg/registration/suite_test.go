@@ -19,6 +19,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/suite"
 )
 
 // Timeouts of the suite, generous for a loaded two-core machine.
@@ -60,63 +61,48 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: these tests need real control planes; "+
-			"run them with `make test` (which builds etcd and kube-apiserver and sets KUBEBUILDER_ASSETS), "+
-			"or set KUBEBUILDER_ASSETS to the directory that `bash hack/testbin.sh` prints")
-		return 1
-	}
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, configbundlev1alpha1.AddToScheme, hubv1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	began := time.Now()
 	hubCRDs, err := config.HubCRDs()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "reading the hub CRDs: %v\n", err)
 		return 1
 	}
-	cps, err := controlplane.Start(ctx,
-		controlplane.Plane{Name: "hub", Options: controlplane.Options{StartTimeout: startTimeout, CRDs: hubCRDs}},
-		controlplane.Plane{Name: "member", Options: controlplane.Options{StartTimeout: startTimeout}})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the control planes: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := controlplane.StopAll(cps); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the control planes: %v\n", err)
-		}
-	}()
-	hubCP, memberCP = cps[0], cps[1]
+	return suite.Run(m, suite.Options{
+		StartTimeout: startTimeout,
+		Planes: []controlplane.Plane{
+			{Name: "hub", Options: controlplane.Options{StartTimeout: startTimeout, CRDs: hubCRDs}},
+			{Name: "member", Options: controlplane.Options{StartTimeout: startTimeout}},
+		},
+		Setup: setUp,
+	})
+}
 
+// setUp installs the ConfigBundle CRD in the member and builds the admin clients.
+func setUp(_, _ context.Context, cps []*controlplane.ControlPlane) error {
+	hubCP, memberCP = cps[0], cps[1]
 	crds, err := config.MemberCRDs()
 	if err == nil {
 		_, err = envtest.InstallCRDs(memberCP.Config, envtest.CRDInstallOptions{CRDs: crds})
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "installing the ConfigBundle CRD in the member: %v\n", err)
-		return 1
+		return fmt.Errorf("installing the ConfigBundle CRD in the member: %w", err)
 	}
 	if hubAdmin, err = client.NewWithWatch(hubCP.Config, client.Options{Scheme: scheme}); err == nil {
 		memberAdmin, err = client.NewWithWatch(memberCP.Config, client.Options{Scheme: scheme})
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "building clients: %v\n", err)
-		return 1
+		return fmt.Errorf("building clients: %w", err)
 	}
 	u, _, err := rest.DefaultServerUrlFor(memberCP.Config)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "member URL: %v\n", err)
-		return 1
+		return fmt.Errorf("member URL: %w", err)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	memberURL = u.String()
-	fmt.Fprintf(os.Stderr, "started hub and member control planes in %s\n", time.Since(began).Round(time.Millisecond))
-	return m.Run()
+	return nil
 }

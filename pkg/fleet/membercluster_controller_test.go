@@ -1,0 +1,106 @@
+package fleet_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// TestMemberClusterReportsTheProvidersFacts: a member the provider knows gets a MemberCluster,
+// labelled as the hub's, naming its Secret, with the provider's facts (readiness, version,
+// cluster id, credential expiry) and its bundles counted from the member's cache; its Ready
+// transition is announced by an Event.
+func TestMemberClusterReportsTheProvidersFacts(t *testing.T) {
+	g := NewWithT(t)
+	newBundle(t, memberA, "ok", metav1.ConditionTrue, "Applied")
+	newBundle(t, memberA, "broken", metav1.ConditionFalse, "ConfigMapConflict")
+	state := connected(memberA, 90*24*time.Hour)
+	join(t, memberA, state)
+
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("Conditions", And(
+			haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason),
+			haveCondition(hubv1alpha1.CredentialsValidCondition, metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason))),
+		HaveField("KubernetesVersion", "v1.36.3"), HaveField("ClusterID", "uid-"+memberA),
+		HaveField("CredentialsExpiry", HaveField("Time", BeTemporally("==", state.CredentialsExpiry))),
+		HaveField("LastSeenTime", Not(BeNil())),
+		HaveField("Bundles", hubv1alpha1.BundleCounts{Total: 2, Ready: 1, Failed: 1}),
+		HaveField("FailedBundles", ConsistOf(And(HaveField("Name", "broken"), HaveField("Reason", "ConfigMapConflict"))))))
+	mc := memberCluster(memberA)(g)
+	g.Expect(mc.Labels).To(HaveKeyWithValue(hubv1alpha1.ManagedByLabel, hubv1alpha1.FieldOwner))
+	g.Expect(mc.Spec.SecretRef).To(Equal(hubv1alpha1.SecretReference{Namespace: secretNamespace, Name: memberA}))
+	g.Eventually(memberEvents(memberA)).WithTimeout(timeout).WithPolling(interval).Should(
+		ContainElement(And(HavePrefix("Normal "+hubv1alpha1.ConnectedReason), ContainSubstring(memberA))))
+
+	// Another bundle is counted.
+	newBundle(t, memberA, "more", metav1.ConditionTrue, "Applied")
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Bundles", hubv1alpha1.BundleCounts{Total: 3, Ready: 2, Failed: 1}))
+}
+
+// TestMemberClusterFollowsTheProvider: the MemberCluster follows the provider's State: an
+// unreachable member is Ready=False with the provider's reason (a Warning Event) and keeps its
+// last counts; a credential about to expire, or expired, is CredentialsValid=False; the labels
+// users set are kept through every status write.
+func TestMemberClusterFollowsTheProvider(t *testing.T) {
+	g := NewWithT(t)
+	newBundle(t, memberB, "ok", metav1.ConditionTrue, "Applied")
+	state := connected(memberB, 90*24*time.Hour)
+	join(t, memberB, state)
+	g.Eventually(memberStatus(memberB)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("Conditions", haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason)),
+		HaveField("Bundles", hubv1alpha1.BundleCounts{Total: 1, Ready: 1})))
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc := memberCluster(memberB)(g)
+		mc.Labels["env"] = "prod"
+		return hub.Update(context.Background(), mc)
+	})).To(Succeed())
+
+	members.Set(memberB, unreachable(state))
+	g.Eventually(memberStatus(memberB)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("Conditions", haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.UnreachableReason)),
+		HaveField("Bundles", hubv1alpha1.BundleCounts{Total: 1, Ready: 1})))
+	g.Eventually(memberEvents(memberB)).WithTimeout(timeout).WithPolling(interval).Should(
+		ContainElement(And(HavePrefix("Warning "+hubv1alpha1.UnreachableReason), ContainSubstring("Probe failed"))))
+
+	soon := connected(memberB, 24*time.Hour)
+	members.Set(memberB, soon)
+	g.Eventually(memberStatus(memberB)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Conditions", And(
+		haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason),
+		haveCondition(hubv1alpha1.CredentialsValidCondition, metav1.ConditionFalse, hubv1alpha1.ExpiresSoonReason))))
+	expired := soon
+	expired.CredentialsExpiry = time.Now().Add(-time.Hour).Truncate(time.Second)
+	members.Set(memberB, expired)
+	g.Eventually(memberStatus(memberB)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Conditions",
+		haveCondition(hubv1alpha1.CredentialsValidCondition, metav1.ConditionFalse, hubv1alpha1.ExpiredReason)))
+	g.Expect(memberCluster(memberB)(g).Labels).To(HaveKeyWithValue("env", "prod"), "labels set by users are kept")
+}
+
+// TestMemberClusterGoesWithItsMember: a member whose Secret goes loses its MemberCluster; a
+// MemberCluster deleted by hand while its member stays is created again.
+func TestMemberClusterGoesWithItsMember(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	join(t, memberA, connected(memberA, 0))
+	first := memberCluster(memberA)
+	g.Eventually(first).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Status.Conditions",
+		And(haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason),
+			haveCondition(hubv1alpha1.CredentialsValidCondition, metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason))))
+	old := first(g)
+	g.Expect(hub.Delete(ctx, old)).To(Succeed())
+	g.Eventually(func(g Gomega) *hubv1alpha1.MemberCluster {
+		mc := &hubv1alpha1.MemberCluster{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: memberA}, mc)).To(Succeed())
+		return mc
+	}).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("UID", Not(Equal(old.UID))),
+		HaveField("Status.Conditions", haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason))))
+
+	leave(g, memberA) // fails unless the MemberCluster is deleted
+}
