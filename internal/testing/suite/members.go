@@ -156,4 +156,3 @@ func (m *Members) OnReady(fn func(name string)) {
 	defer m.mu.Unlock()
 	m.onReady = append(m.onReady, fn)
 }
-
