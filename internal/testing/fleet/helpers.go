@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,10 +98,13 @@ func NewFleetBundle(ns, name string, selector map[string]string, spec configbund
 			Template: hubv1alpha1.ConfigBundleTemplate{Spec: spec}}}
 }
 
+// tamperRetry is how Tamper retries on conflicts (with the hub's heals): for about 2.5s.
+var tamperRetry = wait.Backoff{Steps: 8, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.1}
+
 // Tamper sets the message of the ConfigMap key in a member, as another writer would, retrying
 // on conflicts.
 func Tamper(ctx context.Context, c client.Client, key client.ObjectKey, message string) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(tamperRetry, func() error {
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(ctx, key, cm); err != nil {
 			return err
@@ -154,7 +159,8 @@ func (f *Fleet) WaitReady(ctx context.Context, name, reason string) error {
 	return nil
 }
 
-// LabelMember sets labels on the MemberCluster name, as kubectl label --overwrite does.
+// LabelMember sets labels on the MemberCluster name, as kubectl label --overwrite does; one
+// whose value is empty is removed, as kubectl label key- does.
 func (f *Fleet) LabelMember(ctx context.Context, name string, labels map[string]string) error {
 	mc, err := f.GetMemberCluster(ctx, name)
 	if err != nil {
@@ -165,6 +171,10 @@ func (f *Fleet) LabelMember(ctx context.Context, name string, labels map[string]
 		mc.Labels = map[string]string{}
 	}
 	for k, v := range labels {
+		if v == "" {
+			delete(mc.Labels, k)
+			continue
+		}
 		mc.Labels[k] = v
 	}
 	if err := f.Hub.Patch(ctx, mc, patch); err != nil {

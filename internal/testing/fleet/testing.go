@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/netproxy"
 )
 
 // MustStart starts a fleet for a test, which it fails on error; the fleet is closed when the
@@ -86,4 +87,16 @@ func ReadyIs(status metav1.ConditionStatus, reason string) gomega.OmegaMatcher {
 		}
 		return string(got) + "/" + why
 	}, gomega.Equal(string(status)+"/"+reason))
+}
+
+// MustBlackHole starts a netproxy.BlackHole, failing the test on error, and closes it when the
+// test ends.
+func MustBlackHole(t testing.TB) *netproxy.BlackHole {
+	t.Helper()
+	h, err := netproxy.StartBlackHole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
