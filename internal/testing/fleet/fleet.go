@@ -168,7 +168,7 @@ func (f *Fleet) startPlanes(ctx context.Context) error {
 		f.HubPlane, cps = cps[0], cps[1:]
 		f.HubConfig, f.HubKubeconfig = f.HubPlane.Config, f.HubPlane.KubeconfigPath
 	}
-	if f.Hub, f.HubDynamic, err = f.clients(f.HubConfig); err != nil {
+	if f.Hub, f.HubDynamic, err = f.clients(f.clientConfig(f.HubConfig)); err != nil {
 		return fmt.Errorf("creating the hub's clients: %w", err)
 	}
 	if f.HubPlane != nil {
