@@ -168,7 +168,7 @@ func (f *fleet) notReady(ctx context.Context, names []string) (int, error) {
 func (f *fleet) converge(ctx context.Context, members []*member, perMember int, res *results) error {
 	start := time.Now()
 	for _, m := range members {
-		if err := ensureNamespace(ctx, m.Client, "bench"); err != nil {
+		if err := fixture.EnsureNamespace(ctx, m.Client, "bench"); err != nil {
 			return err
 		}
 	}

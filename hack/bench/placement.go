@@ -107,12 +107,12 @@ func (f *fleet) measurePlacement(ctx context.Context, cfg benchConfig, res *resu
 // preparePlacement labels the members' MemberClusters and creates the namespaces: on the hub,
 // and in every member (the hub creates none: NamespaceMissing).
 func (f *fleet) preparePlacement(ctx context.Context, pm []*member) error {
-	if err := ensureNamespace(ctx, f.Hub, placementNS); err != nil {
+	if err := fixture.EnsureNamespace(ctx, f.Hub, placementNS); err != nil {
 		return err
 	}
 	for _, m := range pm {
 		for _, ns := range []string{placementNS, floorNS} {
-			if err := ensureNamespace(ctx, m.Client, ns); err != nil {
+			if err := fixture.EnsureNamespace(ctx, m.Client, ns); err != nil {
 				return err
 			}
 		}

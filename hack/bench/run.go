@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
@@ -237,7 +236,7 @@ func (f *fleet) measureUnmanaged(ctx context.Context, cfg benchConfig, res *resu
 
 // createUnmanaged creates n ConfigMaps of 1 KiB that no bundle owns.
 func (f *fleet) createUnmanaged(ctx context.Context, m *member, n int) error {
-	if err := ensureNamespace(ctx, m.Client, "unmanaged"); err != nil {
+	if err := fixture.EnsureNamespace(ctx, m.Client, "unmanaged"); err != nil {
 		return err
 	}
 	payload := string(make([]byte, 1024))
@@ -246,10 +245,6 @@ func (f *fleet) createUnmanaged(ctx context.Context, m *member, n int) error {
 			Data: map[string]string{"payload": payload}}
 		return m.Client.Create(ctx, cm)
 	})
-}
-
-func ensureNamespace(ctx context.Context, c client.Client, name string) error {
-	return client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 }
 
 // parallel runs fn for 0..n-1 with the given concurrency and returns the first error.

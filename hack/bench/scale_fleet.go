@@ -102,7 +102,7 @@ func (s *scaleFleet) grow(ctx context.Context, healthy int) error {
 // createHealBundles creates cfg.Bundles bench bundles in each heal member.
 func (s *scaleFleet) createHealBundles(ctx context.Context) error {
 	for _, m := range s.healMembers() {
-		if err := ensureNamespace(ctx, m.Client, "bench"); err != nil {
+		if err := fixture.EnsureNamespace(ctx, m.Client, "bench"); err != nil {
 			return fmt.Errorf("creating namespace bench in %s: %w", m.Name, err)
 		}
 		err := parallel(ctx, s.cfg.Bundles, 8, func(ctx context.Context, i int) error {

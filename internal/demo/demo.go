@@ -169,7 +169,7 @@ func (d *demo) applySamples(ctx context.Context) error {
 	for _, m := range d.members {
 		for _, b := range bundles {
 			b := b.DeepCopy()
-			if err := d.fl.Member(m.Name).Client.Create(ctx, b); err != nil {
+			if err := m.Client.Create(ctx, b); err != nil {
 				return fmt.Errorf("creating ConfigBundle %s in %s: %w", b.Name, m.Name, err)
 			}
 		}

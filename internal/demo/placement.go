@@ -185,7 +185,7 @@ func (d *demo) startGarbageCollectorProbe(ctx context.Context) {
 func (d *demo) probeGarbageCollectors(ctx context.Context) error {
 	pending := map[string]client.WithWatch{}
 	for _, m := range d.members {
-		pending[m.Name] = d.fl.Member(m.Name).Client
+		pending[m.Name] = m.Client
 	}
 	start := time.Now()
 	for round := 1; len(pending) > 0; round++ {
@@ -234,7 +234,7 @@ func (d *demo) labelMember(ctx context.Context, name, value string) error {
 func (d *demo) ensureNamespace(ctx context.Context, ns string) error {
 	var created []string
 	for _, m := range d.members {
-		err := d.fl.Member(m.Name).Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		err := m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		switch {
 		case err == nil:
 			created = append(created, m.Name)
@@ -371,7 +371,7 @@ func (d *demo) showPlacement(ctx context.Context, heals int64) error {
 		}
 		bundle, message := "<none>", "<none>"
 		b := &configbundlev1alpha1.ConfigBundle{}
-		switch err := d.fl.Member(m.Name).Client.Get(ctx, client.ObjectKeyFromObject(d.fb), b); {
+		switch err := m.Client.Get(ctx, client.ObjectKeyFromObject(d.fb), b); {
 		case err == nil:
 			bundle = "placed"
 			if c := meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition); c != nil {
@@ -381,7 +381,7 @@ func (d *demo) showPlacement(ctx context.Context, heals int64) error {
 			return err
 		}
 		cm := &corev1.ConfigMap{}
-		switch err := d.fl.Member(m.Name).Client.Get(ctx, client.ObjectKeyFromObject(d.fb), cm); {
+		switch err := m.Client.Get(ctx, client.ObjectKeyFromObject(d.fb), cm); {
 		case err == nil:
 			message = strconv.Quote(cm.Data[configbundlev1alpha1.MessageKey])
 		case !apierrors.IsNotFound(err):

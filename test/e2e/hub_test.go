@@ -36,37 +36,21 @@ func joined(t *testing.T, names ...string) {
 }
 
 func ensureNamespace(g Gomega, member, ns string) {
-	err := fl.Member(member).Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if !apierrors.IsAlreadyExists(err) {
-		g.Expect(err).NotTo(HaveOccurred())
-	}
+	g.Expect(fleet.EnsureNamespace(context.Background(), fl.Member(member).Client, ns)).To(Succeed())
 }
 
 // createBundle creates a bundle in a member and waits until its ConfigMap is there.
 func createBundle(g Gomega, member, ns, name, message string) *configbundlev1alpha1.ConfigBundle {
 	ensureNamespace(g, member, ns)
-	b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: message}}
+	b := fleet.NewBundle(ns, name, message)
 	g.Expect(fl.Member(member).Client.Create(context.Background(), b)).To(Succeed())
-	g.Eventually(func(g Gomega) string {
-		cm := &corev1.ConfigMap{}
-		g.Expect(fl.Member(member).Client.Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
-		return cm.Data["message"]
-	}).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
+	g.Eventually(fl.Member(member).Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
 	return b
 }
 
 // tamper changes a managed ConfigMap's message.
 func tamper(g Gomega, member string, b *configbundlev1alpha1.ConfigBundle) {
 	g.Expect(fleet.Tamper(context.Background(), fl.Member(member).Client, client.ObjectKeyFromObject(b), "tampered")).To(Succeed())
-}
-
-// message returns a function reading the message of a bundle's ConfigMap.
-func message(member string, b *configbundlev1alpha1.ConfigBundle) func(Gomega) string {
-	return func(g Gomega) string {
-		cm := &corev1.ConfigMap{}
-		g.Expect(fl.Member(member).Client.Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
-		return cm.Data["message"]
-	}
 }
 
 func TestJoinReconcileAndReport(t *testing.T) {
@@ -108,7 +92,7 @@ func TestJoinReconcileAndReport(t *testing.T) {
 	// The conflict resolves; a heal in m1 is counted on its MemberCluster and on the Fleet.
 	g.Expect(fl.Member("m3").Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}})).To(Succeed())
 	tamper(g, "m1", a1)
-	g.Eventually(message("m1", a1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("one"))
+	g.Eventually(fl.Member("m1").Message(a1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("one"))
 	g.Eventually(func(g Gomega) int64 { return fl.MemberCluster("m1")(g).Status.Heals }).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1))
 	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.AllReadyReason),
@@ -175,7 +159,7 @@ users: [{name: u, user: ` + user + `}]
 
 	// Meanwhile the good member heals.
 	tamper(g, "m1", b)
-	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("good"))
+	g.Eventually(fl.Member("m1").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("good"))
 
 	// The exec plugin never ran.
 	g.Consistently(func() bool { _, err := os.Stat(marker); return os.IsNotExist(err) }).WithTimeout(quietPeriod).Should(BeTrue())
@@ -204,7 +188,7 @@ func TestHangingMemberDelaysNobody(t *testing.T) {
 	joined(t, "m3")
 	b := createBundle(g, "m2", "hanging", "web", "fine")
 	tamper(g, "m2", b)
-	g.Eventually(message("m2", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("fine"))
+	g.Eventually(fl.Member("m2").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("fine"))
 
 	g.Eventually(fl.MemberCluster("hanging")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
 }
@@ -238,7 +222,7 @@ func TestFaultPausedMemberIsUnreachableAndRecovers(t *testing.T) {
 
 	// The others keep working.
 	tamper(g, "m1", b1)
-	g.Eventually(message("m1", b1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("m1 keeps working"))
+	g.Eventually(fl.Member("m1").Message(b1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("m1 keeps working"))
 
 	g.Expect(fl.Member("m2").Plane.Resume()).To(Succeed())
 	resumed, resumedAt := true, time.Now()
@@ -261,7 +245,7 @@ func TestLeaveAndRejoin(t *testing.T) {
 		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	tamper(g, "m3", b)
-	g.Consistently(message("m3", b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
+	g.Consistently(fl.Member("m3").Message(b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
 	g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{})).To(Succeed())
 
 	// The label back: it rejoins and heals what drifted meanwhile.
@@ -269,7 +253,7 @@ func TestLeaveAndRejoin(t *testing.T) {
 	secret.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
 	g.Expect(fl.Hub.Update(ctx, secret)).To(Succeed())
 	g.Eventually(fl.MemberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
-	g.Eventually(message("m3", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("stay"))
+	g.Eventually(fl.Member("m3").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("stay"))
 
 	// Deleting the Secret: it leaves again; registering again brings it back.
 	fl.MustDeleteSecret(g, "m3")
@@ -294,14 +278,14 @@ func TestCredentialRotation(t *testing.T) {
 	g.Expect(secret.Data["kubeconfig"]).NotTo(Equal(good))
 	g.Consistently(fl.MemberCluster("m1")).WithTimeout(quietPeriod).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	tamper(g, "m1", b)
-	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
+	g.Eventually(fl.Member("m1").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
 
 	// A broken credential is reported and the previous one keeps working.
 	fl.MustPutSecret(g, "m1", map[string][]byte{"kubeconfig": kubeconfigWithToken(secret.Data["kubeconfig"], "revoked")})
 	g.Eventually(fl.MemberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.RotationFailedReason))
 	g.Expect(fl.MemberCluster("m1")(g).Status.Conditions[0].Message).To(ContainSubstring(hubv1alpha1.ForbiddenReason))
 	tamper(g, "m1", b)
-	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
+	g.Eventually(fl.Member("m1").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
 
 	fl.MustRegister(t, "m1")
 	g.Eventually(fl.MemberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
@@ -341,12 +325,12 @@ func TestFaultHubKilledHealsDriftMadeWhileDown(t *testing.T) {
 	// A MemberCluster whose Secret went away while the hub was down.
 	g.Expect(fl.Hub.Create(ctx, &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "ghost"},
 		Spec: hubv1alpha1.MemberClusterSpec{SecretRef: hubv1alpha1.SecretReference{Namespace: secretNS, Name: "ghost"}}})).To(Succeed())
-	g.Consistently(message("m1", b1)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"), "nothing heals while the hub is down")
+	g.Consistently(fl.Member("m1").Message(b1)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"), "nothing heals while the hub is down")
 
 	restarted := time.Now()
 	g.Expect(startHub()).To(Succeed())
-	g.Eventually(message("m1", b1)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("survive"))
-	g.Eventually(message("m2", b2)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("come back"))
+	g.Eventually(fl.Member("m1").Message(b1)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("survive"))
+	g.Eventually(fl.Member("m2").Message(b2)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("come back"))
 	t.Logf("hub restarted -> drift made while it was down healed in both members: %v", time.Since(restarted).Round(time.Millisecond))
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "ghost"}, &hubv1alpha1.MemberCluster{}))

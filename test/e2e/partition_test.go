@@ -92,7 +92,7 @@ func partition(t *testing.T, name string, heal func(*netproxy.Proxy)) {
 
 	// The API server is up: anyone else still reaches it, and the hub cannot heal what they do.
 	tamper(g, member, b)
-	g.Consistently(message(member, b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
+	g.Consistently(fl.Member(member).Message(b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
 
 	// Healed: Connected again, and the drift healed, each within a probe and a report.
 	heal(proxy)
@@ -102,7 +102,7 @@ func partition(t *testing.T, name string, heal func(*netproxy.Proxy)) {
 		if connectedAfter == 0 && matches(fl.MemberCluster(name)(g), fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason)) {
 			connectedAfter = time.Since(healed)
 		}
-		if driftHealedAfter == 0 && message(member, b)(g) == want {
+		if driftHealedAfter == 0 && fl.Member(member).Message(b)(g) == want {
 			driftHealedAfter = time.Since(healed)
 		}
 		g.Expect(connectedAfter).NotTo(BeZero(), "Connected")

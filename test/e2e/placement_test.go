@@ -42,9 +42,7 @@ func selectMember(t *testing.T, name, key, value string) {
 func newFleetBundle(t *testing.T, ns, name, key string, spec configbundlev1alpha1.ConfigBundleSpec) *hubv1alpha1.FleetBundle {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
-	if err := fl.Hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); !apierrors.IsAlreadyExists(err) {
-		g.Expect(err).NotTo(HaveOccurred())
-	}
+	g.Expect(fleet.EnsureNamespace(ctx, fl.Hub, ns)).To(Succeed())
 	fb := fleet.NewFleetBundle(ns, name, map[string]string{key: "yes"}, spec)
 	fb.Spec.Template.Metadata = hubv1alpha1.TemplateMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"owner": "platform@example.com"}}
 	g.Expect(fl.Hub.Create(ctx, fb)).To(Succeed())

@@ -215,7 +215,7 @@ func TestUnregisterThenRegisterWithLabelsAndWait(t *testing.T) {
 		To(Satisfy(apierrors.IsNotFound), "unregister deletes the hub's ServiceAccount in the member")
 	g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRole{})).
 		To(Satisfy(apierrors.IsNotFound), "and its RBAC")
-	g.Expect(message("m3", b)(g)).To(Equal("kept"), "and nothing the hub reconciled")
+	g.Expect(fl.Member("m3").Message(b)(g)).To(Equal("kept"), "and nothing the hub reconciled")
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
@@ -237,7 +237,7 @@ func TestUnregisterThenRegisterWithLabelsAndWait(t *testing.T) {
 	g.Expect(code).To(Equal(0))
 	g.Expect(fl.MemberCluster("m3")(g).Labels).To(And(HaveKeyWithValue("env", "staging"), Not(HaveKey("example.com/tier"))))
 	tamper(g, "m3", b)
-	g.Eventually(message("m3", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("kept"))
+	g.Eventually(fl.Member("m3").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("kept"))
 }
 
 func TestHelpAndVersion(t *testing.T) {

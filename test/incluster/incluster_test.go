@@ -89,7 +89,7 @@ func TestHubInCluster(t *testing.T) {
 
 	bundle := f.createBundle(g, "m1", "incluster", "greeting", "hello")
 	f.tamper(g, "m1", bundle)
-	g.Eventually(f.message("m1", bundle)).WithTimeout(timeout).WithPolling(interval).Should(Equal("hello"), "drift healed")
+	g.Eventually(f.fl.Member("m1").Message(bundle)).WithTimeout(timeout).WithPolling(interval).Should(Equal("hello"), "drift healed")
 
 	f.kubectlReports(g)
 	f.metricsAnswer(g)
@@ -103,7 +103,7 @@ func TestHubInCluster(t *testing.T) {
 	g.Eventually(f.leader).WithTimeout(timeout).WithPolling(interval).Should(And(Not(BeEmpty()), Not(Equal(leader))))
 	t.Logf("leader pod %s deleted; %s leads after %s", leader, f.leader(g), time.Since(step).Round(time.Millisecond))
 	f.tamper(g, "m1", bundle)
-	g.Eventually(f.message("m1", bundle)).WithTimeout(timeout).WithPolling(interval).Should(Equal("hello"), "drift healed by the new leader")
+	g.Eventually(f.fl.Member("m1").Message(bundle)).WithTimeout(timeout).WithPolling(interval).Should(Equal("hello"), "drift healed by the new leader")
 	g.Eventually(f.available).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 
 	f.ranAsItsServiceAccount(ctx, g)
@@ -210,22 +210,13 @@ func (f *fixture) createBundle(g Gomega, member, ns, name, message string) *conf
 	b := fleet.NewBundle(ns, name, message)
 	// The CRD is installed by the hub when the member joins: wait for it to be served.
 	g.Eventually(func() error { return c.Create(context.Background(), b) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Eventually(f.message(member, b)).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
+	g.Eventually(f.fl.Member(member).Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
 	return b
 }
 
 // tamper changes a managed ConfigMap's message.
 func (f *fixture) tamper(g Gomega, member string, b *configbundlev1alpha1.ConfigBundle) {
 	g.Expect(fleet.Tamper(context.Background(), f.fl.Member(member).Client, client.ObjectKeyFromObject(b), "tampered")).To(Succeed())
-}
-
-// message returns a function reading the message of a bundle's ConfigMap.
-func (f *fixture) message(member string, b *configbundlev1alpha1.ConfigBundle) func(Gomega) string {
-	return func(g Gomega) string {
-		cm := &corev1.ConfigMap{}
-		g.Expect(f.fl.Member(member).Client.Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
-		return cm.Data["message"]
-	}
 }
 
 // kubectlReports: `kubectl get mc` and `kubectl get fleet` show what an operator scans.

@@ -141,11 +141,8 @@ func (f *monitored) blockConfigMaps(t *testing.T, c client.Client, ns string) {
 // configMapSays is true once a bundle's ConfigMap has the message.
 func configMapSays(c client.Client, b *configbundlev1alpha1.ConfigBundle, message string) wait.ConditionWithContextFunc {
 	return func(ctx context.Context) (bool, error) {
-		cm := &corev1.ConfigMap{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cm); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		return cm.Data["message"] == message, nil
+		got, err := fleet.Message(ctx, c, client.ObjectKeyFromObject(b))
+		return got == message, client.IgnoreNotFound(err)
 	}
 }
 

@@ -104,6 +104,20 @@ func NewFleetBundle(ns, name string, selector map[string]string, spec configbund
 // tamperRetry is how Tamper retries on conflicts (with the hub's heals): for about 2.5s.
 var tamperRetry = wait.Backoff{Steps: 8, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.1}
 
+// EnsureNamespace creates the namespace name with c; one that exists is no error.
+func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
+	return client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+}
+
+// Message reads the message of the ConfigMap key with c.
+func Message(ctx context.Context, c client.Client, key client.ObjectKey) (string, error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, key, cm); err != nil {
+		return "", err
+	}
+	return cm.Data[configbundlev1alpha1.MessageKey], nil
+}
+
 // Tamper sets the message of the ConfigMap key in a member, as another writer would, retrying
 // on conflicts.
 func Tamper(ctx context.Context, c client.Client, key client.ObjectKey, message string) error {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/netproxy"
@@ -54,6 +55,16 @@ func (f *Fleet) MemberCluster(name string) func(gomega.Gomega) *hubv1alpha1.Memb
 		mc, err := f.GetMemberCluster(context.Background(), name)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		return mc
+	}
+}
+
+// Message returns a function reading the message of the ConfigMap of bundle b in the member,
+// for Eventually.
+func (m *Member) Message(b client.Object) func(gomega.Gomega) string {
+	return func(g gomega.Gomega) string {
+		msg, err := Message(context.Background(), m.Client, client.ObjectKeyFromObject(b))
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		return msg
 	}
 }
 
