@@ -136,7 +136,7 @@ func (f *fleet) restartHub(ctx context.Context, cfg benchConfig) error {
 // caughtUp reports whether the running hub has caught up with the fleet, as its metrics, the
 // MemberClusters and the bundles of the members with bundles (perMember each) say.
 func (f *fleet) caughtUp(ctx context.Context, bundled []*member, perMember int) bool {
-	if !f.hubMetricsCaughtUp(bundled, perMember) || !f.membersConnected(ctx) {
+	if !f.hubMetricsCaughtUp(bundled, perMember) || !f.AllReady(ctx, hubv1alpha1.ConnectedReason, f.Members()...) {
 		return false
 	}
 	for _, m := range bundled {
@@ -168,21 +168,6 @@ func (f *fleet) hubMetricsCaughtUp(bundled []*member, perMember int) bool {
 		}
 	}
 	return m.sum("workqueue_depth", func(l map[string]string) bool { return l["name"] == "configbundle" }) == 0
-}
-
-// membersConnected reports whether every reachable member's MemberCluster is Ready (Connected).
-func (f *fleet) membersConnected(ctx context.Context) bool {
-	for _, m := range f.Members() {
-		mc := &hubv1alpha1.MemberCluster{}
-		if err := f.Hub.Get(ctx, client.ObjectKey{Name: m.Name}, mc); err != nil {
-			return false
-		}
-		c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != hubv1alpha1.ConnectedReason {
-			return false
-		}
-	}
-	return true
 }
 
 // bundlesRecorded reports whether every bench bundle of m is Ready (Synced) at its generation

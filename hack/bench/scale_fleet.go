@@ -9,7 +9,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -231,7 +230,7 @@ func (s *scaleFleet) joinMembers(ctx context.Context, p *scalePoint) error {
 // ConfigBundle queued and, sharded, every member held by a live replica; then a moment more.
 func (s *scaleFleet) waitCaughtUp(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, settlePoll, scaleTimeout, true, func(ctx context.Context) (bool, error) {
-		if !s.connected(ctx) || !s.queuesEmpty() || !s.leasesHeld(ctx) {
+		if !s.AllReady(ctx, hubv1alpha1.ConnectedReason, s.Members()[:s.healthy]...) || !s.queuesEmpty() || !s.leasesHeld(ctx) {
 			return false, nil
 		}
 		for _, m := range s.healMembers() {
@@ -245,25 +244,6 @@ func (s *scaleFleet) waitCaughtUp(ctx context.Context) error {
 		return fmt.Errorf("waiting for the hub replicas to catch up with %d members: %w", s.healthy, err)
 	}
 	return sleepCtx(ctx, restartQuiet)
-}
-
-// connected reports whether every registered member's MemberCluster is Ready (Connected).
-func (s *scaleFleet) connected(ctx context.Context) bool {
-	list := &hubv1alpha1.MemberClusterList{}
-	if err := s.Hub.List(ctx, list); err != nil {
-		return false
-	}
-	ready := map[string]bool{}
-	for _, mc := range list.Items {
-		c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
-		ready[mc.Name] = c != nil && c.Status == metav1.ConditionTrue && c.Reason == hubv1alpha1.ConnectedReason
-	}
-	for _, m := range s.Members()[:s.healthy] {
-		if !ready[m.Name] {
-			return false
-		}
-	}
-	return true
 }
 
 // queuesEmpty reports whether no replica has a ConfigBundle queued.

@@ -308,25 +308,11 @@ func (d *demo) poll(ctx context.Context, what string, cond wait.ConditionWithCon
 }
 
 func (d *demo) allMembers(reason string) wait.ConditionWithContextFunc {
-	return func(ctx context.Context) (bool, error) {
-		for _, m := range d.members {
-			if ok, _ := d.memberReason(m.Name, reason)(ctx); !ok {
-				return false, nil
-			}
-		}
-		return true, nil
-	}
+	return func(ctx context.Context) (bool, error) { return d.fl.AllReady(ctx, reason, d.members...), nil }
 }
 
 func (d *demo) memberReason(name, reason string) wait.ConditionWithContextFunc {
-	return func(ctx context.Context) (bool, error) {
-		mc, err := d.fl.GetMemberCluster(ctx, name)
-		if err != nil {
-			return false, nil
-		}
-		_, got := fleet.ReadyReason(mc.Status.Conditions)
-		return got == reason, nil
-	}
+	return func(ctx context.Context) (bool, error) { return d.fl.AllReady(ctx, reason, d.fl.Member(name)), nil }
 }
 
 func (d *demo) fleetReady(ctx context.Context) (bool, error) {

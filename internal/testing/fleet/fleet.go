@@ -103,7 +103,7 @@ type Fleet struct {
 	// members are in the order they were started.
 	members []*Member
 	byName  map[string]*Member
-	hubs    map[string]*hub
+	hubs    map[string]*hubprocess.Process
 }
 
 // Start starts the fleet: the hub's control plane and the members', their clients and the
@@ -113,7 +113,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, retErr error) {
 	opts.SecretNamespace = cmp.Or(opts.SecretNamespace, hubv1alpha1.DefaultSecretNamespace)
 	opts.Timeout = cmp.Or(opts.Timeout, DefaultTimeout)
 	opts.Poll = cmp.Or(opts.Poll, DefaultPoll)
-	f := &Fleet{opts: opts, Binary: opts.HubBinary, Dir: opts.Dir, byName: map[string]*Member{}, hubs: map[string]*hub{}}
+	f := &Fleet{opts: opts, Binary: opts.HubBinary, Dir: opts.Dir, byName: map[string]*Member{}, hubs: map[string]*hubprocess.Process{}}
 	defer func() {
 		if retErr != nil {
 			retErr = errors.Join(retErr, f.Close())

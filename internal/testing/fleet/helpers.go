@@ -159,21 +159,35 @@ func ReadyReason(conds []metav1.Condition) (metav1.ConditionStatus, string) {
 // WaitReady waits until the MemberCluster name is Ready with reason; with reason "", until it
 // is Ready (True) for any reason.
 func (f *Fleet) WaitReady(ctx context.Context, name, reason string) error {
-	err := f.poll(ctx, func(ctx context.Context) (bool, error) {
-		mc, err := f.GetMemberCluster(ctx, name)
-		if err != nil {
-			return false, nil
-		}
-		status, got := ReadyReason(mc.Status.Conditions)
-		if reason == "" {
-			return status == metav1.ConditionTrue, nil
-		}
-		return got == reason, nil
-	})
+	m := f.Member(name)
+	if m == nil {
+		return fmt.Errorf("no member %s", name)
+	}
+	err := f.poll(ctx, func(ctx context.Context) (bool, error) { return f.AllReady(ctx, reason, m), nil })
 	if err != nil {
 		return fmt.Errorf("waiting for member %s to be Ready (%s): %w", name, reason, err)
 	}
 	return nil
+}
+
+// AllReady reports whether the Ready condition of every member's MemberCluster has reason
+// (with reason "": is True), as one list of the MemberClusters says.
+func (f *Fleet) AllReady(ctx context.Context, reason string, members ...*Member) bool {
+	list := &hubv1alpha1.MemberClusterList{}
+	if err := f.Hub.List(ctx, list); err != nil {
+		return false
+	}
+	ready := map[string]bool{}
+	for _, mc := range list.Items {
+		status, got := ReadyReason(mc.Status.Conditions)
+		ready[mc.Name] = got == reason || reason == "" && status == metav1.ConditionTrue
+	}
+	for _, m := range members {
+		if !ready[m.Name] {
+			return false
+		}
+	}
+	return true
 }
 
 // LabelMember sets labels on the MemberCluster name, as kubectl label --overwrite does; one

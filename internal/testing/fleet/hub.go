@@ -15,20 +15,14 @@ import (
 	"configbundle.dev/hub/internal/testing/hubprocess"
 )
 
-// hub is a hub process of the fleet and the flags it was started with (after Options.HubArgs),
-// which RestartHub starts it with again.
-type hub struct {
-	proc *hubprocess.Process
-	args []string
-}
-
 // LogPath is the log of the hub process name: <Dir>/<name>.log. A restarted process appends
 // to it.
 func (f *Fleet) LogPath(name string) string { return filepath.Join(f.Dir, name+".log") }
 
 // StartHub starts a hub process against the hub cluster, with Options.HubArgs and args, and
 // waits until it reports ready. The name (HubName for the one hub of an unsharded fleet) names
-// it to StopHub and its log; a process of that name must not be running.
+// it to StopHub and its log; a process of that name must not be running. StartHub after StopHub
+// restarts a hub, as after a crash (SIGKILL) or an upgrade (SIGTERM).
 func (f *Fleet) StartHub(ctx context.Context, name string, args ...string) (*hubprocess.Process, error) {
 	f.mu.Lock()
 	_, running := f.hubs[name]
@@ -43,7 +37,7 @@ func (f *Fleet) StartHub(ctx context.Context, name string, args ...string) (*hub
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.hubs[name] = &hub{proc: proc, args: args}
+	f.hubs[name] = proc
 	return proc, nil
 }
 
@@ -56,24 +50,10 @@ func (f *Fleet) StartReplica(ctx context.Context, id string, args ...string) (*h
 // waits until it has exited; a name not running is no error.
 func (f *Fleet) StopHub(name string, sig syscall.Signal) {
 	f.mu.Lock()
-	h := f.hubs[name]
+	p := f.hubs[name]
 	delete(f.hubs, name)
 	f.mu.Unlock()
-	if h != nil {
-		h.proc.Stop(sig)
-	}
-}
-
-// RestartHub ends the hub process name with sig and starts it again with the same flags.
-func (f *Fleet) RestartHub(ctx context.Context, name string, sig syscall.Signal) (*hubprocess.Process, error) {
-	f.mu.Lock()
-	h := f.hubs[name]
-	f.mu.Unlock()
-	if h == nil {
-		return nil, fmt.Errorf("hub %s is not running", name)
-	}
-	f.StopHub(name, sig)
-	return f.StartHub(ctx, name, h.args...)
+	p.Stop(sig) // nil: none runs
 }
 
 // StopHubs stops every hub process at once (SIGTERM) and waits until they have exited.
@@ -89,10 +69,7 @@ func (f *Fleet) StopHubs() {
 func (f *Fleet) HubProcess(name string) *hubprocess.Process {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if h := f.hubs[name]; h != nil {
-		return h.proc
-	}
-	return nil
+	return f.hubs[name]
 }
 
 // HubNames returns the names of the running hub processes, sorted.
