@@ -35,6 +35,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	hubconfig "configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/netproxy"
 	"configbundle.dev/hub/internal/testing/suite"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -454,68 +455,35 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-// fakeServer is a TCP listener on 127.0.0.1 that is no API server: it either holds every
-// connection open without a word (a black hole) or closes each one as soon as it accepts it.
-// It records when it accepted each connection.
+// fakeServer is a netproxy.BlackHole on 127.0.0.1 that is no API server: it either holds
+// every connection open without a word (a black hole) or closes each one as soon as it accepts
+// it. It records when it accepted each connection, and is closed when the test ends.
 type fakeServer struct {
-	addr    string
-	mu      sync.Mutex
-	accepts []time.Time
-	held    []net.Conn
+	*netproxy.BlackHole
+	addr string
 }
 
-func newFakeServer(t *testing.T, hold bool) *fakeServer {
+func newFakeServer(t *testing.T, start func() (*netproxy.BlackHole, error)) *fakeServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	h, err := start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &fakeServer{addr: ln.Addr().String()}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.accepts = append(s.accepts, time.Now())
-			if hold {
-				s.held = append(s.held, conn)
-			}
-			s.mu.Unlock()
-			if !hold {
-				_ = conn.Close()
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, c := range s.held {
-			_ = c.Close()
-		}
-	})
-	return s
+	t.Cleanup(func() { _ = h.Close() })
+	return &fakeServer{BlackHole: h, addr: h.Addr()}
 }
 
 // blackHole accepts connections and never answers.
-func blackHole(t *testing.T) *fakeServer { return newFakeServer(t, true) }
+func blackHole(t *testing.T) *fakeServer { return newFakeServer(t, netproxy.StartBlackHole) }
 
 // slammingDoor accepts connections and closes them at once.
-func slammingDoor(t *testing.T) *fakeServer { return newFakeServer(t, false) }
+func slammingDoor(t *testing.T) *fakeServer { return newFakeServer(t, netproxy.StartSlammingDoor) }
 
 // acceptedAt returns when the server accepted each connection so far.
-func (s *fakeServer) acceptedAt() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Time(nil), s.accepts...)
-}
+func (s *fakeServer) acceptedAt() []time.Time { return s.AcceptedAt() }
 
 // accepted polls how many connections the server accepted.
-func (s *fakeServer) accepted() func() int {
-	return func() int { return len(s.acceptedAt()) }
-}
+func (s *fakeServer) accepted() func() int { return s.Accepted }
 
 // clusterID reads the uid of kube-system of cp, by which the provider knows a cluster.
 func clusterID(t *testing.T, cp *controlplane.ControlPlane) string {

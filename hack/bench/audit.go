@@ -81,7 +81,7 @@ func (w servedWrite) planned() bool {
 // servedWrites returns the writes the hub's control plane (named hubPlane) and the members'
 // served so far, ordered by time.
 func (f *fleet) servedWrites() ([]servedWrite, error) {
-	planes := append([]*controlplane.ControlPlane{f.hubCP}, f.memberPlanes()...)
+	planes := append([]*controlplane.ControlPlane{f.HubPlane}, f.memberPlanes()...)
 	var all []servedWrite
 	for _, cp := range planes {
 		writes, err := cp.Writes()
@@ -97,9 +97,10 @@ func (f *fleet) servedWrites() ([]servedWrite, error) {
 }
 
 func (f *fleet) memberPlanes() []*controlplane.ControlPlane {
-	out := make([]*controlplane.ControlPlane, 0, len(f.members))
-	for _, m := range f.members {
-		out = append(out, m.cp)
+	members := f.Members()
+	out := make([]*controlplane.ControlPlane, 0, len(members))
+	for _, m := range members {
+		out = append(out, m.Plane)
 	}
 	return out
 }
@@ -234,6 +235,6 @@ func (f *fleet) dumpWrites() (string, error) {
 	for _, w := range all {
 		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", w.At.UTC().Format(time.RFC3339Nano), w.Plane, w.Verb, w.what(), w.object(), w.Code, w.UserAgent)
 	}
-	path := filepath.Join(f.dir, "writes.log")
+	path := filepath.Join(f.Dir, "writes.log")
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)
 }

@@ -100,16 +100,24 @@ func capacityLimit(row capacityRow, step int) string {
 // startShared starts the shared etcd of the slim members, each of which gets the member CRDs
 // and logs the writes it serves.
 func startShared(ctx context.Context) (*controlplane.Shared, error) {
-	crds, err := config.MemberCRDs()
+	opts, err := sharedOptions()
 	if err != nil {
-		return nil, fmt.Errorf("reading the member CRDs: %w", err)
+		return nil, err
 	}
-	shared, err := controlplane.StartShared(ctx, controlplane.SharedOptions{CRDs: crds, AuditWrites: true,
-		StartTimeout: 5 * time.Minute, Output: cpOutput})
+	shared, err := controlplane.StartShared(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the members' shared etcd: %w", err)
 	}
 	return shared, nil
+}
+
+// sharedOptions are the slim members' options: the member CRDs, the writes they serve logged.
+func sharedOptions() (controlplane.SharedOptions, error) {
+	crds, err := config.MemberCRDs()
+	if err != nil {
+		return controlplane.SharedOptions{}, fmt.Errorf("reading the member CRDs: %w", err)
+	}
+	return controlplane.SharedOptions{CRDs: crds, AuditWrites: true, StartTimeout: 5 * time.Minute, Output: cpOutput}, nil
 }
 
 // memberNames names n members from index from: m001, m002, ...

@@ -33,7 +33,7 @@ const driftPace = 50 * time.Millisecond
 // desiredConfigMaps renders the ConfigMaps a member's bench bundles ask for.
 func desiredConfigMaps(ctx context.Context, m *member) (map[string]*corev1.ConfigMap, error) {
 	list := &configbundlev1alpha1.ConfigBundleList{}
-	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
+	if err := m.Client.List(ctx, list, client.InNamespace("bench")); err != nil {
 		return nil, err
 	}
 	desired := map[string]*corev1.ConfigMap{}
@@ -128,10 +128,10 @@ func driftMember(ctx context.Context, m *member, n int) (latencies, int, error) 
 // target to its own channel.
 func watchTargets(ctx context.Context, m *member, targets []string) (map[string]chan seen, func(), error) {
 	list := &corev1.ConfigMapList{}
-	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
+	if err := m.Client.List(ctx, list, client.InNamespace("bench")); err != nil {
 		return nil, nil, err
 	}
-	w, err := m.client.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace("bench"),
+	w, err := m.Client.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace("bench"),
 		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 	if err != nil {
 		return nil, nil, err
@@ -159,7 +159,7 @@ func watchTargets(ctx context.Context, m *member, targets []string) (map[string]
 // driftOnce makes one kind of drift and waits for the heal seen through the watch.
 func driftOnce(ctx context.Context, m *member, name string, kind int, desired *corev1.ConfigMap, events chan seen) (time.Duration, error) {
 	cm := &corev1.ConfigMap{}
-	if err := m.client.Get(ctx, client.ObjectKey{Namespace: "bench", Name: name}, cm); err != nil {
+	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: "bench", Name: name}, cm); err != nil {
 		return 0, err
 	}
 	before := rv(cm)
@@ -167,18 +167,18 @@ func driftOnce(ctx context.Context, m *member, name string, kind int, desired *c
 	switch kind {
 	case 0:
 		cm.Data = map[string]string{"message": "tampered"}
-		err = m.client.Update(ctx, cm)
+		err = m.Client.Update(ctx, cm)
 	case 1:
 		if cm.Labels == nil {
 			cm.Labels = map[string]string{}
 		}
 		cm.Labels["drift"] = "by-hand"
-		err = m.client.Update(ctx, cm)
+		err = m.Client.Update(ctx, cm)
 	case 2:
 		cm.OwnerReferences = nil
-		err = m.client.Update(ctx, cm)
+		err = m.Client.Update(ctx, cm)
 	case 3:
-		err = m.client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID})
+		err = m.Client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID})
 	}
 	if err != nil {
 		return 0, fmt.Errorf("tampering with %s/%s: %w", m.Name, name, err)
@@ -221,7 +221,7 @@ func startFloor(ctx context.Context, members []*member) (stop func(), err error)
 			cancel()
 			return nil, err
 		}
-		cs, err := kubernetes.NewForConfig(m.cfg)
+		cs, err := kubernetes.NewForConfig(m.Config)
 		if err != nil {
 			cancel()
 			return nil, err

@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,54 +17,37 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	fixture "configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/internal/testing/hubprocess"
-	"configbundle.dev/hub/pkg/hubmanager"
+	"configbundle.dev/hub/internal/testing/netproxy"
 )
 
 // waitTimeout bounds every wait of the benchmark.
 const waitTimeout = 5 * time.Minute
 
-type member struct {
-	Name   string
-	cp     *controlplane.ControlPlane
-	client client.WithWatch
-	cfg    *rest.Config
-}
+// member is one member cluster of the benchmark's fleet; its clients have benchClientConfig.
+type member = fixture.Member
 
+// fleet is the benchmark's fleet: the fixture's, the benchmark's configuration, and the hub
+// process fixture.HubName when it runs.
 type fleet struct {
-	cfg     benchConfig
-	dir     string
-	hubCP   *controlplane.ControlPlane
-	hub     client.Client
-	scheme  *runtime.Scheme
-	members []*member
-
-	hubProc     *hubprocess.Process
-	metricsAddr string
+	*fixture.Fleet
+	cfg benchConfig
 }
 
-func newFleet(_ context.Context, cfg benchConfig, hubCP *controlplane.ControlPlane, cps []*controlplane.ControlPlane) (*fleet, error) {
-	scheme, err := hubmanager.Scheme()
-	if err != nil {
-		return nil, err
+// fleetOptions are the fixture's options of every fleet of the benchmark: the control planes
+// log the writes they serve, the clients are the benchmark's, and with BENCH_DEBUG the
+// directory of the hub's logs is kept.
+func fleetOptions(cfg benchConfig) fixture.Options {
+	return fixture.Options{
+		Hub:          controlplane.Options{StartTimeout: 5 * time.Minute, AuditWrites: true, Output: cpOutput},
+		HubBinary:    cfg.HubBinary,
+		HubArgs:      []string{"--zap-time-encoding=rfc3339nano"},
+		ClientConfig: benchClientConfig,
+		Keep:         os.Getenv("BENCH_DEBUG") != "",
+		Timeout:      waitTimeout,
+		Poll:         50 * time.Millisecond,
 	}
-	dir, err := os.MkdirTemp("", "configbundle-bench-")
-	if err != nil {
-		return nil, err
-	}
-	f := &fleet{cfg: cfg, dir: dir, hubCP: hubCP, scheme: scheme}
-	if f.hub, err = client.New(benchClientConfig(hubCP.Config), client.Options{Scheme: scheme}); err != nil {
-		return nil, err
-	}
-	if err := ensureNamespace(context.Background(), f.hub, hubv1alpha1.DefaultSecretNamespace); err != nil {
-		return nil, err
-	}
-	for _, cp := range cps {
-		if err := f.addMember(cp); err != nil {
-			return nil, err
-		}
-	}
-	return f, nil
 }
 
 // benchClientConfig is the benchmark's client config for a control plane: its own user agent
@@ -81,70 +59,41 @@ func benchClientConfig(c *rest.Config) *rest.Config {
 	return c
 }
 
-// addMember adds the member of a control plane to the fleet (not to the hub: see join).
-func (f *fleet) addMember(cp *controlplane.ControlPlane) error {
-	m := &member{Name: cp.Name, cp: cp, cfg: benchClientConfig(cp.Config)}
-	var err error
-	if m.client, err = client.NewWithWatch(m.cfg, client.Options{Scheme: f.scheme}); err != nil {
-		return fmt.Errorf("creating a client of %s: %w", cp.Name, err)
+// close stops the hub and the fleet; with BENCH_DEBUG, it keeps the fleet's directory, with
+// the hub's log and every write served (writes.log), and says where it is.
+func (f *fleet) close() {
+	f.StopHubs()
+	if os.Getenv("BENCH_DEBUG") != "" {
+		path, err := f.dumpWrites()
+		fmt.Fprintf(os.Stderr, "bench: kept %s (hub.log; writes served: %s, error: %v)\n", f.Dir, path, err)
 	}
-	f.members = append(f.members, m)
-	return nil
+	_ = f.Close()
 }
 
-// close stops the hub and removes the benchmark's directory; with BENCH_DEBUG, it keeps it,
-// with the hub's log and every write served (writes.log), and says where it is.
-func (f *fleet) close() {
-	f.stopHub()
-	if os.Getenv("BENCH_DEBUG") == "" {
-		_ = os.RemoveAll(f.dir)
-		return
-	}
-	path, err := f.dumpWrites()
-	fmt.Fprintf(os.Stderr, "bench: kept %s (hub.log; writes served: %s, error: %v)\n", f.dir, path, err)
-}
+// hub is the running hub process, nil if none runs.
+func (f *fleet) hub() *hubprocess.Process { return f.HubProcess(fixture.HubName) }
 
 // startHub runs the hub binary against the hub cluster, with default flags, and waits until its
 // controllers run (the Fleet exists).
-func (f *fleet) startHub() error {
-	var err error
-	f.hubProc, err = hubprocess.Start(context.Background(), hubprocess.Options{Binary: f.cfg.HubBinary, Kubeconfig: f.hubCP.KubeconfigPath,
-		LogPath: filepath.Join(f.dir, "hub.log"), Args: []string{"--zap-time-encoding=rfc3339nano"}, ReadyTimeout: waitTimeout})
-	if err != nil {
+func (f *fleet) startHub(ctx context.Context) error {
+	if _, err := f.StartHub(ctx, fixture.HubName); err != nil {
 		return err
 	}
-	f.metricsAddr = f.hubProc.MetricsAddr
-	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		return f.hub.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, &hubv1alpha1.Fleet{}) == nil, nil
-	})
+	return f.WaitFleet(ctx)
 }
 
-func (f *fleet) stopHub() {
-	f.hubProc.Stop(syscall.SIGTERM)
-	f.hubProc = nil
-}
-
-// putSecret writes a member's kubeconfig Secret on the hub.
-func (f *fleet) putSecret(ctx context.Context, name string, kubeconfig []byte) error {
-	return f.hub.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubv1alpha1.DefaultSecretNamespace, Labels: map[string]string{hubv1alpha1.DefaultSecretLabel: "true"}},
-		Data:       map[string][]byte{hubv1alpha1.DefaultSecretKey: kubeconfig},
-	})
-}
+func (f *fleet) stopHub() { f.StopHub(fixture.HubName, syscall.SIGTERM) }
 
 // join registers a member and returns the time from its Secret's creation to its MemberCluster
 // being Ready.
 func (f *fleet) join(ctx context.Context, m *member) (time.Duration, error) {
 	start := time.Now()
-	if err := f.putSecret(ctx, m.Name, kubeconfigFor(m.cp.Config)); err != nil {
+	if err := f.PutKubeconfig(ctx, m.Name, fixture.KubeconfigFor(m.Plane.Config)); err != nil {
 		return 0, err
 	}
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		mc := &hubv1alpha1.MemberCluster{}
-		if err := f.hub.Get(ctx, client.ObjectKey{Name: m.Name}, mc); err != nil {
-			return false, nil
-		}
-		return meta.IsStatusConditionTrue(mc.Status.Conditions, hubv1alpha1.ReadyCondition), nil
+		mc, err := f.GetMemberCluster(ctx, m.Name)
+		return err == nil && meta.IsStatusConditionTrue(mc.Status.Conditions, hubv1alpha1.ReadyCondition), nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("waiting for %s to join: %w", m.Name, err)
@@ -152,79 +101,50 @@ func (f *fleet) join(ctx context.Context, m *member) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
+// blackHoles are members whose API server accepts connections and never answers.
 type blackHoles struct {
-	names     []string
-	listeners []net.Listener
-	mu        sync.Mutex
-	conns     []net.Conn
+	names []string
+	holes []*netproxy.BlackHole
 }
 
-// registerBlackHoles registers members whose API server accepts connections and never answers.
+// registerBlackHoles registers n black holes.
 func (f *fleet) registerBlackHoles(ctx context.Context, n int) (*blackHoles, error) {
 	h := &blackHoles{}
 	return h, f.registerHoles(ctx, h, n)
 }
 
 // registerHoles registers the first n black holes of h (black-hole-1, ...), adding listeners
-// as needed: their Secrets are created, so none may exist.
+// as needed.
 func (f *fleet) registerHoles(ctx context.Context, h *blackHoles, n int) error {
 	for i := range n {
-		if i == len(h.listeners) {
-			if err := h.listen(); err != nil {
+		if i == len(h.holes) {
+			hole, err := netproxy.StartBlackHole()
+			if err != nil {
 				return err
 			}
+			h.holes = append(h.holes, hole)
 		}
 		name := fmt.Sprintf("black-hole-%d", i+1)
 		if i == len(h.names) {
 			h.names = append(h.names, name)
 		}
-		cfg := &rest.Config{Host: "https://" + h.listeners[i].Addr().String(), BearerToken: "t", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-		if err := f.putSecret(ctx, name, kubeconfigFor(cfg)); err != nil {
+		if err := f.PutKubeconfig(ctx, name, fixture.BlackHoleKubeconfig(h.holes[i].Addr())); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// listen adds a listener that accepts connections and never answers.
-func (h *blackHoles) listen() error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listening for a black hole: %w", err)
-	}
-	h.listeners = append(h.listeners, l)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			h.mu.Lock()
-			h.conns = append(h.conns, c)
-			h.mu.Unlock()
-		}
-	}()
-	return nil
-}
-
 // dropConns closes the connections accepted so far; the listeners stay.
 func (h *blackHoles) dropConns() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, c := range h.conns {
-		c.Close()
+	for _, hole := range h.holes {
+		hole.DropConns()
 	}
-	h.conns = nil
 }
 
 func (h *blackHoles) close() {
-	for _, l := range h.listeners {
-		l.Close()
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, c := range h.conns {
-		c.Close()
+	for _, hole := range h.holes {
+		_ = hole.Close()
 	}
 }
 
@@ -232,8 +152,8 @@ func (h *blackHoles) close() {
 func (f *fleet) notReady(ctx context.Context, names []string) (int, error) {
 	n := 0
 	for _, name := range names {
-		mc := &hubv1alpha1.MemberCluster{}
-		if err := f.hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+		mc, err := f.GetMemberCluster(ctx, name)
+		if err != nil {
 			return 0, err
 		}
 		if !meta.IsStatusConditionTrue(mc.Status.Conditions, hubv1alpha1.ReadyCondition) {
@@ -248,7 +168,7 @@ func (f *fleet) notReady(ctx context.Context, names []string) (int, error) {
 func (f *fleet) converge(ctx context.Context, members []*member, perMember int, res *results) error {
 	start := time.Now()
 	for _, m := range members {
-		if err := ensureNamespace(ctx, m.client, "bench"); err != nil {
+		if err := fixture.EnsureNamespace(ctx, m.Client, "bench"); err != nil {
 			return err
 		}
 	}
@@ -256,7 +176,7 @@ func (f *fleet) converge(ctx context.Context, members []*member, perMember int, 
 		m := members[i%len(members)]
 		b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%05d", i/len(members)), Namespace: "bench",
 			Labels: map[string]string{"bench": "true"}}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: fmt.Sprintf("message %d", i)}}
-		return m.client.Create(ctx, b)
+		return m.Client.Create(ctx, b)
 	})
 	if err != nil {
 		return fmt.Errorf("creating bundles: %w", err)
@@ -288,7 +208,7 @@ func (f *fleet) converge(ctx context.Context, members []*member, perMember int, 
 // readyBundles counts a member's bench bundles that are Ready.
 func readyBundles(ctx context.Context, m *member) (int, error) {
 	list := &configbundlev1alpha1.ConfigBundleList{}
-	if err := m.client.List(ctx, list, client.InNamespace("bench")); err != nil {
+	if err := m.Client.List(ctx, list, client.InNamespace("bench")); err != nil {
 		return 0, err
 	}
 	ready := 0
@@ -342,7 +262,7 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := cpuSeconds(f.hubProc.Pid())
+	cpuBefore, err := cpuSeconds(f.hub().Pid())
 	if err != nil {
 		return err
 	}
@@ -350,7 +270,7 @@ func (f *fleet) steady(ctx context.Context, res *results) error {
 		return err
 	}
 	to := time.Now()
-	cpuAfter, err := cpuSeconds(f.hubProc.Pid())
+	cpuAfter, err := cpuSeconds(f.hub().Pid())
 	if err != nil {
 		return err
 	}
@@ -382,7 +302,7 @@ func (f *fleet) cost(ctx context.Context, members, bundles, unmanaged int) (cost
 	if err := sleepCtx(ctx, 2*time.Second); err != nil {
 		return costPoint{}, err
 	}
-	points, err := sampleHubs(ctx, []*hubprocess.Process{f.hubProc})
+	points, err := sampleHubs(ctx, []*hubprocess.Process{f.hub()})
 	if err != nil {
 		return costPoint{}, err
 	}
@@ -434,15 +354,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// kubeconfigFor renders a self-contained kubeconfig for a client config.
-func kubeconfigFor(cfg *rest.Config) []byte {
-	data, _ := controlplane.KubeconfigFor("c", cfg)
-	return data
-}
-
 // reconciles counts the ConfigBundle reconciles by result.
 func (f *fleet) reconciles() (map[string]float64, error) {
-	m, err := scrape(f.metricsAddr)
+	m, err := scrape(f.hub().MetricsAddr)
 	if err != nil {
 		return nil, err
 	}

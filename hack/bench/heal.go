@@ -56,7 +56,7 @@ func ratio(a, b time.Duration) float64 {
 // round after the first and drifts only once it has caught up with the fleet. After the hub's
 // first turn it measures again with a share of the members paused (isolation), once.
 func (f *fleet) measureHeal(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
-	hm := f.members[:cfg.HealMembers]
+	hm := f.Members()[:cfg.HealMembers]
 	for i := range cfg.Rounds {
 		if i > 0 {
 			say("round %d of %d: restarting the hub, waiting until it has caught up with the fleet", i+1, cfg.Rounds)
@@ -87,20 +87,21 @@ func (f *fleet) measureHeal(ctx context.Context, cfg benchConfig, res *results, 
 
 // measureIsolation measures the hub's heal latency while a share of the members hang.
 func (f *fleet) measureIsolation(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
-	hm := f.members[:cfg.HealMembers]
-	paused := f.members[len(f.members)-max(1, int(float64(len(f.members))*cfg.PausedShare+0.999)):]
+	all := f.Members()
+	hm := all[:cfg.HealMembers]
+	paused := all[len(all)-max(1, int(float64(len(all))*cfg.PausedShare+0.999)):]
 	paused = slices.DeleteFunc(slices.Clone(paused), func(m *member) bool { return slices.Contains(hm, m) })
 	res.PausedMembers = len(paused)
-	say("hub with %d of %d members paused: %d drifts", len(paused), len(f.members), cfg.Drifts)
+	say("hub with %d of %d members paused: %d drifts", len(paused), len(all), cfg.Drifts)
 	for _, m := range paused {
-		if err := m.cp.Pause(); err != nil {
+		if err := m.Plane.Pause(); err != nil {
 			return err
 		}
 	}
 	var err error
 	res.IsolatedHeal, res.IsolatedHealErrors, err = f.drifts(ctx, hm, cfg.Drifts)
 	for _, m := range paused {
-		err = errors.Join(err, m.cp.Resume())
+		err = errors.Join(err, m.Plane.Resume())
 	}
 	return err
 }
@@ -119,10 +120,10 @@ func (f *fleet) floorDrifts(ctx context.Context, members []*member, n int) (late
 // Connected, every bundle reconciled, its status recording the current ConfigMap (the floor
 // rewrote some), nothing queued; then a moment more for the last writes.
 func (f *fleet) restartHub(ctx context.Context, cfg benchConfig) error {
-	if err := f.startHub(); err != nil {
+	if err := f.startHub(ctx); err != nil {
 		return err
 	}
-	bundled := f.members[:cfg.ThroughputMembers]
+	bundled := f.Members()[:cfg.ThroughputMembers]
 	err := wait.PollUntilContextTimeout(ctx, settlePoll, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		return f.caughtUp(ctx, bundled, cfg.BundlesPerMember), nil
 	})
@@ -135,7 +136,7 @@ func (f *fleet) restartHub(ctx context.Context, cfg benchConfig) error {
 // caughtUp reports whether the running hub has caught up with the fleet, as its metrics, the
 // MemberClusters and the bundles of the members with bundles (perMember each) say.
 func (f *fleet) caughtUp(ctx context.Context, bundled []*member, perMember int) bool {
-	if !f.hubMetricsCaughtUp(bundled, perMember) || !f.membersConnected(ctx) {
+	if !f.hubMetricsCaughtUp(bundled, perMember) || !f.AllReady(ctx, hubv1alpha1.ConnectedReason, f.Members()...) {
 		return false
 	}
 	for _, m := range bundled {
@@ -150,14 +151,14 @@ func (f *fleet) caughtUp(ctx context.Context, bundled []*member, perMember int) 
 // reconciled every bundle at least once and has nothing queued (controller-runtime's
 // workqueue_depth of the configbundle controller).
 func (f *fleet) hubMetricsCaughtUp(bundled []*member, perMember int) bool {
-	m, err := scrape(f.metricsAddr)
+	m, err := scrape(f.hub().MetricsAddr)
 	if err != nil {
 		return false
 	}
 	connected := m.sum("configbundle_hub_members", func(l map[string]string) bool {
 		return l["ready"] == "true" && l["reason"] == hubv1alpha1.ConnectedReason
 	})
-	if int(connected) != len(f.members) {
+	if int(connected) != len(f.Members()) {
 		return false
 	}
 	for _, b := range bundled {
@@ -169,27 +170,12 @@ func (f *fleet) hubMetricsCaughtUp(bundled []*member, perMember int) bool {
 	return m.sum("workqueue_depth", func(l map[string]string) bool { return l["name"] == "configbundle" }) == 0
 }
 
-// membersConnected reports whether every reachable member's MemberCluster is Ready (Connected).
-func (f *fleet) membersConnected(ctx context.Context) bool {
-	for _, m := range f.members {
-		mc := &hubv1alpha1.MemberCluster{}
-		if err := f.hub.Get(ctx, client.ObjectKey{Name: m.Name}, mc); err != nil {
-			return false
-		}
-		c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != hubv1alpha1.ConnectedReason {
-			return false
-		}
-	}
-	return true
-}
-
 // bundlesRecorded reports whether every bench bundle of m is Ready (Synced) at its generation
 // and its status records its ConfigMap as it is now.
 func bundlesRecorded(ctx context.Context, m *member) bool {
 	bundles := &configbundlev1alpha1.ConfigBundleList{}
 	configMaps := &corev1.ConfigMapList{}
-	if m.client.List(ctx, bundles, client.InNamespace("bench")) != nil || m.client.List(ctx, configMaps, client.InNamespace("bench")) != nil {
+	if m.Client.List(ctx, bundles, client.InNamespace("bench")) != nil || m.Client.List(ctx, configMaps, client.InNamespace("bench")) != nil {
 		return false
 	}
 	current := make(map[string]*corev1.ConfigMap, len(configMaps.Items))

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -15,19 +14,21 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	fixture "configbundle.dev/hub/internal/testing/fleet"
 )
 
 // metrics are the hub's Prometheus metrics at one moment.
 type metrics map[string]*dto.MetricFamily
 
+// scrape reads and parses the metrics of the hub process serving them on addr.
 func scrape(addr string) (metrics, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	text, err := fixture.Scrape(addr)
 	if err != nil {
 		return nil, fmt.Errorf("scraping the hub: %w", err)
 	}
-	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
 		return nil, fmt.Errorf("parsing the hub's metrics: %w", err)
 	}

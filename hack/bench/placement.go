@@ -18,6 +18,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	fixture "configbundle.dev/hub/internal/testing/fleet"
 )
 
 // The placement phase (issue 12): a FleetBundle placed in every member, its template changed
@@ -76,7 +77,7 @@ func (f *fleet) measurePlacement(ctx context.Context, cfg benchConfig, res *resu
 	if err := f.restartHub(ctx, cfg); err != nil {
 		return err
 	}
-	pm := f.members
+	pm := f.Members()
 	pr := &res.Placement
 	pr.Members = len(pm)
 	if err := f.preparePlacement(ctx, pm); err != nil {
@@ -106,12 +107,12 @@ func (f *fleet) measurePlacement(ctx context.Context, cfg benchConfig, res *resu
 // preparePlacement labels the members' MemberClusters and creates the namespaces: on the hub,
 // and in every member (the hub creates none: NamespaceMissing).
 func (f *fleet) preparePlacement(ctx context.Context, pm []*member) error {
-	if err := ensureNamespace(ctx, f.hub, placementNS); err != nil {
+	if err := fixture.EnsureNamespace(ctx, f.Hub, placementNS); err != nil {
 		return err
 	}
 	for _, m := range pm {
 		for _, ns := range []string{placementNS, floorNS} {
-			if err := ensureNamespace(ctx, m.client, ns); err != nil {
+			if err := fixture.EnsureNamespace(ctx, m.Client, ns); err != nil {
 				return err
 			}
 		}
@@ -124,25 +125,14 @@ func (f *fleet) preparePlacement(ctx context.Context, pm []*member) error {
 
 // labelMember sets (or, with value "", removes) a label of a MemberCluster.
 func (f *fleet) labelMember(ctx context.Context, name, key, value string) error {
-	v := "null"
-	if value != "" {
-		v = fmt.Sprintf("%q", value)
-	}
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, key, v)
-	mc := &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	return f.hub.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(patch)))
+	return f.LabelMember(ctx, name, map[string]string{key: value})
 }
 
 // newFleetBundle selects every member of the benchmark.
 func newFleetBundle(name, message string) *hubv1alpha1.FleetBundle {
-	return &hubv1alpha1.FleetBundle{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: placementNS},
-		Spec: hubv1alpha1.FleetBundleSpec{
-			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{placementLabel: "true"}},
-			Template: hubv1alpha1.ConfigBundleTemplate{Metadata: hubv1alpha1.TemplateMetadata{Labels: map[string]string{"bench": "placement"}},
-				Spec: configbundlev1alpha1.ConfigBundleSpec{Message: message}},
-		},
-	}
+	fb := fixture.NewFleetBundle(placementNS, name, map[string]string{placementLabel: "true"}, configbundlev1alpha1.ConfigBundleSpec{Message: message})
+	fb.Spec.Template.Metadata.Labels = map[string]string{"bench": "placement"}
+	return fb
 }
 
 // placementLatency times the first placement and cfg.Placements template changes, each followed
@@ -193,11 +183,11 @@ func countChange(ctx context.Context, l *latencies, errs *int, d time.Duration, 
 func (f *fleet) hubPlace(ctx context.Context, pm []*member, tr *cmTracker, message string, create bool) (time.Duration, error) {
 	var err error
 	if create {
-		err = f.hub.Create(ctx, newFleetBundle(placementName, message))
+		err = f.Hub.Create(ctx, newFleetBundle(placementName, message))
 	} else {
 		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"message":%q}}}}`, message)
 		fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Name: placementName, Namespace: placementNS}}
-		err = f.hub.Patch(ctx, fb, client.RawPatch(types.MergePatchType, []byte(patch)))
+		err = f.Hub.Patch(ctx, fb, client.RawPatch(types.MergePatchType, []byte(patch)))
 	}
 	if err != nil {
 		return 0, err
@@ -220,11 +210,11 @@ func floorPlace(ctx context.Context, pm []*member, tr *cmTracker, message string
 			if create {
 				b.Labels = map[string]string{"bench": "placement"}
 				b.Spec.Message = message
-				errs[i] = m.client.Create(ctx, b)
+				errs[i] = m.Client.Create(ctx, b)
 				return
 			}
 			patch := fmt.Sprintf(`{"spec":{"message":%q}}`, message)
-			errs[i] = m.client.Patch(ctx, b, client.RawPatch(types.MergePatchType, []byte(patch)))
+			errs[i] = m.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, []byte(patch)))
 		})
 	}
 	wg.Wait()
@@ -249,17 +239,17 @@ func (f *fleet) quietChanges(ctx context.Context, pm []*member, pr *placementRes
 	}
 	for _, p := range patches {
 		fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-		if err := f.hub.Patch(ctx, fb, client.RawPatch(types.MergePatchType, []byte(p.patch))); err != nil {
+		if err := f.Hub.Patch(ctx, fb, client.RawPatch(types.MergePatchType, []byte(p.patch))); err != nil {
 			return fmt.Errorf("%s: %w", p.what, err)
 		}
 		pr.QuietChanges = append(pr.QuietChanges, p.what)
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the status controller writes too
 		fb := &hubv1alpha1.FleetBundle{}
-		if err := f.hub.Get(ctx, key, fb); err != nil {
+		if err := f.Hub.Get(ctx, key, fb); err != nil {
 			return err
 		}
-		return f.hub.Update(ctx, fb)
+		return f.Hub.Update(ctx, fb)
 	})
 	if err != nil {
 		return fmt.Errorf("no-op update: %w", err)
@@ -297,12 +287,12 @@ func (f *fleet) quietChanges(ctx context.Context, pm []*member, pr *placementRes
 // placed in every member, are all AllReady.
 func (f *fleet) placementMemory(ctx context.Context, cfg benchConfig, pm []*member, pr *placementResults) error {
 	var err error
-	if pr.MemBefore, err = f.cost(ctx, len(f.members), len(pm), 0); err != nil {
+	if pr.MemBefore, err = f.cost(ctx, len(f.Members()), len(pm), 0); err != nil {
 		return err
 	}
 	start := time.Now()
 	err = parallel(ctx, cfg.FleetBundles, 8, func(ctx context.Context, i int) error {
-		return f.hub.Create(ctx, newFleetBundle(fmt.Sprintf("mem-%04d", i), fmt.Sprintf("memory %d", i)))
+		return f.Hub.Create(ctx, newFleetBundle(fmt.Sprintf("mem-%04d", i), fmt.Sprintf("memory %d", i)))
 	})
 	if err != nil {
 		return fmt.Errorf("creating FleetBundles: %w", err)
@@ -312,7 +302,7 @@ func (f *fleet) placementMemory(ctx context.Context, cfg benchConfig, pm []*memb
 	}
 	pr.AllReadyAfter = time.Since(start)
 	pr.FleetBundles = cfg.FleetBundles
-	pr.MemAfter, err = f.cost(ctx, len(f.members), (cfg.FleetBundles+1)*len(pm), 0)
+	pr.MemAfter, err = f.cost(ctx, len(f.Members()), (cfg.FleetBundles+1)*len(pm), 0)
 	return err
 }
 
@@ -321,7 +311,7 @@ func (f *fleet) placementMemory(ctx context.Context, cfg benchConfig, pm []*memb
 func (f *fleet) waitFleetBundlesReady(ctx context.Context, prefix string, n, selected int) error {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		list := &hubv1alpha1.FleetBundleList{}
-		if err := f.hub.List(ctx, list, client.InNamespace(placementNS)); err != nil {
+		if err := f.Hub.List(ctx, list, client.InNamespace(placementNS)); err != nil {
 			return false, nil
 		}
 		ready := 0
@@ -343,18 +333,18 @@ func (f *fleet) waitFleetBundlesReady(ctx context.Context, prefix string, n, sel
 // cleanupPlacement deletes the FleetBundles (and waits until the hub has removed their bundles
 // and they are gone), the floor's bundles and the members' placement labels.
 func (f *fleet) cleanupPlacement(ctx context.Context, pm []*member) error {
-	if err := f.hub.DeleteAllOf(ctx, &hubv1alpha1.FleetBundle{}, client.InNamespace(placementNS)); err != nil {
+	if err := f.Hub.DeleteAllOf(ctx, &hubv1alpha1.FleetBundle{}, client.InNamespace(placementNS)); err != nil {
 		return err
 	}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		list := &hubv1alpha1.FleetBundleList{}
-		return f.hub.List(ctx, list, client.InNamespace(placementNS)) == nil && len(list.Items) == 0, nil
+		return f.Hub.List(ctx, list, client.InNamespace(placementNS)) == nil && len(list.Items) == 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the FleetBundles to be deleted: %w", err)
 	}
 	for _, m := range pm {
-		if err := m.client.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(floorNS)); err != nil {
+		if err := m.Client.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(floorNS)); err != nil {
 			return err
 		}
 		for _, l := range []string{placementLabel, "bench-unused"} {
@@ -385,11 +375,11 @@ func trackConfigMaps(ctx context.Context, pm []*member, namespaces ...string) (*
 	for _, m := range pm {
 		for _, ns := range namespaces {
 			list := &corev1.ConfigMapList{}
-			if err := m.client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			if err := m.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 				t.stop()
 				return nil, err
 			}
-			w, err := m.client.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns),
+			w, err := m.Client.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns),
 				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 			if err != nil {
 				t.stop()

@@ -9,10 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	fixture "configbundle.dev/hub/internal/testing/fleet"
 )
 
 // benchConfig sizes a run. Each field says what it sizes.
@@ -137,17 +137,12 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 // runPhases runs every phase but the scale curve on one fleet of full control planes.
 func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
 	say("starting %d control planes", cfg.Members+1)
-	cps, err := startControlPlanes(ctx, cfg.Members)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = controlplane.StopAll(cps) }()
-	f, err := newFleet(ctx, cfg, cps[0], cps[1:])
+	f, err := startFleet(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer f.close()
-	if err := f.startHub(); err != nil {
+	if err := f.startHub(ctx); err != nil {
 		return err
 	}
 	for _, phase := range []func(context.Context, benchConfig, *results, func(string, ...any)) error{
@@ -160,29 +155,24 @@ func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(stri
 	return nil
 }
 
-// startControlPlanes starts the hub's control plane and n members', each logging the writes it
-// serves.
-func startControlPlanes(ctx context.Context, n int) ([]*controlplane.ControlPlane, error) {
+// startFleet starts the hub's control plane and cfg.Members members', each logging the writes
+// it serves.
+func startFleet(ctx context.Context, cfg benchConfig) (*fleet, error) {
 	crds, err := config.MemberCRDs()
 	if err != nil {
 		return nil, err
 	}
-	hubCRDs, err := config.HubCRDs()
+	names := make([]string, 0, cfg.Members)
+	for i := 1; i <= cfg.Members; i++ {
+		names = append(names, fmt.Sprintf("m%02d", i))
+	}
+	opts := fleetOptions(cfg)
+	opts.Members = controlplane.Named(controlplane.Options{CRDs: crds, StartTimeout: 5 * time.Minute, AuditWrites: true, Output: cpOutput}, names...)
+	f, err := fixture.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, n)
-	for i := 1; i <= n; i++ {
-		names = append(names, fmt.Sprintf("m%02d", i))
-	}
-	planes := append(
-		controlplane.Named(controlplane.Options{CRDs: hubCRDs, StartTimeout: 5 * time.Minute, AuditWrites: true, Output: cpOutput}, hubPlane),
-		controlplane.Named(controlplane.Options{CRDs: crds, StartTimeout: 5 * time.Minute, AuditWrites: true, Output: cpOutput}, names...)...)
-	cps, err := controlplane.Start(ctx, planes...)
-	if err != nil {
-		return nil, fmt.Errorf("starting control planes: %w", err)
-	}
-	return cps, nil
+	return &fleet{Fleet: f, cfg: cfg}, nil
 }
 
 // measureJoin measures join and cost per empty member: members join one by one, black holes
@@ -194,13 +184,13 @@ func (f *fleet) measureJoin(ctx context.Context, cfg benchConfig, res *results, 
 		return err
 	}
 	defer holes.close()
-	for i, m := range f.members {
+	for i, m := range f.Members() {
 		took, err := f.join(ctx, m)
 		if err != nil {
 			return err
 		}
 		res.JoinTimes = append(res.JoinTimes, took)
-		if n := i + 1; n&(n-1) == 0 || n == len(f.members) { // 1, 2, 4, 8, ...
+		if n := i + 1; n&(n-1) == 0 || n == len(f.Members()) { // 1, 2, 4, 8, ...
 			p, err := f.cost(ctx, n, 0, 0)
 			if err != nil {
 				return err
@@ -208,7 +198,7 @@ func (f *fleet) measureJoin(ctx context.Context, cfg benchConfig, res *results, 
 			res.Cost = append(res.Cost, p)
 		}
 	}
-	res.MembersAtJoin = len(f.members)
+	res.MembersAtJoin = len(f.Members())
 	if res.Unreachable, err = f.notReady(ctx, holes.names); err != nil {
 		return err
 	}
@@ -218,7 +208,7 @@ func (f *fleet) measureJoin(ctx context.Context, cfg benchConfig, res *results, 
 
 // measureConvergence measures convergence throughput, writes per bundle and the steady state.
 func (f *fleet) measureConvergence(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
-	tm := f.members[:cfg.ThroughputMembers]
+	tm := f.Members()[:cfg.ThroughputMembers]
 	say("creating %d bundles in each of %d members", cfg.BundlesPerMember, len(tm))
 	if err := f.converge(ctx, tm, cfg.BundlesPerMember, res); err != nil {
 		return err
@@ -228,37 +218,33 @@ func (f *fleet) measureConvergence(ctx context.Context, cfg benchConfig, res *re
 		return err
 	}
 	var err error
-	res.CostWithBundles, err = f.cost(ctx, len(f.members), cfg.ThroughputMembers*cfg.BundlesPerMember, 0)
+	res.CostWithBundles, err = f.cost(ctx, len(f.Members()), cfg.ThroughputMembers*cfg.BundlesPerMember, 0)
 	return err
 }
 
 // measureUnmanaged measures the cost of ConfigMaps no bundle owns, in a member without bundles.
 func (f *fleet) measureUnmanaged(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
-	um := f.members[len(f.members)-1]
+	um := f.Members()[len(f.Members())-1]
 	say("creating %d unmanaged ConfigMaps in %s", cfg.Unmanaged, um.Name)
 	if err := f.createUnmanaged(ctx, um, cfg.Unmanaged); err != nil {
 		return err
 	}
 	var err error
-	res.CostUnmanaged, err = f.cost(ctx, len(f.members), cfg.ThroughputMembers*cfg.BundlesPerMember, cfg.Unmanaged)
+	res.CostUnmanaged, err = f.cost(ctx, len(f.Members()), cfg.ThroughputMembers*cfg.BundlesPerMember, cfg.Unmanaged)
 	return err
 }
 
 // createUnmanaged creates n ConfigMaps of 1 KiB that no bundle owns.
 func (f *fleet) createUnmanaged(ctx context.Context, m *member, n int) error {
-	if err := ensureNamespace(ctx, m.client, "unmanaged"); err != nil {
+	if err := fixture.EnsureNamespace(ctx, m.Client, "unmanaged"); err != nil {
 		return err
 	}
 	payload := string(make([]byte, 1024))
 	return parallel(ctx, n, 16, func(ctx context.Context, i int) error {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unmanaged-%05d", i), Namespace: "unmanaged"},
 			Data: map[string]string{"payload": payload}}
-		return m.client.Create(ctx, cm)
+		return m.Client.Create(ctx, cm)
 	})
-}
-
-func ensureNamespace(ctx context.Context, c client.Client, name string) error {
-	return client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 }
 
 // parallel runs fn for 0..n-1 with the given concurrency and returns the first error.

@@ -4,22 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/config"
-	"configbundle.dev/hub/internal/testing/controlplane"
+	fixture "configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/internal/testing/hubprocess"
 )
 
@@ -28,10 +24,9 @@ import (
 // replicas running now.
 type scaleFleet struct {
 	*fleet
-	cfg    scaleConfig
-	say    func(string, ...any)
-	shared *controlplane.Shared
-	holes  *blackHoles
+	cfg   scaleConfig
+	say   func(string, ...any)
+	holes *blackHoles
 	// healthy and holes are how many members and black holes are registered now.
 	healthy, registeredHoles int
 	replicas                 []*hubReplica
@@ -44,44 +39,26 @@ type hubReplica struct {
 }
 
 // newScaleFleet starts the hub cluster's control plane and the members' shared etcd.
-func newScaleFleet(ctx context.Context, cfg benchConfig, say func(string, ...any)) (_ *scaleFleet, retErr error) {
-	hubCRDs, err := config.HubCRDs()
-	if err != nil {
-		return nil, fmt.Errorf("reading the hub CRDs: %w", err)
-	}
+func newScaleFleet(ctx context.Context, cfg benchConfig, say func(string, ...any)) (*scaleFleet, error) {
 	say("scale: starting the hub cluster and the members' shared etcd")
-	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{CRDs: hubCRDs, StartTimeout: 5 * time.Minute,
-		AuditWrites: true, Output: cpOutput}, hubPlane)...)
+	opts := fleetOptions(cfg)
+	shared, err := sharedOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.Shared, opts.Timeout = &shared, scaleTimeout
+	f, err := fixture.Start(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the hub cluster: %w", err)
 	}
-	s := &scaleFleet{cfg: cfg.Scale, say: say, holes: &blackHoles{}}
-	defer func() {
-		if retErr != nil {
-			s.close()
-			_ = controlplane.StopAll(cps)
-		}
-	}()
-	if s.shared, err = startShared(ctx); err != nil {
-		return nil, err
-	}
-	if s.fleet, err = newFleet(ctx, cfg, cps[0], nil); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return &scaleFleet{fleet: &fleet{Fleet: f, cfg: cfg}, cfg: cfg.Scale, say: say, holes: &blackHoles{}}, nil
 }
 
 // close stops the replicas, the black holes, the members and the hub cluster.
 func (s *scaleFleet) close() {
 	s.stopReplicas()
 	s.holes.close()
-	if s.fleet != nil {
-		s.fleet.close()
-		_ = s.hubCP.Stop()
-	}
-	if s.shared != nil {
-		_ = s.shared.Stop()
-	}
+	s.fleet.close()
 }
 
 // Members are started in steps, each after a look at the machine's memory, so that a machine
@@ -99,11 +76,11 @@ const (
 
 // grow starts slim members until healthy run, growStep at a time.
 func (s *scaleFleet) grow(ctx context.Context, healthy int) error {
-	if have := len(s.members); have < healthy {
+	if have := len(s.Members()); have < healthy {
 		s.say("scale: starting members %d to %d (slim kube-apiservers on the shared etcd)", have+1, healthy)
 	}
 	began := time.Now()
-	for have := len(s.members); have < healthy; have = len(s.members) {
+	for have := len(s.Members()); have < healthy; have = len(s.Members()) {
 		n := min(growStep, healthy-have)
 		avail, err := memAvailable()
 		if err != nil {
@@ -113,30 +90,24 @@ func (s *scaleFleet) grow(ctx context.Context, healthy int) error {
 			return fmt.Errorf("not enough memory for members %d to %d: %s available, they need about %s and %s must be left",
 				have+1, have+n, mib(avail), mib(float64(n*memberMemory)), mib(memoryFloor))
 		}
-		cps, err := s.shared.Add(ctx, memberNames(have, n)...)
-		if err != nil {
+		if _, err := s.AddSlimMembers(ctx, memberNames(have, n)...); err != nil {
 			return fmt.Errorf("starting members %d to %d: %w", have+1, have+n, err)
 		}
-		for _, cp := range cps {
-			if err := s.addMember(cp); err != nil {
-				return err
-			}
-		}
 	}
-	s.say("scale: %d members running, started in %s", len(s.members), time.Since(began).Round(time.Second))
+	s.say("scale: %d members running, started in %s", len(s.Members()), time.Since(began).Round(time.Second))
 	return nil
 }
 
 // createHealBundles creates cfg.Bundles bench bundles in each heal member.
 func (s *scaleFleet) createHealBundles(ctx context.Context) error {
 	for _, m := range s.healMembers() {
-		if err := ensureNamespace(ctx, m.client, "bench"); err != nil {
+		if err := fixture.EnsureNamespace(ctx, m.Client, "bench"); err != nil {
 			return fmt.Errorf("creating namespace bench in %s: %w", m.Name, err)
 		}
 		err := parallel(ctx, s.cfg.Bundles, 8, func(ctx context.Context, i int) error {
 			b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%05d", i), Namespace: "bench"},
 				Spec: configbundlev1alpha1.ConfigBundleSpec{Message: fmt.Sprintf("message %d", i)}}
-			return m.client.Create(ctx, b)
+			return m.Client.Create(ctx, b)
 		})
 		if err != nil {
 			return fmt.Errorf("creating bundles in %s: %w", m.Name, err)
@@ -150,7 +121,7 @@ func (s *scaleFleet) createHealBundles(ctx context.Context) error {
 func (s *scaleFleet) deleteHealBundles(ctx context.Context) error {
 	for _, m := range s.healMembers() {
 		for _, obj := range []client.Object{&configbundlev1alpha1.ConfigBundle{}, &corev1.ConfigMap{}} {
-			if err := m.client.DeleteAllOf(ctx, obj, client.InNamespace("bench")); err != nil {
+			if err := m.Client.DeleteAllOf(ctx, obj, client.InNamespace("bench")); err != nil {
 				return fmt.Errorf("deleting the bench objects of %s: %w", m.Name, err)
 			}
 		}
@@ -160,7 +131,7 @@ func (s *scaleFleet) deleteHealBundles(ctx context.Context) error {
 
 // healMembers are the members the heal measurement tampers with.
 func (s *scaleFleet) healMembers() []*member {
-	return s.members[:min(s.cfg.HealMembers, s.healthy)]
+	return s.Members()[:min(s.cfg.HealMembers, s.healthy)]
 }
 
 // startReplicas starts r hub replicas at once (sharded if more than one) and waits until they
@@ -170,7 +141,7 @@ func (s *scaleFleet) startReplicas(ctx context.Context, r int) error {
 	errs := make([]error, r)
 	var wg sync.WaitGroup
 	for i := range r {
-		wg.Go(func() { replicas[i], errs[i] = s.startReplica(i, r) })
+		wg.Go(func() { replicas[i], errs[i] = s.startReplica(ctx, i, r) })
 	}
 	wg.Wait()
 	for _, rep := range replicas {
@@ -181,16 +152,14 @@ func (s *scaleFleet) startReplicas(ctx context.Context, r int) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, scaleTimeout, true, func(ctx context.Context) (bool, error) {
-		return s.hub.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, &hubv1alpha1.Fleet{}) == nil, nil
-	})
+	return s.WaitFleet(ctx)
 }
 
-// startReplica starts replica i of r: the hub with default flags, and with --sharded and its
-// own --replica-id when there are several.
-func (s *scaleFleet) startReplica(i, r int) (*hubReplica, error) {
+// startReplica starts replica i of r, hub-<i+1>: the hub with default flags, and with
+// --sharded and its own --replica-id when there are several.
+func (s *scaleFleet) startReplica(ctx context.Context, i, r int) (*hubReplica, error) {
 	rep := &hubReplica{}
-	args := []string{"--zap-time-encoding=rfc3339nano"}
+	var args []string
 	if r > 1 {
 		rep.ID = fmt.Sprintf("replica-%d", i+1)
 		args = append(args, "--sharded", "--replica-id="+rep.ID)
@@ -199,9 +168,7 @@ func (s *scaleFleet) startReplica(i, r int) (*hubReplica, error) {
 		}
 	}
 	var err error
-	rep.proc, err = hubprocess.Start(context.Background(), hubprocess.Options{Binary: s.fleet.cfg.HubBinary, Kubeconfig: s.hubCP.KubeconfigPath,
-		LogPath: filepath.Join(s.dir, fmt.Sprintf("hub-%d.log", i+1)), Args: args, ReadyTimeout: scaleTimeout})
-	if err != nil {
+	if rep.proc, err = s.StartHub(ctx, fmt.Sprintf("hub-%d", i+1), args...); err != nil {
 		return nil, fmt.Errorf("starting hub replica %d of %d: %w", i+1, r, err)
 	}
 	return rep, nil
@@ -209,11 +176,7 @@ func (s *scaleFleet) startReplica(i, r int) (*hubReplica, error) {
 
 // stopReplicas stops every replica at once (SIGTERM) and waits until they have exited.
 func (s *scaleFleet) stopReplicas() {
-	var wg sync.WaitGroup
-	for _, rep := range s.replicas {
-		wg.Go(func() { rep.proc.Stop(syscall.SIGTERM) })
-	}
-	wg.Wait()
+	s.StopHubs()
 	s.replicas = nil
 }
 
@@ -226,11 +189,11 @@ func (s *scaleFleet) reset(ctx context.Context) {
 	}
 	ns := client.InNamespace(hubv1alpha1.DefaultSecretNamespace)
 	for _, obj := range []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}} {
-		if err := s.hub.DeleteAllOf(ctx, obj, ns); err != nil {
+		if err := s.Hub.DeleteAllOf(ctx, obj, ns); err != nil {
 			s.say("scale: cleaning up: %v", err)
 		}
 	}
-	if err := s.hub.DeleteAllOf(ctx, &hubv1alpha1.MemberCluster{}); err != nil {
+	if err := s.Hub.DeleteAllOf(ctx, &hubv1alpha1.MemberCluster{}); err != nil {
 		s.say("scale: cleaning up: %v", err)
 	}
 	s.holes.dropConns()
@@ -249,7 +212,7 @@ func (s *scaleFleet) registerPointHoles(ctx context.Context, p *scalePoint) erro
 // joinMembers joins the point's healthy members one at a time, timing each from its Secret's
 // creation to its MemberCluster being Ready, and counts the black holes not Ready after them.
 func (s *scaleFleet) joinMembers(ctx context.Context, p *scalePoint) error {
-	for _, m := range s.members[:p.Healthy] {
+	for _, m := range s.Members()[:p.Healthy] {
 		took, err := s.join(ctx, m)
 		if err != nil {
 			return err
@@ -267,7 +230,7 @@ func (s *scaleFleet) joinMembers(ctx context.Context, p *scalePoint) error {
 // ConfigBundle queued and, sharded, every member held by a live replica; then a moment more.
 func (s *scaleFleet) waitCaughtUp(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, settlePoll, scaleTimeout, true, func(ctx context.Context) (bool, error) {
-		if !s.connected(ctx) || !s.queuesEmpty() || !s.leasesHeld(ctx) {
+		if !s.AllReady(ctx, hubv1alpha1.ConnectedReason, s.Members()[:s.healthy]...) || !s.queuesEmpty() || !s.leasesHeld(ctx) {
 			return false, nil
 		}
 		for _, m := range s.healMembers() {
@@ -281,25 +244,6 @@ func (s *scaleFleet) waitCaughtUp(ctx context.Context) error {
 		return fmt.Errorf("waiting for the hub replicas to catch up with %d members: %w", s.healthy, err)
 	}
 	return sleepCtx(ctx, restartQuiet)
-}
-
-// connected reports whether every registered member's MemberCluster is Ready (Connected).
-func (s *scaleFleet) connected(ctx context.Context) bool {
-	list := &hubv1alpha1.MemberClusterList{}
-	if err := s.hub.List(ctx, list); err != nil {
-		return false
-	}
-	ready := map[string]bool{}
-	for _, mc := range list.Items {
-		c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
-		ready[mc.Name] = c != nil && c.Status == metav1.ConditionTrue && c.Reason == hubv1alpha1.ConnectedReason
-	}
-	for _, m := range s.members[:s.healthy] {
-		if !ready[m.Name] {
-			return false
-		}
-	}
-	return true
 }
 
 // queuesEmpty reports whether no replica has a ConfigBundle queued.

@@ -15,7 +15,7 @@ import (
 // leaseHolders returns the holder of every member's Lease, by member name.
 func (s *scaleFleet) leaseHolders(ctx context.Context) (map[string]string, error) {
 	list := &coordinationv1.LeaseList{}
-	if err := s.hub.List(ctx, list, client.InNamespace(hubv1alpha1.DefaultSecretNamespace)); err != nil {
+	if err := s.Hub.List(ctx, list, client.InNamespace(hubv1alpha1.DefaultSecretNamespace)); err != nil {
 		return nil, fmt.Errorf("listing the members' Leases: %w", err)
 	}
 	holders := map[string]string{}
@@ -31,7 +31,7 @@ func (s *scaleFleet) leaseHolders(ctx context.Context) (map[string]string, error
 // statusReplicas returns every MemberCluster's status.replica, by member name.
 func (s *scaleFleet) statusReplicas(ctx context.Context) (map[string]string, error) {
 	list := &hubv1alpha1.MemberClusterList{}
-	if err := s.hub.List(ctx, list); err != nil {
+	if err := s.Hub.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing MemberClusters: %w", err)
 	}
 	out := map[string]string{}
@@ -51,7 +51,7 @@ func (s *scaleFleet) leasesHeld(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	for _, m := range s.members[:s.healthy] {
+	for _, m := range s.Members()[:s.healthy] {
 		if !slices.ContainsFunc(s.replicas, func(r *hubReplica) bool { return r.ID == holders[m.Name] }) {
 			return false
 		}
@@ -76,7 +76,7 @@ func (s *scaleFleet) shares(ctx context.Context, p *scalePoint) error {
 		return err
 	}
 	healthy := map[string]bool{}
-	for _, m := range s.members[:p.Healthy] {
+	for _, m := range s.Members()[:p.Healthy] {
 		healthy[m.Name] = true
 	}
 	for i := range p.Replica {

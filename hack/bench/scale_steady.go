@@ -40,7 +40,7 @@ func (s *scaleFleet) steadyWindow(ctx context.Context) (scaleSteady, error) {
 		pids = append(pids, rep.proc.Pid())
 	}
 	from := time.Now()
-	load, hubCPU, err := loadOver(ctx, s.cfg.Quiet, s.shared, pids)
+	load, hubCPU, err := loadOver(ctx, s.cfg.Quiet, s.Shared, pids)
 	if err != nil {
 		return scaleSteady{}, err
 	}

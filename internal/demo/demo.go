@@ -13,10 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,8 +27,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
-	"configbundle.dev/hub/internal/testing/hubprocess"
-	"configbundle.dev/hub/pkg/hubmanager"
+	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // Options configure Run. Each field documents its default.
@@ -53,14 +49,11 @@ type Options struct {
 const stepTimeout = 2 * time.Minute
 
 type demo struct {
-	opts    Options
-	out     io.Writer
-	dir     string
-	hubCP   *controlplane.ControlPlane
-	members []*controlplane.ControlPlane
-	hub     client.Client
-	clients map[string]client.WithWatch
-	hubProc *hubprocess.Process
+	opts Options
+	out  io.Writer
+	// fl is the fleet once startFleet started it, members its members in order.
+	fl      *fleet.Fleet
+	members []*fleet.Member
 	// fb is the sample FleetBundle once the placement step applied it, and placed the number of
 	// members it is placed in (counted by the Fleet).
 	fb     *hubv1alpha1.FleetBundle
@@ -84,11 +77,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if opts.ProbeInterval <= 0 {
 		opts.ProbeInterval = 2 * time.Second
 	}
-	dir, err := os.MkdirTemp("", "configbundle-demo-")
-	if err != nil {
-		return err
-	}
-	d := &demo{opts: opts, out: opts.Out, dir: dir, clients: map[string]client.WithWatch{}}
+	d := &demo{opts: opts, out: opts.Out}
 	defer func() {
 		d.say("==> Cleaning up: stopping the hub and the control planes")
 		err = errors.Join(err, d.cleanup())
@@ -119,40 +108,27 @@ func (d *demo) startFleet(ctx context.Context) error {
 	}
 	d.say("==> Starting a local fleet: a hub and %d members (%s), each a real etcd + kube-apiserver on loopback", len(names), strings.Join(names, ", "))
 	start := time.Now()
-	hubCRDs, err := config.HubCRDs()
+	dir, err := os.MkdirTemp("", "configbundle-demo-")
 	if err != nil {
 		return err
 	}
 	// Members get a garbage collector, so that deleting a bundle really deletes its ConfigMap.
-	cps, err := controlplane.Start(ctx, append(
-		controlplane.Named(controlplane.Options{CRDs: hubCRDs}, "hub"),
-		controlplane.Named(controlplane.Options{GarbageCollector: true}, names...)...)...)
+	d.fl, err = fleet.Start(ctx, fleet.Options{
+		Members: controlplane.Named(controlplane.Options{GarbageCollector: true}, names...), HubBinary: d.opts.HubBinary,
+		HubArgs: []string{"--probe-interval=" + d.opts.ProbeInterval.String()}, Dir: dir, Timeout: stepTimeout,
+	})
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return fmt.Errorf("starting the local fleet: %w", err)
 	}
-	d.hubCP, d.members = cps[0], cps[1:]
-	scheme, err := hubmanager.Scheme()
-	if err != nil {
-		return err
-	}
-	if d.hub, err = client.New(d.hubCP.Config, client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	for _, m := range d.members {
-		if d.clients[m.Name], err = client.NewWithWatch(m.Config, client.Options{Scheme: scheme}); err != nil {
-			return err
-		}
-	}
+	d.members = d.fl.Members()
 	d.say("    started in %s (the members have no ConfigBundle CRD yet: the hub installs it when they join)", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
 func (d *demo) startHub(ctx context.Context) error {
-	logPath := filepath.Join(d.dir, "hub.log")
-	d.say("==> Starting the hub process against the hub cluster (log: %s)", logPath)
-	var err error
-	d.hubProc, err = hubprocess.Start(ctx, hubprocess.Options{Binary: d.opts.HubBinary, Kubeconfig: d.hubCP.KubeconfigPath, LogPath: logPath,
-		Args: []string{"--probe-interval=" + d.opts.ProbeInterval.String()}, ReadyTimeout: stepTimeout})
+	d.say("==> Starting the hub process against the hub cluster (log: %s)", d.fl.LogPath(fleet.HubName))
+	_, err := d.fl.StartHub(ctx, fleet.HubName)
 	return err
 }
 
@@ -160,10 +136,9 @@ func (d *demo) register(ctx context.Context) error {
 	d.say("==> Registering the members with `hub register` (ServiceAccount, least-privilege RBAC and a token in the member; a labelled kubeconfig Secret on the hub)")
 	start := time.Now()
 	for _, m := range d.members {
-		out, err := exec.CommandContext(ctx, d.opts.HubBinary, "register", m.Name,
-			"--member-kubeconfig", m.KubeconfigPath, "--hub-kubeconfig", d.hubCP.KubeconfigPath).CombinedOutput()
+		out, err := d.fl.Register(ctx, m.Name)
 		if err != nil {
-			return fmt.Errorf("hub register %s: %w\n%s", m.Name, err, out)
+			return err
 		}
 		d.say("    $ hub register %s ...\n    %s", m.Name, strings.TrimSpace(string(out)))
 	}
@@ -194,7 +169,7 @@ func (d *demo) applySamples(ctx context.Context) error {
 	for _, m := range d.members {
 		for _, b := range bundles {
 			b := b.DeepCopy()
-			if err := d.clients[m.Name].Create(ctx, b); err != nil {
+			if err := m.Client.Create(ctx, b); err != nil {
 				return fmt.Errorf("creating ConfigBundle %s in %s: %w", b.Name, m.Name, err)
 			}
 		}
@@ -218,7 +193,7 @@ func (d *demo) tamper(ctx context.Context) error {
 
 // tamperAndWatch changes a managed ConfigMap and times its heal.
 func (d *demo) tamperAndWatch(ctx context.Context, member, name string) (time.Duration, error) {
-	c := d.clients[member]
+	c := d.fl.Member(member).Client
 	cm := &corev1.ConfigMap{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, cm); err != nil {
 		return 0, err
@@ -260,27 +235,27 @@ func (d *demo) pause(ctx context.Context) error {
 	}
 	paused, other := d.members[1], d.members[0]
 	d.say("==> Pausing %s (SIGSTOP on its kube-apiserver): it hangs, as a member behind a broken network would", paused.Name)
-	if err := paused.Pause(); err != nil {
+	if err := paused.Plane.Pause(); err != nil {
 		return err
 	}
 	start := time.Now()
 	if err := d.poll(ctx, paused.Name+" to be reported Unreachable", d.memberReason(paused.Name, hubv1alpha1.UnreachableReason)); err != nil {
-		_ = paused.Resume()
+		_ = paused.Plane.Resume()
 		return err
 	}
 	d.say("    reported Unreachable after %s (probes every %s, two failures in a row)", time.Since(start).Round(100*time.Millisecond), d.opts.ProbeInterval)
 	if err := d.table(ctx, "memberclusters"); err != nil {
-		_ = paused.Resume()
+		_ = paused.Plane.Resume()
 		return err
 	}
 	elapsed, err := d.tamperAndWatch(ctx, other.Name, "web-banner")
 	if err != nil {
-		_ = paused.Resume()
+		_ = paused.Plane.Resume()
 		return err
 	}
 	d.say("    meanwhile %s still heals: web-banner tampered and healed in %s", other.Name, elapsed.Round(time.Microsecond))
 	d.say("==> Resuming %s (SIGCONT)", paused.Name)
-	if err := paused.Resume(); err != nil {
+	if err := paused.Plane.Resume(); err != nil {
 		return err
 	}
 	start = time.Now()
@@ -306,25 +281,22 @@ func (d *demo) summary(ctx context.Context) error {
 
 func (d *demo) keep() {
 	d.say("\n==> The fleet keeps running until you press Ctrl-C. Point kubectl at it:")
-	d.say("    export KUBECONFIG=%s", d.hubCP.KubeconfigPath)
+	d.say("    export KUBECONFIG=%s", d.fl.HubPlane.KubeconfigPath)
 	d.say("    kubectl get memberclusters -o wide; kubectl get fleet; kubectl wait --for=condition=Ready fleet/default")
 	if d.fb != nil {
 		d.say("    kubectl get fleetbundles -A; kubectl label memberclusters %s %s=%s --overwrite    # places %s there again", d.members[1].Name, envKey, prodEnv, d.fb.Name)
 	}
 	for _, m := range d.members {
-		d.say("    kubectl --kubeconfig %s get configbundles -A    # %s", m.KubeconfigPath, m.Name)
+		d.say("    kubectl --kubeconfig %s get configbundles -A    # %s", m.Plane.KubeconfigPath, m.Name)
 	}
-	d.say("    hub log: %s", filepath.Join(d.dir, "hub.log"))
+	d.say("    hub log: %s", d.fl.LogPath(fleet.HubName))
 }
 
 func (d *demo) cleanup() error {
-	d.hubProc.Stop(syscall.SIGTERM)
-	var cps []*controlplane.ControlPlane
-	if d.hubCP != nil {
-		cps = append(cps, d.hubCP)
+	if d.fl == nil {
+		return nil
 	}
-	err := controlplane.StopAll(append(cps, d.members...))
-	return errors.Join(err, os.RemoveAll(d.dir))
+	return errors.Join(d.fl.Close(), os.RemoveAll(d.fl.Dir))
 }
 
 // poll waits for cond, saying what it waits for if it takes a while.
@@ -336,30 +308,16 @@ func (d *demo) poll(ctx context.Context, what string, cond wait.ConditionWithCon
 }
 
 func (d *demo) allMembers(reason string) wait.ConditionWithContextFunc {
-	return func(ctx context.Context) (bool, error) {
-		for _, m := range d.members {
-			if ok, _ := d.memberReason(m.Name, reason)(ctx); !ok {
-				return false, nil
-			}
-		}
-		return true, nil
-	}
+	return func(ctx context.Context) (bool, error) { return d.fl.AllReady(ctx, reason, d.members...), nil }
 }
 
 func (d *demo) memberReason(name, reason string) wait.ConditionWithContextFunc {
-	return func(ctx context.Context) (bool, error) {
-		mc := &hubv1alpha1.MemberCluster{}
-		if err := d.hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
-			return false, nil
-		}
-		c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
-		return c != nil && c.Reason == reason, nil
-	}
+	return func(ctx context.Context) (bool, error) { return d.fl.AllReady(ctx, reason, d.fl.Member(name)), nil }
 }
 
 func (d *demo) fleetReady(ctx context.Context) (bool, error) {
-	f := &hubv1alpha1.Fleet{}
-	if err := d.hub.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, f); err != nil {
+	f, err := d.fl.GetFleet(ctx)
+	if err != nil {
 		return false, nil
 	}
 	bundles, err := samples()
@@ -372,7 +330,7 @@ func (d *demo) fleetReady(ctx context.Context) (bool, error) {
 
 // table prints a resource of the hub as `kubectl get` does, from the API server's own table.
 func (d *demo) table(ctx context.Context, resource string) error {
-	cs, err := kubernetes.NewForConfig(d.hubCP.Config)
+	cs, err := kubernetes.NewForConfig(d.fl.HubPlane.Config)
 	if err != nil {
 		return err
 	}

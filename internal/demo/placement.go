@@ -70,7 +70,7 @@ func (d *demo) place(ctx context.Context) error {
 		return err
 	}
 	d.say("$ kubectl apply -f config/samples/fleetbundle_web.yaml    # FleetBundle %s/%s, clusterSelector %s=%s", fb.Namespace, fb.Name, envKey, prodEnv)
-	if err := d.hub.Create(ctx, fb.DeepCopy()); err != nil {
+	if err := d.fl.Hub.Create(ctx, fb.DeepCopy()); err != nil {
 		return fmt.Errorf("creating FleetBundle %s/%s: %w", fb.Namespace, fb.Name, err)
 	}
 	start := time.Now()
@@ -123,7 +123,7 @@ func (d *demo) restore(ctx context.Context) error {
 		return nil
 	}
 	m1, name := d.members[0].Name, d.fb.Name
-	c := d.clients[m1]
+	c := d.fl.Member(m1).Client
 	old := &configbundlev1alpha1.ConfigBundle{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: d.fb.Namespace, Name: name}, old); err != nil {
 		return err
@@ -148,7 +148,7 @@ func (d *demo) restore(ctx context.Context) error {
 	}
 	d.say("$ kubectl get fleetbundle %s -o custom-columns=NAME:.metadata.name,SELECTED:.status.clusters.selected,READY:.status.clusters.ready,HEALS:.status.heals", name)
 	got := &hubv1alpha1.FleetBundle{}
-	if err := d.hub.Get(ctx, client.ObjectKeyFromObject(d.fb), got); err != nil {
+	if err := d.fl.Hub.Get(ctx, client.ObjectKeyFromObject(d.fb), got); err != nil {
 		return err
 	}
 	w := tabwriter.NewWriter(d.out, 0, 8, 3, ' ', 0)
@@ -185,7 +185,7 @@ func (d *demo) startGarbageCollectorProbe(ctx context.Context) {
 func (d *demo) probeGarbageCollectors(ctx context.Context) error {
 	pending := map[string]client.WithWatch{}
 	for _, m := range d.members {
-		pending[m.Name] = d.clients[m.Name]
+		pending[m.Name] = m.Client
 	}
 	start := time.Now()
 	for round := 1; len(pending) > 0; round++ {
@@ -226,19 +226,7 @@ func (d *demo) probeGarbageCollectors(ctx context.Context) error {
 
 // labelMember sets env=value on a MemberCluster, as kubectl label --overwrite does.
 func (d *demo) labelMember(ctx context.Context, name, value string) error {
-	mc := &hubv1alpha1.MemberCluster{}
-	if err := d.hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(mc.DeepCopy())
-	if mc.Labels == nil {
-		mc.Labels = map[string]string{}
-	}
-	mc.Labels[envKey] = value
-	if err := d.hub.Patch(ctx, mc, patch); err != nil {
-		return fmt.Errorf("labelling MemberCluster %s: %w", name, err)
-	}
-	return nil
+	return d.fl.LabelMember(ctx, name, map[string]string{envKey: value})
 }
 
 // ensureNamespace creates the FleetBundle's namespace in every member that lacks it: the hub
@@ -246,7 +234,7 @@ func (d *demo) labelMember(ctx context.Context, name, value string) error {
 func (d *demo) ensureNamespace(ctx context.Context, ns string) error {
 	var created []string
 	for _, m := range d.members {
-		err := d.clients[m.Name].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		err := m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		switch {
 		case err == nil:
 			created = append(created, m.Name)
@@ -301,7 +289,7 @@ func ms(t, start time.Time) time.Duration {
 func (d *demo) configMapIs(member string, present bool) wait.ConditionWithContextFunc {
 	return func(ctx context.Context) (bool, error) {
 		cm := &corev1.ConfigMap{}
-		err := d.clients[member].Get(ctx, client.ObjectKeyFromObject(d.fb), cm)
+		err := d.fl.Member(member).Client.Get(ctx, client.ObjectKeyFromObject(d.fb), cm)
 		if apierrors.IsNotFound(err) {
 			return !present, nil
 		}
@@ -315,7 +303,7 @@ func (d *demo) configMapIs(member string, present bool) wait.ConditionWithContex
 // bundleGone returns a condition: the FleetBundle's ConfigBundle in member does not exist.
 func (d *demo) bundleGone(member string) wait.ConditionWithContextFunc {
 	return func(ctx context.Context) (bool, error) {
-		err := d.clients[member].Get(ctx, client.ObjectKeyFromObject(d.fb), &configbundlev1alpha1.ConfigBundle{})
+		err := d.fl.Member(member).Client.Get(ctx, client.ObjectKeyFromObject(d.fb), &configbundlev1alpha1.ConfigBundle{})
 		return apierrors.IsNotFound(err), nil
 	}
 }
@@ -325,7 +313,7 @@ func (d *demo) bundleGone(member string) wait.ConditionWithContextFunc {
 func (d *demo) bundleReplaced(member string, old types.UID) wait.ConditionWithContextFunc {
 	return func(ctx context.Context) (bool, error) {
 		b := &configbundlev1alpha1.ConfigBundle{}
-		if err := d.clients[member].Get(ctx, client.ObjectKeyFromObject(d.fb), b); err != nil {
+		if err := d.fl.Member(member).Client.Get(ctx, client.ObjectKeyFromObject(d.fb), b); err != nil {
 			return false, nil
 		}
 		return b.UID != old, nil
@@ -337,7 +325,7 @@ func (d *demo) bundleReplaced(member string, old types.UID) wait.ConditionWithCo
 func (d *demo) configMapReplaced(member string, old types.UID) wait.ConditionWithContextFunc {
 	return func(ctx context.Context) (bool, error) {
 		cm := &corev1.ConfigMap{}
-		if err := d.clients[member].Get(ctx, client.ObjectKeyFromObject(d.fb), cm); err != nil {
+		if err := d.fl.Member(member).Client.Get(ctx, client.ObjectKeyFromObject(d.fb), cm); err != nil {
 			return false, nil
 		}
 		ref := metav1.GetControllerOfNoCopy(cm)
@@ -350,7 +338,7 @@ func (d *demo) configMapReplaced(member string, old types.UID) wait.ConditionWit
 func (d *demo) fleetBundleIs(ready int32, heals int64) wait.ConditionWithContextFunc {
 	return func(ctx context.Context) (bool, error) {
 		fb := &hubv1alpha1.FleetBundle{}
-		if err := d.hub.Get(ctx, client.ObjectKeyFromObject(d.fb), fb); err != nil {
+		if err := d.fl.Hub.Get(ctx, client.ObjectKeyFromObject(d.fb), fb); err != nil {
 			return false, nil
 		}
 		c := meta.FindStatusCondition(fb.Status.Conditions, hubv1alpha1.ReadyCondition)
@@ -374,7 +362,7 @@ func (d *demo) showPlacement(ctx context.Context, heals int64) error {
 	fmt.Fprintf(w, "MEMBER\t%s\tCONFIGBUNDLE\tCONFIGMAP DATA.MESSAGE\n", strings.ToUpper(envKey))
 	for _, m := range d.members[:placementMembers] {
 		mc := &hubv1alpha1.MemberCluster{}
-		if err := d.hub.Get(ctx, client.ObjectKey{Name: m.Name}, mc); err != nil {
+		if err := d.fl.Hub.Get(ctx, client.ObjectKey{Name: m.Name}, mc); err != nil {
 			return err
 		}
 		env := mc.Labels[envKey]
@@ -383,7 +371,7 @@ func (d *demo) showPlacement(ctx context.Context, heals int64) error {
 		}
 		bundle, message := "<none>", "<none>"
 		b := &configbundlev1alpha1.ConfigBundle{}
-		switch err := d.clients[m.Name].Get(ctx, client.ObjectKeyFromObject(d.fb), b); {
+		switch err := m.Client.Get(ctx, client.ObjectKeyFromObject(d.fb), b); {
 		case err == nil:
 			bundle = "placed"
 			if c := meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition); c != nil {
@@ -393,7 +381,7 @@ func (d *demo) showPlacement(ctx context.Context, heals int64) error {
 			return err
 		}
 		cm := &corev1.ConfigMap{}
-		switch err := d.clients[m.Name].Get(ctx, client.ObjectKeyFromObject(d.fb), cm); {
+		switch err := m.Client.Get(ctx, client.ObjectKeyFromObject(d.fb), cm); {
 		case err == nil:
 			message = strconv.Quote(cm.Data[configbundlev1alpha1.MessageKey])
 		case !apierrors.IsNotFound(err):
@@ -406,7 +394,7 @@ func (d *demo) showPlacement(ctx context.Context, heals int64) error {
 
 // healEvents prints the FleetBundle's PlacedBundleHealed Events as kubectl get events does.
 func (d *demo) healEvents(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(d.hubCP.Config)
+	cs, err := kubernetes.NewForConfig(d.fl.HubPlane.Config)
 	if err != nil {
 		return err
 	}

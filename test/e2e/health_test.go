@@ -23,6 +23,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // TestMemberClusterLabelsAreKept: labels users put on a MemberCluster stay while the hub keeps
@@ -30,26 +31,26 @@ import (
 func TestMemberClusterLabelsAreKept(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	joined(t, "m1")
-	mc := memberCluster("m1")(g)
+	mc := fl.MemberCluster("m1")(g)
 	patch := client.MergeFrom(mc.DeepCopy())
 	if mc.Labels == nil {
 		mc.Labels = map[string]string{}
 	}
 	mc.Labels["env"] = "prod"
-	g.Expect(hubc.Patch(ctx, mc, patch)).To(Succeed()) // kubectl label mc m1 env=prod
+	g.Expect(fl.Hub.Patch(ctx, mc, patch)).To(Succeed()) // kubectl label mc m1 env=prod
 	before := mc.Status.Bundles.Total
 
 	b := createBundle(g, "m1", "labels", "web", "counted")
 	defer func() { // leave the counts as they were, for the tests that check them
-		g.Expect(memberc["m1"].Delete(ctx, b)).To(Succeed())
-		g.Eventually(func(g Gomega) int64 { return memberCluster("m1")(g).Status.Bundles.Total }).
+		g.Expect(fl.Member("m1").Client.Delete(ctx, b)).To(Succeed())
+		g.Eventually(func(g Gomega) int64 { return fl.MemberCluster("m1")(g).Status.Bundles.Total }).
 			WithTimeout(timeout).WithPolling(interval).Should(Equal(before))
 	}()
-	g.Eventually(func(g Gomega) int64 { return memberCluster("m1")(g).Status.Bundles.Total }).
+	g.Eventually(func(g Gomega) int64 { return fl.MemberCluster("m1")(g).Status.Bundles.Total }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">", before), "the hub wrote the MemberCluster's status")
-	g.Expect(memberCluster("m1")(g).Labels).To(HaveKeyWithValue("env", "prod"))
+	g.Expect(fl.MemberCluster("m1")(g).Labels).To(HaveKeyWithValue("env", "prod"))
 	selected := &hubv1alpha1.MemberClusterList{}
-	g.Expect(hubc.List(ctx, selected, client.MatchingLabels{"env": "prod"})).To(Succeed())
+	g.Expect(fl.Hub.List(ctx, selected, client.MatchingLabels{"env": "prod"})).To(Succeed())
 	g.Expect(selected.Items).To(ContainElement(HaveField("Name", "m1")))
 }
 
@@ -60,22 +61,22 @@ func TestFailingBundlesAreNamedOnTheHub(t *testing.T) {
 	joined(t, "m2")
 	ensureNamespace(g, "m2", "failing")
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Data: map[string]string{"owner": "someone else"}}
-	g.Expect(memberc["m2"].Create(ctx, foreign)).To(Succeed())
-	defer func() { g.Expect(memberc["m2"].Delete(ctx, foreign)).To(Succeed()) }()
+	g.Expect(fl.Member("m2").Client.Create(ctx, foreign)).To(Succeed())
+	defer func() { g.Expect(fl.Member("m2").Client.Delete(ctx, foreign)).To(Succeed()) }()
 	b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "cannot land"}}
-	g.Expect(memberc["m2"].Create(ctx, b)).To(Succeed())
+	g.Expect(fl.Member("m2").Client.Create(ctx, b)).To(Succeed())
 	defer func() {
-		g.Expect(memberc["m2"].Delete(ctx, b)).To(Succeed())
-		g.Eventually(func(g Gomega) int64 { return memberCluster("m2")(g).Status.Bundles.Failed }).
+		g.Expect(fl.Member("m2").Client.Delete(ctx, b)).To(Succeed())
+		g.Eventually(func(g Gomega) int64 { return fl.MemberCluster("m2")(g).Status.Bundles.Failed }).
 			WithTimeout(timeout).WithPolling(interval).Should(BeZero(), "no failing bundle is left for the next test")
 	}()
 
-	g.Eventually(func(g Gomega) []hubv1alpha1.FailedBundle { return memberCluster("m2")(g).Status.FailedBundles }).
+	g.Eventually(func(g Gomega) []hubv1alpha1.FailedBundle { return fl.MemberCluster("m2")(g).Status.FailedBundles }).
 		WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
 		HaveField("Namespace", "failing"), HaveField("Name", "blocked"),
 		HaveField("Reason", "ConfigMapConflict"), HaveField("Message", ContainSubstring("not managed by this ConfigBundle")))))
 	g.Eventually(func(g Gomega) string {
-		c := meta.FindStatusCondition(fleet(g).Status.Conditions, hubv1alpha1.ReadyCondition)
+		c := meta.FindStatusCondition(fl.Fleet(g).Status.Conditions, hubv1alpha1.ReadyCondition)
 		g.Expect(c).NotTo(BeNil())
 		return c.Reason + ": " + c.Message
 	}).WithTimeout(timeout).WithPolling(interval).Should(SatisfyAny(
@@ -90,19 +91,19 @@ func TestFailingBundlesAreNamedOnTheHub(t *testing.T) {
 func TestCredentialLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	joined(t, "m3")
-	defer register(t, "m3")
+	defer fl.MustRegister(t, "m3")
 
 	// A ServiceAccount token of ten minutes, inside the 30-day warning window.
 	token, revoke := shortLivedToken(g, "m3", 10*time.Minute)
-	cfg := rest.CopyConfig(members["m3"].Config)
+	cfg := rest.CopyConfig(fl.Member("m3").Plane.Config)
 	cfg.CertData, cfg.KeyData, cfg.BearerToken = nil, nil, token.Status.Token
-	putSecret(g, "m3", map[string][]byte{"kubeconfig": kubeconfigFor(cfg)})
+	fl.MustPutSecret(g, "m3", map[string][]byte{"kubeconfig": fleet.KubeconfigFor(cfg)})
 	g.Eventually(credentialsOf("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("False/" + hubv1alpha1.ExpiresSoonReason))
-	mc := memberCluster("m3")(g)
-	g.Expect(mc).To(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), "an expiring credential is not an outage")
+	mc := fl.MemberCluster("m3")(g)
+	g.Expect(mc).To(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), "an expiring credential is not an outage")
 	g.Expect(mc.Status.CredentialsExpiry).NotTo(BeNil())
 	g.Expect(mc.Status.CredentialsExpiry.Time).To(BeTemporally("~", token.Status.ExpirationTimestamp.Time, time.Second))
-	g.Expect(scrape(g)).To(ContainSubstring(`configbundle_member_credentials_expiry_timestamp_seconds{cluster="m3"} ` +
+	g.Expect(fl.Metrics(g)).To(ContainSubstring(`configbundle_member_credentials_expiry_timestamp_seconds{cluster="m3"} ` +
 		strconv.FormatFloat(float64(token.Status.ExpirationTimestamp.Unix()), 'g', -1, 64)))
 	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
 		HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", hubv1alpha1.ExpiresSoonReason))))
@@ -117,7 +118,7 @@ func TestCredentialLifecycle(t *testing.T) {
 	revoked := time.Now()
 	var seen []string
 	g.Eventually(func(g Gomega) string {
-		c := meta.FindStatusCondition(memberCluster("m3")(g).Status.Conditions, hubv1alpha1.ReadyCondition)
+		c := meta.FindStatusCondition(fl.MemberCluster("m3")(g).Status.Conditions, hubv1alpha1.ReadyCondition)
 		seen = append(seen, c.Reason)
 		return c.Reason
 	}).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.ForbiddenReason))
@@ -128,8 +129,8 @@ func TestCredentialLifecycle(t *testing.T) {
 		HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", hubv1alpha1.ForbiddenReason),
 		HaveField("Note", ContainSubstring("Member m3")))))
 
-	register(t, "m3")
-	g.Eventually(memberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	fl.MustRegister(t, "m3")
+	g.Eventually(fl.MemberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	g.Eventually(credentialsOf("m3")).WithTimeout(timeout).WithPolling(interval).Should(Equal("True/" + hubv1alpha1.CredentialsValidReason))
 	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
 		HaveField("Type", corev1.EventTypeNormal), HaveField("Reason", hubv1alpha1.ConnectedReason))))
@@ -141,16 +142,16 @@ func TestHubStatusGatesOnFreshHealth(t *testing.T) {
 	g := NewWithT(t)
 	joined(t, "m1", "m2")
 	status := func() (int, string) {
-		code, stdout, stderr := hubCommand(t, "status", "--hub-kubeconfig", hubCP.KubeconfigPath, "--max-age", gateMaxAge.String())
+		code, stdout, stderr := hubCommand(t, "status", "--hub-kubeconfig", fl.HubPlane.KubeconfigPath, "--max-age", gateMaxAge.String())
 		return code, stdout + stderr
 	}
 	g.Eventually(func() int { code, _ := status(); return code }).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero())
 	_, out := status()
 	g.Expect(out).To(ContainSubstring("m1"))
 
-	hub.stop(syscall.SIGKILL)
-	defer func() { g.Expect(hub.start()).To(Succeed()) }()
-	g.Expect(fleet(g)).To(readyIs(metav1.ConditionTrue, hubv1alpha1.AllReadyReason), "the last status stays behind, green")
+	fl.StopHub(fleet.HubName, syscall.SIGKILL)
+	defer func() { g.Expect(startHub()).To(Succeed()) }()
+	g.Expect(fl.Fleet(g)).To(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.AllReadyReason), "the last status stays behind, green")
 	g.Eventually(func() string {
 		code, out := status()
 		return fmt.Sprintf("%d %s", code, out)
@@ -163,7 +164,7 @@ const gateMaxAge = 4 * heartbeatInterval
 // credentialsOf returns the status and reason of a member's CredentialsValid condition.
 func credentialsOf(name string) func(Gomega) string {
 	return func(g Gomega) string {
-		c := meta.FindStatusCondition(memberCluster(name)(g).Status.Conditions, hubv1alpha1.CredentialsValidCondition)
+		c := meta.FindStatusCondition(fl.MemberCluster(name)(g).Status.Conditions, hubv1alpha1.CredentialsValidCondition)
 		if c == nil {
 			return "no CredentialsValid condition"
 		}
@@ -176,7 +177,7 @@ func credentialsOf(name string) func(Gomega) string {
 func memberEvents(name string) func(Gomega) []eventsv1.Event {
 	return func(g Gomega) []eventsv1.Event {
 		list := &eventsv1.EventList{}
-		g.Expect(hubc.List(context.Background(), list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+		g.Expect(fl.Hub.List(context.Background(), list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
 		var out []eventsv1.Event
 		for _, e := range list.Items {
 			if e.Regarding.Kind == "MemberCluster" && e.Regarding.Name == name {
@@ -190,7 +191,7 @@ func memberEvents(name string) func(Gomega) []eventsv1.Event {
 // shortLivedToken creates, in a member, a ServiceAccount with cluster-admin rights and a token of
 // the given lifetime for it; revoke deletes the ServiceAccount, which invalidates the token.
 func shortLivedToken(g Gomega, member string, lifetime time.Duration) (token *authenticationv1.TokenRequest, revoke func()) {
-	ctx, c := context.Background(), memberc[member]
+	ctx, c := context.Background(), fl.Member(member).Client
 	name := "short-lived-" + strings.ToLower(fmt.Sprint(time.Now().UnixNano()%100000))
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault}}
 	g.Expect(c.Create(ctx, sa)).To(Succeed())

@@ -3,10 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -17,48 +15,6 @@ import (
 
 	"configbundle.dev/hub/config"
 )
-
-// blackHole listens on loopback, accepts connections and never answers.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
-// blackHoleKubeconfig is a kubeconfig whose server is the black hole at addr.
-func blackHoleKubeconfig(addr string) []byte {
-	return []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://` + addr + `", insecure-skip-tls-verify: true}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-users: [{name: u, user: {token: t}}]
-`)
-}
 
 // allowWithoutCRDInstall grants a user of m4 the member role without its CRD rule.
 func allowWithoutCRDInstall(g Gomega, user string) {
@@ -73,7 +29,7 @@ func allowWithoutCRDInstall(g Gomega, user string) {
 		rules = append(rules, r)
 	}
 	role.Rules = rules
-	c := memberc["m4"]
+	c := fl.Member("m4").Client
 	if err := c.Create(context.Background(), role); !apierrors.IsAlreadyExists(err) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
@@ -89,7 +45,7 @@ func allowWithoutCRDInstall(g Gomega, user string) {
 
 // table asks the hub's API server for a resource as the table kubectl prints.
 func table(g Gomega, path string) *metav1.Table {
-	cs, err := kubernetes.NewForConfig(hubCP.Config)
+	cs, err := kubernetes.NewForConfig(fl.HubPlane.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	raw, err := cs.Discovery().RESTClient().Get().AbsPath(path).
 		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
@@ -113,7 +69,7 @@ func columns(t *metav1.Table, priority int32) (names []string) {
 func TestPrinterColumns(t *testing.T) {
 	g := NewWithT(t)
 	joined(t, "m1")
-	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
+	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
 
 	mcs := table(g, "/apis/hub.configbundle.dev/v1alpha1/memberclusters")
 	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
@@ -128,11 +84,11 @@ func TestPrinterColumns(t *testing.T) {
 	g.Expect(m1[1:3]).To(Equal([]any{"True", "Connected"}))
 	g.Expect(m1[3]).To(HavePrefix("v1.36"))
 
-	fl := table(g, "/apis/hub.configbundle.dev/v1alpha1/fleets")
-	g.Expect(columns(fl, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Clusters", "Clusters-Ready", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
-	g.Expect(columns(fl, 1)).To(Equal([]string{"Heartbeat"}))
-	g.Expect(fl.Rows).To(HaveLen(1))
-	g.Expect(fl.Rows[0].Cells[0]).To(Equal("default"))
+	fleets := table(g, "/apis/hub.configbundle.dev/v1alpha1/fleets")
+	g.Expect(columns(fleets, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Clusters", "Clusters-Ready", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
+	g.Expect(columns(fleets, 1)).To(Equal([]string{"Heartbeat"}))
+	g.Expect(fleets.Rows).To(HaveLen(1))
+	g.Expect(fleets.Rows[0].Cells[0]).To(Equal("default"))
 
 	// And as kubectl prints them, where kubectl is installed.
 	kubectl, err := exec.LookPath("kubectl")
@@ -144,7 +100,7 @@ func TestPrinterColumns(t *testing.T) {
 		"memberclusters": "NAME   READY   REASON      VERSION",
 		"fleet":          "NAME      READY",
 	} {
-		out, err := exec.Command(kubectl, "--kubeconfig", hubCP.KubeconfigPath, "get", resource).CombinedOutput()
+		out, err := exec.Command(kubectl, "--kubeconfig", fl.HubPlane.KubeconfigPath, "get", resource).CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), string(out))
 		t.Logf("kubectl get %s:\n%s", resource, out)
 		g.Expect(strings.Fields(string(out))[:2]).To(Equal(strings.Fields(header)[:2]))

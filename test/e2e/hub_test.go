@@ -17,6 +17,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // joined registers the members once and waits for them.
@@ -25,50 +26,31 @@ func joined(t *testing.T, names ...string) {
 	g := NewWithT(t)
 	for _, name := range names {
 		mc := &hubv1alpha1.MemberCluster{}
-		if hubc.Get(context.Background(), client.ObjectKey{Name: name}, mc) != nil {
-			register(t, name)
+		if fl.Hub.Get(context.Background(), client.ObjectKey{Name: name}, mc) != nil {
+			fl.MustRegister(t, name)
 		}
 	}
 	for _, name := range names {
-		g.Eventually(memberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+		g.Eventually(fl.MemberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	}
 }
 
 func ensureNamespace(g Gomega, member, ns string) {
-	err := memberc[member].Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if !apierrors.IsAlreadyExists(err) {
-		g.Expect(err).NotTo(HaveOccurred())
-	}
+	g.Expect(fleet.EnsureNamespace(context.Background(), fl.Member(member).Client, ns)).To(Succeed())
 }
 
 // createBundle creates a bundle in a member and waits until its ConfigMap is there.
 func createBundle(g Gomega, member, ns, name, message string) *configbundlev1alpha1.ConfigBundle {
 	ensureNamespace(g, member, ns)
-	b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: message}}
-	g.Expect(memberc[member].Create(context.Background(), b)).To(Succeed())
-	g.Eventually(func(g Gomega) string {
-		cm := &corev1.ConfigMap{}
-		g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
-		return cm.Data["message"]
-	}).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
+	b := fleet.NewBundle(ns, name, message)
+	g.Expect(fl.Member(member).Client.Create(context.Background(), b)).To(Succeed())
+	g.Eventually(fl.Member(member).Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
 	return b
 }
 
 // tamper changes a managed ConfigMap's message.
 func tamper(g Gomega, member string, b *configbundlev1alpha1.ConfigBundle) {
-	cm := &corev1.ConfigMap{}
-	g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
-	cm.Data["message"] = "tampered"
-	g.Expect(memberc[member].Update(context.Background(), cm)).To(Succeed())
-}
-
-// message returns a function reading the message of a bundle's ConfigMap.
-func message(member string, b *configbundlev1alpha1.ConfigBundle) func(Gomega) string {
-	return func(g Gomega) string {
-		cm := &corev1.ConfigMap{}
-		g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
-		return cm.Data["message"]
-	}
+	g.Expect(fleet.Tamper(context.Background(), fl.Member(member).Client, client.ObjectKeyFromObject(b), "tampered")).To(Succeed())
 }
 
 func TestJoinReconcileAndReport(t *testing.T) {
@@ -76,7 +58,7 @@ func TestJoinReconcileAndReport(t *testing.T) {
 	joined(t, "m1", "m2", "m3")
 
 	for _, name := range []string{"m1", "m2", "m3"} {
-		mc := memberCluster(name)(g)
+		mc := fl.MemberCluster(name)(g)
 		g.Expect(mc.Spec.SecretRef).To(Equal(hubv1alpha1.SecretReference{Namespace: secretNS, Name: name}))
 		g.Expect(mc.Status.KubernetesVersion).To(HavePrefix("v1.36"))
 		g.Expect(mc.Status.ClusterID).NotTo(BeEmpty())
@@ -89,17 +71,17 @@ func TestJoinReconcileAndReport(t *testing.T) {
 	createBundle(g, "m1", "join", "b", "two")
 	createBundle(g, "m2", "join", "a", "three")
 	ensureNamespace(g, "m3", "join")
-	g.Expect(memberc["m3"].Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}})).To(Succeed())
-	g.Expect(memberc["m3"].Create(ctx, &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x"}})).To(Succeed())
+	g.Expect(fl.Member("m3").Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}})).To(Succeed())
+	g.Expect(fl.Member("m3").Client.Create(ctx, &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x"}})).To(Succeed())
 
 	counts := func(name string) func(Gomega) hubv1alpha1.BundleCounts {
-		return func(g Gomega) hubv1alpha1.BundleCounts { return memberCluster(name)(g).Status.Bundles }
+		return func(g Gomega) hubv1alpha1.BundleCounts { return fl.MemberCluster(name)(g).Status.Bundles }
 	}
 	g.Eventually(counts("m1")).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.BundleCounts{Total: 2, Ready: 2}))
 	g.Eventually(counts("m2")).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.BundleCounts{Total: 1, Ready: 1}))
 	g.Eventually(counts("m3")).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.BundleCounts{Total: 1, Failed: 1}))
-	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(And(
-		readyIs(metav1.ConditionFalse, hubv1alpha1.BundlesFailedReason),
+	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).Should(And(
+		fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.BundlesFailedReason),
 		WithTransform(func(f *hubv1alpha1.Fleet) hubv1alpha1.FleetStatus {
 			f.Status.Conditions, f.Status.HeartbeatTime = nil, nil
 			return f.Status
@@ -108,18 +90,18 @@ func TestJoinReconcileAndReport(t *testing.T) {
 	))
 
 	// The conflict resolves; a heal in m1 is counted on its MemberCluster and on the Fleet.
-	g.Expect(memberc["m3"].Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}})).To(Succeed())
+	g.Expect(fl.Member("m3").Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "join"}})).To(Succeed())
 	tamper(g, "m1", a1)
-	g.Eventually(message("m1", a1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("one"))
-	g.Eventually(func(g Gomega) int64 { return memberCluster("m1")(g).Status.Heals }).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1))
-	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(And(
-		readyIs(metav1.ConditionTrue, hubv1alpha1.AllReadyReason),
+	g.Eventually(fl.Member("m1").Message(a1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("one"))
+	g.Eventually(func(g Gomega) int64 { return fl.MemberCluster("m1")(g).Status.Heals }).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1))
+	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).Should(And(
+		fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.AllReadyReason),
 		WithTransform(func(f *hubv1alpha1.Fleet) int64 { return f.Status.Heals }, BeEquivalentTo(1)),
 		WithTransform(func(f *hubv1alpha1.Fleet) hubv1alpha1.BundleCounts { return f.Status.Bundles }, Equal(hubv1alpha1.BundleCounts{Total: 4, Ready: 4})),
 	))
 
 	// What an operator alerts on is on the metrics endpoint, per member.
-	g.Eventually(scrape).WithTimeout(timeout).WithPolling(interval).Should(And(
+	g.Eventually(fl.Metrics).WithTimeout(timeout).WithPolling(interval).Should(And(
 		ContainSubstring(`configbundle_hub_members{ready="true",reason="Connected"}`),
 		ContainSubstring(`configbundle_reconciles_total{cluster="m1",result="success"}`),
 		ContainSubstring(`configbundle_heals_total{cluster="m1"} 1`),
@@ -140,7 +122,7 @@ func TestBadSecretsAreReportedWhileGoodMembersHeal(t *testing.T) {
 	joined(t, "m1")
 	b := createBundle(g, "m1", "bad-secrets", "web", "good")
 	marker := filepath.Join(t.TempDir(), "exec-ran")
-	server := members["m1"].Config.Host
+	server := fl.Member("m1").Plane.Config.Host
 
 	kubeconfig := func(user string) []byte {
 		return []byte(`apiVersion: v1
@@ -166,29 +148,29 @@ users: [{name: u, user: ` + user + `}]
 		{"bad-forbidden", map[string][]byte{"kubeconfig": kubeconfig(`{token: not-a-valid-token}`)}, hubv1alpha1.ForbiddenReason},
 	}
 	for _, tt := range tests {
-		putSecret(g, tt.secret, tt.data)
+		fl.MustPutSecret(g, tt.secret, tt.data)
 	}
 	for _, tt := range tests {
-		g.Eventually(memberCluster(tt.secret)).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, tt.reason), tt.secret)
-		mc := memberCluster(tt.secret)(g)
+		g.Eventually(fl.MemberCluster(tt.secret)).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, tt.reason), tt.secret)
+		mc := fl.MemberCluster(tt.secret)(g)
 		g.Expect(mc.Status.Conditions[0].Message).NotTo(BeEmpty())
 		g.Expect(mc.Status.Conditions[0].Message).NotTo(ContainSubstring("not-a-valid-token"), "no secret in messages")
 	}
 
 	// Meanwhile the good member heals.
 	tamper(g, "m1", b)
-	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("good"))
+	g.Eventually(fl.Member("m1").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("good"))
 
 	// The exec plugin never ran.
 	g.Consistently(func() bool { _, err := os.Stat(marker); return os.IsNotExist(err) }).WithTimeout(quietPeriod).Should(BeTrue())
 
-	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
 	for _, tt := range tests {
-		deleteSecret(g, tt.secret)
+		fl.MustDeleteSecret(g, tt.secret)
 	}
 	for _, tt := range tests {
 		g.Eventually(func() bool {
-			return apierrors.IsNotFound(hubc.Get(context.Background(), client.ObjectKey{Name: tt.secret}, &hubv1alpha1.MemberCluster{}))
+			return apierrors.IsNotFound(fl.Hub.Get(context.Background(), client.ObjectKey{Name: tt.secret}, &hubv1alpha1.MemberCluster{}))
 		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "a member whose Secret is gone has no MemberCluster")
 	}
 }
@@ -197,18 +179,18 @@ func TestHangingMemberDelaysNobody(t *testing.T) {
 	g := NewWithT(t)
 	joined(t, "m2")
 	// A black hole: accepts connections and never answers.
-	hole := blackHole(t)
-	putSecret(g, "hanging", map[string][]byte{"kubeconfig": blackHoleKubeconfig(hole)})
-	defer deleteSecret(g, "hanging")
-	g.Eventually(memberCluster("hanging")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
+	hole := fleet.MustBlackHole(t).Addr()
+	fl.MustPutSecret(g, "hanging", map[string][]byte{"kubeconfig": fleet.BlackHoleKubeconfig(hole)})
+	defer fl.MustDeleteSecret(g, "hanging")
+	g.Eventually(fl.MemberCluster("hanging")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
 
 	// While the hub waits on the hanging member, another member joins and heals at once.
 	joined(t, "m3")
 	b := createBundle(g, "m2", "hanging", "web", "fine")
 	tamper(g, "m2", b)
-	g.Eventually(message("m2", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("fine"))
+	g.Eventually(fl.Member("m2").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("fine"))
 
-	g.Eventually(memberCluster("hanging")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
+	g.Eventually(fl.MemberCluster("hanging")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
 }
 
 func TestFaultPausedMemberIsUnreachableAndRecovers(t *testing.T) {
@@ -217,35 +199,35 @@ func TestFaultPausedMemberIsUnreachableAndRecovers(t *testing.T) {
 	b1 := createBundle(g, "m1", "paused", "web", "m1 keeps working")
 	createBundle(g, "m2", "paused", "web", "m2 pauses")
 	all := &configbundlev1alpha1.ConfigBundleList{}
-	g.Expect(memberc["m2"].List(context.Background(), all)).To(Succeed())
+	g.Expect(fl.Member("m2").Client.List(context.Background(), all)).To(Succeed())
 	n := int64(len(all.Items))
 	before := hubv1alpha1.BundleCounts{Total: n, Ready: n}
-	g.Eventually(func(g Gomega) hubv1alpha1.BundleCounts { return memberCluster("m2")(g).Status.Bundles }).
+	g.Eventually(func(g Gomega) hubv1alpha1.BundleCounts { return fl.MemberCluster("m2")(g).Status.Bundles }).
 		WithTimeout(timeout).WithPolling(interval).Should(Equal(before))
 
-	g.Expect(members["m2"].Pause()).To(Succeed())
+	g.Expect(fl.Member("m2").Plane.Pause()).To(Succeed())
 	paused := time.Now()
 	resumed := false
 	defer func() {
 		if !resumed {
-			_ = members["m2"].Resume()
+			_ = fl.Member("m2").Plane.Resume()
 		}
 	}()
-	g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
-	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+	g.Eventually(fl.MemberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
+	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
 	t.Logf("SIGSTOP -> MemberCluster Unreachable and Fleet not Ready: %v (probe interval %v)", time.Since(paused).Round(time.Millisecond), probeInterval)
-	mc := memberCluster("m2")(g)
+	mc := fl.MemberCluster("m2")(g)
 	g.Expect(mc.Status.Bundles).To(Equal(before), "an unreachable member keeps its last counts")
 	g.Expect(mc.Status.LastSeenTime).NotTo(BeNil())
 
 	// The others keep working.
 	tamper(g, "m1", b1)
-	g.Eventually(message("m1", b1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("m1 keeps working"))
+	g.Eventually(fl.Member("m1").Message(b1)).WithTimeout(timeout).WithPolling(interval).Should(Equal("m1 keeps working"))
 
-	g.Expect(members["m2"].Resume()).To(Succeed())
+	g.Expect(fl.Member("m2").Plane.Resume()).To(Succeed())
 	resumed, resumedAt := true, time.Now()
-	g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
-	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+	g.Eventually(fl.MemberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
 	t.Logf("SIGCONT -> MemberCluster Connected and Fleet no longer MembersNotReady: %v", time.Since(resumedAt).Round(time.Millisecond))
 }
 
@@ -256,29 +238,29 @@ func TestLeaveAndRejoin(t *testing.T) {
 
 	// Removing the label: the member leaves, nothing in it changes, drift is no longer healed.
 	secret := &corev1.Secret{}
-	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
 	delete(secret.Labels, hubv1alpha1.DefaultSecretLabel)
-	g.Expect(hubc.Update(ctx, secret)).To(Succeed())
+	g.Expect(fl.Hub.Update(ctx, secret)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
+		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	tamper(g, "m3", b)
-	g.Consistently(message("m3", b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
-	g.Expect(memberc["m3"].Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{})).To(Succeed())
+	g.Consistently(fl.Member("m3").Message(b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
+	g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{})).To(Succeed())
 
 	// The label back: it rejoins and heals what drifted meanwhile.
-	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
 	secret.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
-	g.Expect(hubc.Update(ctx, secret)).To(Succeed())
-	g.Eventually(memberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
-	g.Eventually(message("m3", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("stay"))
+	g.Expect(fl.Hub.Update(ctx, secret)).To(Succeed())
+	g.Eventually(fl.MemberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	g.Eventually(fl.Member("m3").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("stay"))
 
 	// Deleting the Secret: it leaves again; registering again brings it back.
-	deleteSecret(g, "m3")
+	fl.MustDeleteSecret(g, "m3")
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
+		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	g.Expect(memberc["m3"].Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{})).To(Succeed(), "leaving deletes nothing in the member")
+	g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{})).To(Succeed(), "leaving deletes nothing in the member")
 	joined(t, "m3")
 }
 
@@ -287,48 +269,48 @@ func TestCredentialRotation(t *testing.T) {
 	joined(t, "m1")
 	b := createBundle(g, "m1", "rotation", "web", "rotate")
 	secret := &corev1.Secret{}
-	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m1"}, secret)).To(Succeed())
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m1"}, secret)).To(Succeed())
 	good := secret.Data["kubeconfig"]
 
 	// A new, working credential replaces the old one; the member stays Connected.
-	register(t, "m1")
-	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m1"}, secret)).To(Succeed())
+	fl.MustRegister(t, "m1")
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m1"}, secret)).To(Succeed())
 	g.Expect(secret.Data["kubeconfig"]).NotTo(Equal(good))
-	g.Consistently(memberCluster("m1")).WithTimeout(quietPeriod).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	g.Consistently(fl.MemberCluster("m1")).WithTimeout(quietPeriod).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	tamper(g, "m1", b)
-	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
+	g.Eventually(fl.Member("m1").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
 
 	// A broken credential is reported and the previous one keeps working.
-	putSecret(g, "m1", map[string][]byte{"kubeconfig": kubeconfigWithToken(secret.Data["kubeconfig"], "revoked")})
-	g.Eventually(memberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.RotationFailedReason))
-	g.Expect(memberCluster("m1")(g).Status.Conditions[0].Message).To(ContainSubstring(hubv1alpha1.ForbiddenReason))
+	fl.MustPutSecret(g, "m1", map[string][]byte{"kubeconfig": kubeconfigWithToken(secret.Data["kubeconfig"], "revoked")})
+	g.Eventually(fl.MemberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.RotationFailedReason))
+	g.Expect(fl.MemberCluster("m1")(g).Status.Conditions[0].Message).To(ContainSubstring(hubv1alpha1.ForbiddenReason))
 	tamper(g, "m1", b)
-	g.Eventually(message("m1", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
+	g.Eventually(fl.Member("m1").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
 
-	register(t, "m1")
-	g.Eventually(memberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	fl.MustRegister(t, "m1")
+	g.Eventually(fl.MemberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 }
 
 func TestDuplicateClusterIsManagedOnce(t *testing.T) {
 	g := NewWithT(t)
 	joined(t, "m2")
-	putSecret(g, "m2-again", map[string][]byte{"kubeconfig": kubeconfigFor(members["m2"].Config)})
-	defer deleteSecret(g, "m2-again")
-	g.Eventually(memberCluster("m2-again")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.DuplicateClusterReason))
-	g.Expect(memberCluster("m2-again")(g).Status.Conditions[0].Message).To(ContainSubstring(`"m2"`))
-	g.Expect(memberCluster("m2")(g)).To(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	fl.MustPutSecret(g, "m2-again", map[string][]byte{"kubeconfig": fleet.KubeconfigFor(fl.Member("m2").Plane.Config)})
+	defer fl.MustDeleteSecret(g, "m2-again")
+	g.Eventually(fl.MemberCluster("m2-again")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.DuplicateClusterReason))
+	g.Expect(fl.MemberCluster("m2-again")(g).Status.Conditions[0].Message).To(ContainSubstring(`"m2"`))
+	g.Expect(fl.MemberCluster("m2")(g)).To(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 }
 
 func TestCRDMissing(t *testing.T) {
 	g := NewWithT(t)
 	// m4 lacks the CRD, and this credential may do everything but install it.
-	cfg, err := members["m4"].AddUser("no-crd-install", []string{"system:authenticated"})
+	cfg, err := fl.Member("m4").Plane.AddUser("no-crd-install", []string{"system:authenticated"})
 	g.Expect(err).NotTo(HaveOccurred())
 	allowWithoutCRDInstall(g, "no-crd-install")
-	putSecret(g, "m4", map[string][]byte{"kubeconfig": kubeconfigFor(cfg)})
-	defer deleteSecret(g, "m4")
-	g.Eventually(memberCluster("m4")).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.CRDMissingReason))
-	g.Expect(memberCluster("m4")(g).Status.Conditions[0].Message).To(ContainSubstring("configbundles.configbundle.dev"))
+	fl.MustPutSecret(g, "m4", map[string][]byte{"kubeconfig": fleet.KubeconfigFor(cfg)})
+	defer fl.MustDeleteSecret(g, "m4")
+	g.Eventually(fl.MemberCluster("m4")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.CRDMissingReason))
+	g.Expect(fl.MemberCluster("m4")(g).Status.Conditions[0].Message).To(ContainSubstring("configbundles.configbundle.dev"))
 }
 
 func TestFaultHubKilledHealsDriftMadeWhileDown(t *testing.T) {
@@ -337,21 +319,21 @@ func TestFaultHubKilledHealsDriftMadeWhileDown(t *testing.T) {
 	b1 := createBundle(g, "m1", "restart", "web", "survive")
 	b2 := createBundle(g, "m2", "restart", "web", "come back")
 
-	hub.stop(syscall.SIGKILL)
+	fl.StopHub(fleet.HubName, syscall.SIGKILL)
 	tamper(g, "m1", b1)
-	g.Expect(memberc["m2"].Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "restart"}})).To(Succeed())
+	g.Expect(fl.Member("m2").Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "restart"}})).To(Succeed())
 	// A MemberCluster whose Secret went away while the hub was down.
-	g.Expect(hubc.Create(ctx, &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "ghost"},
+	g.Expect(fl.Hub.Create(ctx, &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "ghost"},
 		Spec: hubv1alpha1.MemberClusterSpec{SecretRef: hubv1alpha1.SecretReference{Namespace: secretNS, Name: "ghost"}}})).To(Succeed())
-	g.Consistently(message("m1", b1)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"), "nothing heals while the hub is down")
+	g.Consistently(fl.Member("m1").Message(b1)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"), "nothing heals while the hub is down")
 
 	restarted := time.Now()
-	g.Expect(hub.start()).To(Succeed())
-	g.Eventually(message("m1", b1)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("survive"))
-	g.Eventually(message("m2", b2)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("come back"))
+	g.Expect(startHub()).To(Succeed())
+	g.Eventually(fl.Member("m1").Message(b1)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("survive"))
+	g.Eventually(fl.Member("m2").Message(b2)).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("come back"))
 	t.Logf("hub restarted -> drift made while it was down healed in both members: %v", time.Since(restarted).Round(time.Millisecond))
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "ghost"}, &hubv1alpha1.MemberCluster{}))
+		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "ghost"}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the hub removes stale MemberClusters after a restart")
 }
 

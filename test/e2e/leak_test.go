@@ -13,11 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // goroutines reads the hub's go_goroutines gauge.
 func goroutines(g Gomega) int {
-	for line := range strings.Lines(scrape(g)) {
+	for line := range strings.Lines(fl.Metrics(g)) {
 		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
 			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -33,21 +34,21 @@ func goroutines(g Gomega) int {
 func leave(g Gomega, name string) {
 	secretLabel(g, name, false)
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(hubc.Get(context.Background(), client.ObjectKey{Name: name}, &hubv1alpha1.MemberCluster{}))
+		return apierrors.IsNotFound(fl.Hub.Get(context.Background(), client.ObjectKey{Name: name}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 }
 
 // rejoin puts a member's Secret's label back and waits until it is Connected.
 func rejoin(g Gomega, name string) {
 	secretLabel(g, name, true)
-	g.Eventually(memberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	g.Eventually(fl.MemberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 }
 
 // secretLabel puts the label that makes a member's Secret join on it, or takes it off.
 func secretLabel(g Gomega, name string, on bool) {
 	ctx := context.Background()
 	s := &corev1.Secret{}
-	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, s)).To(Succeed())
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, s)).To(Succeed())
 	if s.Labels == nil {
 		s.Labels = map[string]string{}
 	}
@@ -56,7 +57,7 @@ func secretLabel(g Gomega, name string, on bool) {
 	} else {
 		delete(s.Labels, hubv1alpha1.DefaultSecretLabel)
 	}
-	g.Expect(hubc.Update(ctx, s)).To(Succeed())
+	g.Expect(fl.Hub.Update(ctx, s)).To(Succeed())
 }
 
 // flap makes a member leave and join again, and waits for both.

@@ -15,6 +15,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/internal/testing/netproxy"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -54,21 +55,21 @@ func TestFaultNetworkPartition(t *testing.T) {
 func partition(t *testing.T, name string, heal func(*netproxy.Proxy)) {
 	g, ctx := NewWithT(t), context.Background()
 	const member = "m2"
-	proxy, err := netproxy.Start(members[member].Host())
+	proxy, err := netproxy.Start(fl.Member(member).Plane.Host())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(proxy.Close()).To(Succeed()) })
 	standAside(t, member)
 
 	// The member joins as "partitioned", through the proxy. The member's serving certificate is
 	// for 127.0.0.1, so TLS verifies through the proxy's loopback address too.
-	cfg := rest.CopyConfig(members[member].Config)
+	cfg := rest.CopyConfig(fl.Member(member).Plane.Config)
 	cfg.Host = "https://" + proxy.Addr()
-	putSecret(g, name, map[string][]byte{hubv1alpha1.DefaultSecretKey: kubeconfigFor(cfg)})
+	fl.MustPutSecret(g, name, map[string][]byte{hubv1alpha1.DefaultSecretKey: fleet.KubeconfigFor(cfg)})
 	t.Cleanup(func() {
-		deleteSecret(g, name)
+		fl.MustDeleteSecret(g, name)
 		g.Eventually(memberClusterGone(name)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	})
-	g.Eventually(memberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	g.Eventually(fl.MemberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	const want = "across the partition"
 	b := createBundle(g, member, name, "web", want)
 	g.Eventually(bundleStatus(member, b)).WithTimeout(timeout).WithPolling(interval).Should(And(
@@ -79,11 +80,11 @@ func partition(t *testing.T, name string, heal func(*netproxy.Proxy)) {
 	partitioned := time.Now()
 	var unreachableAfter time.Duration
 	g.Eventually(func(g Gomega) {
-		if unreachableAfter == 0 && matches(memberCluster(name)(g), readyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason)) {
+		if unreachableAfter == 0 && matches(fl.MemberCluster(name)(g), fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason)) {
 			unreachableAfter = time.Since(partitioned)
 		}
 		g.Expect(unreachableAfter).NotTo(BeZero(), "Unreachable")
-		g.Expect(fleet(g)).To(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+		g.Expect(fl.Fleet(g)).To(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	t.Logf("partition → Unreachable: %v (bound %v: probe interval %v × failure threshold %d + probe timeout %v)",
 		unreachableAfter.Round(time.Millisecond), unreachableBound, probeInterval, failureThreshold, probeTimeout)
@@ -91,17 +92,17 @@ func partition(t *testing.T, name string, heal func(*netproxy.Proxy)) {
 
 	// The API server is up: anyone else still reaches it, and the hub cannot heal what they do.
 	tamper(g, member, b)
-	g.Consistently(message(member, b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
+	g.Consistently(fl.Member(member).Message(b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
 
 	// Healed: Connected again, and the drift healed, each within a probe and a report.
 	heal(proxy)
 	healed := time.Now()
 	var connectedAfter, driftHealedAfter time.Duration
 	g.Eventually(func(g Gomega) {
-		if connectedAfter == 0 && matches(memberCluster(name)(g), readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason)) {
+		if connectedAfter == 0 && matches(fl.MemberCluster(name)(g), fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason)) {
 			connectedAfter = time.Since(healed)
 		}
-		if driftHealedAfter == 0 && message(member, b)(g) == want {
+		if driftHealedAfter == 0 && fl.Member(member).Message(b)(g) == want {
 			driftHealedAfter = time.Since(healed)
 		}
 		g.Expect(connectedAfter).NotTo(BeZero(), "Connected")
@@ -111,12 +112,12 @@ func partition(t *testing.T, name string, heal func(*netproxy.Proxy)) {
 		connectedAfter.Round(time.Millisecond), driftHealedAfter.Round(time.Millisecond), recoveryBound, probeInterval, probeTimeout)
 	g.Expect(connectedAfter).To(BeNumerically("<", recoveryBound+reportSlack))
 	g.Expect(driftHealedAfter).To(BeNumerically("<", recoveryBound+reportSlack))
-	g.Eventually(fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(readyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
+	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
 
 	// Nothing lost, nothing counted twice: the status records the healed ConfigMap and one heal.
 	recorded := func(g Gomega) {
 		cm := &corev1.ConfigMap{}
-		g.Expect(memberc[member].Get(ctx, client.ObjectKeyFromObject(b), cm)).To(Succeed())
+		g.Expect(fl.Member(member).Client.Get(ctx, client.ObjectKeyFromObject(b), cm)).To(Succeed())
 		g.Expect(cm.Data).To(HaveKeyWithValue(configbundlev1alpha1.MessageKey, want))
 		status := bundleStatus(member, b)(g)
 		g.Expect(status.ConfigMapRef).NotTo(BeNil())
@@ -138,21 +139,21 @@ func standAside(t *testing.T, name string) {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
 	secret := &corev1.Secret{}
-	err := hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, secret)
+	err := fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, secret)
 	if apierrors.IsNotFound(err) || secret.Labels[hubv1alpha1.DefaultSecretLabel] != "true" {
 		return
 	}
 	g.Expect(err).NotTo(HaveOccurred())
 	delete(secret.Labels, hubv1alpha1.DefaultSecretLabel)
-	g.Expect(hubc.Update(ctx, secret)).To(Succeed())
+	g.Expect(fl.Hub.Update(ctx, secret)).To(Succeed())
 	t.Cleanup(func() {
-		g.Expect(hubc.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		g.Expect(fl.Hub.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 		if secret.Labels == nil {
 			secret.Labels = map[string]string{}
 		}
 		secret.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
-		g.Expect(hubc.Update(ctx, secret)).To(Succeed())
-		g.Eventually(memberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+		g.Expect(fl.Hub.Update(ctx, secret)).To(Succeed())
+		g.Eventually(fl.MemberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	})
 	g.Eventually(memberClusterGone(name)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 }
@@ -160,7 +161,7 @@ func standAside(t *testing.T, name string) {
 // memberClusterGone returns a function reporting whether a MemberCluster no longer exists.
 func memberClusterGone(name string) func() bool {
 	return func() bool {
-		return apierrors.IsNotFound(hubc.Get(context.Background(), client.ObjectKey{Name: name}, &hubv1alpha1.MemberCluster{}))
+		return apierrors.IsNotFound(fl.Hub.Get(context.Background(), client.ObjectKey{Name: name}, &hubv1alpha1.MemberCluster{}))
 	}
 }
 
@@ -168,7 +169,7 @@ func memberClusterGone(name string) func() bool {
 func bundleStatus(member string, b *configbundlev1alpha1.ConfigBundle) func(Gomega) configbundlev1alpha1.ConfigBundleStatus {
 	return func(g Gomega) configbundlev1alpha1.ConfigBundleStatus {
 		got := &configbundlev1alpha1.ConfigBundle{}
-		g.Expect(memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), got)).To(Succeed())
+		g.Expect(fl.Member(member).Client.Get(context.Background(), client.ObjectKeyFromObject(b), got)).To(Succeed())
 		return got.Status
 	}
 }

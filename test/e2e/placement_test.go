@@ -18,6 +18,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // placementBound is the most a placement may take in this suite, from the FleetBundle's write
@@ -29,19 +30,8 @@ const placementBound = 5 * time.Second
 func selectMember(t *testing.T, name, key, value string) {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
-	g.Eventually(func(g Gomega) {
-		mc := memberCluster(name)(g)
-		patch := client.MergeFrom(mc.DeepCopy())
-		if mc.Labels == nil {
-			mc.Labels = map[string]string{}
-		}
-		if value == "" {
-			delete(mc.Labels, key)
-		} else {
-			mc.Labels[key] = value
-		}
-		g.Expect(hubc.Patch(ctx, mc, patch)).To(Succeed())
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func() error { return fl.LabelMember(ctx, name, map[string]string{key: value}) }).
+		WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	if value != "" {
 		t.Cleanup(func() { selectMember(t, name, key, "") })
 	}
@@ -52,20 +42,10 @@ func selectMember(t *testing.T, name, key, value string) {
 func newFleetBundle(t *testing.T, ns, name, key string, spec configbundlev1alpha1.ConfigBundleSpec) *hubv1alpha1.FleetBundle {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
-	if err := hubc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); !apierrors.IsAlreadyExists(err) {
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-	fb := &hubv1alpha1.FleetBundle{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: hubv1alpha1.FleetBundleSpec{
-			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: "yes"}},
-			Template: hubv1alpha1.ConfigBundleTemplate{
-				Metadata: hubv1alpha1.TemplateMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"owner": "platform@example.com"}},
-				Spec:     spec,
-			},
-		},
-	}
-	g.Expect(hubc.Create(ctx, fb)).To(Succeed())
+	g.Expect(fleet.EnsureNamespace(ctx, fl.Hub, ns)).To(Succeed())
+	fb := fleet.NewFleetBundle(ns, name, map[string]string{key: "yes"}, spec)
+	fb.Spec.Template.Metadata = hubv1alpha1.TemplateMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"owner": "platform@example.com"}}
+	g.Expect(fl.Hub.Create(ctx, fb)).To(Succeed())
 	t.Cleanup(func() { deleteFleetBundle(g, fb) })
 	return fb
 }
@@ -87,9 +67,9 @@ func placedOn(t *testing.T, key, ns, message string, names ...string) *hubv1alph
 
 // deleteFleetBundle deletes a FleetBundle and waits until it is gone (its finalizer removed).
 func deleteFleetBundle(g Gomega, fb *hubv1alpha1.FleetBundle) {
-	g.Expect(client.IgnoreNotFound(hubc.Delete(context.Background(), fb))).To(Succeed())
+	g.Expect(client.IgnoreNotFound(fl.Hub.Delete(context.Background(), fb))).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{}))
+		return apierrors.IsNotFound(fl.Hub.Get(context.Background(), client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "FleetBundle %s gone", fb.Name)
 }
 
@@ -97,7 +77,7 @@ func deleteFleetBundle(g Gomega, fb *hubv1alpha1.FleetBundle) {
 func fleetBundleStatus(fb *hubv1alpha1.FleetBundle) func(Gomega) hubv1alpha1.FleetBundleStatus {
 	return func(g Gomega) hubv1alpha1.FleetBundleStatus {
 		got := &hubv1alpha1.FleetBundle{}
-		g.Expect(hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
+		g.Expect(fl.Hub.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
 		return got.Status
 	}
 }
@@ -116,7 +96,7 @@ func fbReady(reason string) OmegaMatcher {
 func placed(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) *configbundlev1alpha1.ConfigBundle {
 	return func(g Gomega) *configbundlev1alpha1.ConfigBundle {
 		b := &configbundlev1alpha1.ConfigBundle{}
-		err := memberc[member].Get(context.Background(), client.ObjectKeyFromObject(fb), b)
+		err := fl.Member(member).Client.Get(context.Background(), client.ObjectKeyFromObject(fb), b)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -130,7 +110,7 @@ func placed(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) *configbund
 func placedMessage(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) string {
 	return func(g Gomega) string {
 		cm := &corev1.ConfigMap{}
-		err := memberc[member].Get(context.Background(), client.ObjectKeyFromObject(fb), cm)
+		err := fl.Member(member).Client.Get(context.Background(), client.ObjectKeyFromObject(fb), cm)
 		if apierrors.IsNotFound(err) {
 			return ""
 		}
@@ -155,9 +135,9 @@ func everywhere(g Gomega, fb *hubv1alpha1.FleetBundle, want string, names ...str
 func updateTemplate(g Gomega, fb *hubv1alpha1.FleetBundle, msg string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		got := &hubv1alpha1.FleetBundle{}
-		g.Expect(hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
+		g.Expect(fl.Hub.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
 		got.Spec.Template.Spec.Message = msg
-		return hubc.Update(context.Background(), got)
+		return fl.Hub.Update(context.Background(), got)
 	})
 }
 
@@ -192,7 +172,7 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2}),
 		HaveField("ObservedGeneration", BeEquivalentTo(1)), HaveField("Heals", BeZero())))
 	placedIn := func(name string) func(Gomega) int64 {
-		return func(g Gomega) int64 { return memberCluster(name)(g).Status.Bundles.Placed }
+		return func(g Gomega) int64 { return fl.MemberCluster(name)(g).Status.Bundles.Placed }
 	}
 	g.Eventually(placedIn("m1")).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1), "MemberCluster status.bundles.placed")
 	g.Expect(placedIn("m3")(g)).To(BeZero())
@@ -211,7 +191,7 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 	g.Consistently(fleetBundleStatus(fb)).WithTimeout(time.Second).WithPolling(interval).Should(HaveField("Heals", BeZero()))
 	// Each placement (the create and the five template updates) is in the latency histogram.
 	for _, m := range []string{"m1", "m2"} {
-		g.Expect(sample(scrape(g), `configbundle_placement_latency_seconds_count{cluster="`+m+`"}`)).To(BeNumerically(">=", 6), m)
+		g.Expect(fleet.Sample(fl.Metrics(g), `configbundle_placement_latency_seconds_count{cluster="`+m+`"}`)).To(BeNumerically(">=", 6), m)
 	}
 
 	// m2 stops matching, m3 starts: the bundle moves (members here have no garbage collector,
@@ -224,18 +204,18 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 	g.Eventually(placedIn("m3")).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fbReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
-	g.Expect(memberc["m2"].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
+	g.Expect(fl.Member("m2").Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
 
 	// An invalid selector (In without values) passes admission: it is reported, and nothing in
 	// any member changes until it is fixed.
 	setSelector := func(sel *metav1.LabelSelector) {
 		g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			got := &hubv1alpha1.FleetBundle{}
-			if err := hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), got); err != nil {
+			if err := fl.Hub.Get(context.Background(), client.ObjectKeyFromObject(fb), got); err != nil {
 				return err
 			}
 			got.Spec.ClusterSelector = sel
-			return hubc.Update(context.Background(), got)
+			return fl.Hub.Update(context.Background(), got)
 		})).To(Succeed())
 	}
 	valid := fb.Spec.ClusterSelector
@@ -248,12 +228,12 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 
 	// Deleting the FleetBundle removes its bundles, then the FleetBundle.
 	got := &hubv1alpha1.FleetBundle{}
-	g.Expect(hubc.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
+	g.Expect(fl.Hub.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
 	g.Expect(got.Finalizers).To(ContainElement(hubv1alpha1.PlacementFinalizer))
 	deleteFleetBundle(g, fb)
 	for _, m := range []string{"m1", "m2", "m3"} {
 		g.Eventually(placed(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil(), m)
-		_ = memberc[m].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+		_ = fl.Member(m).Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
 	}
 }
 
@@ -268,7 +248,7 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 	ensureNamespace(g, "m1", ns)
 	ensureNamespace(g, "m2", ns)
 	foreign := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "mine"}}
-	g.Expect(memberc["m2"].Create(ctx, foreign)).To(Succeed())
+	g.Expect(fl.Member("m2").Client.Create(ctx, foreign)).To(Succeed())
 	for _, m := range []string{"m1", "m2", "m3"} {
 		selectMember(t, m, key, "yes")
 	}
@@ -284,21 +264,21 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 	// Drift of the placed bundle: edited, then deleted; each restored and counted.
 	b := placed("m1", fb)(g)
 	b.Spec.Message = "edited"
-	g.Expect(memberc["m1"].Update(ctx, b)).To(Succeed())
+	g.Expect(fl.Member("m1").Client.Update(ctx, b)).To(Succeed())
 	edited := time.Now()
 	g.Eventually(func(g Gomega) string { return placed("m1", fb)(g).Spec.Message }).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(Equal("placed"))
 	t.Logf("placed bundle edited → restored: %v", time.Since(edited).Round(time.Millisecond))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Heals", BeEquivalentTo(1)))
 	// Deleted, with its ConfigMap, as the garbage collector these members lack would remove it.
 	cm := &corev1.ConfigMap{}
-	g.Expect(memberc["m1"].Get(ctx, client.ObjectKeyFromObject(fb), cm)).To(Succeed())
-	g.Expect(memberc["m1"].Delete(ctx, placed("m1", fb)(g))).To(Succeed())
-	g.Expect(memberc["m1"].Delete(ctx, cm, client.Preconditions{UID: &cm.UID})).To(Succeed())
+	g.Expect(fl.Member("m1").Client.Get(ctx, client.ObjectKeyFromObject(fb), cm)).To(Succeed())
+	g.Expect(fl.Member("m1").Client.Delete(ctx, placed("m1", fb)(g))).To(Succeed())
+	g.Expect(fl.Member("m1").Client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID})).To(Succeed())
 	g.Eventually(placed("m1", fb)).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Heals", BeEquivalentTo(2)))
 	g.Eventually(func(g Gomega) []string {
 		list := &eventsv1.EventList{}
-		g.Expect(hubc.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(fl.Hub.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		var notes []string
 		for _, e := range list.Items {
 			if e.Regarding.Kind == "FleetBundle" && e.Regarding.Name == "web" && e.Reason == hubv1alpha1.PlacedBundleHealedEvent {
@@ -310,8 +290,8 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 
 	// The conflict goes (with its ConfigMap, as the garbage collector these members lack would
 	// remove it), the namespace comes: placement proceeds in both.
-	g.Expect(memberc["m2"].Delete(ctx, foreign)).To(Succeed())
-	g.Expect(memberc["m2"].Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
+	g.Expect(fl.Member("m2").Client.Delete(ctx, foreign)).To(Succeed())
+	g.Expect(fl.Member("m2").Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
 	ensureNamespace(g, "m3", ns)
 	everywhere(g, fb, "placed", "m1", "m2", "m3")
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
@@ -320,7 +300,7 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 	deleteFleetBundle(g, fb)
 	for _, m := range []string{"m1", "m2", "m3"} {
 		g.Eventually(placed(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil(), m)
-		_ = memberc[m].Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+		_ = fl.Member(m).Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
 	}
 }
 
@@ -339,7 +319,7 @@ func TestFleetBundleAdmission(t *testing.T) {
 	// The message bound, once JSON-escaped as etcd stores it, names the template's field.
 	huge := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "huge"}}
 	huge.Spec.Template.Spec.Message = strings.Repeat("<", 270_000)
-	err = hubc.Create(context.Background(), huge)
+	err = fl.Hub.Create(context.Background(), huge)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %.300v", err)
 	g.Expect(err.Error()).To(ContainSubstring("spec.template.spec.message"))
 
@@ -357,15 +337,15 @@ func TestPlacementPausedMemberIsCountedAndDelaysNobody(t *testing.T) {
 	fb := placedOn(t, "e2e.placement/paused", ns, "before", "m1", "m2")
 
 	pause := func() {
-		g.Expect(members["m2"].Pause()).To(Succeed())
-		t.Cleanup(func() { _ = members["m2"].Resume() })
+		g.Expect(fl.Member("m2").Plane.Pause()).To(Succeed())
+		t.Cleanup(func() { _ = fl.Member("m2").Plane.Resume() })
 		g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 			fbReady(hubv1alpha1.ClustersFailedReason),
 			HaveField("FailedClusters", ConsistOf(failedCluster("m2", hubv1alpha1.UnreachableReason)))))
 	}
 	resume := func() {
-		g.Expect(members["m2"].Resume()).To(Succeed())
-		g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+		g.Expect(fl.Member("m2").Plane.Resume()).To(Succeed())
+		g.Eventually(fl.MemberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	}
 	pause()
 	g.Expect(updateTemplate(g, fb, "after")).To(Succeed())
@@ -383,7 +363,7 @@ func TestPlacementPausedMemberIsCountedAndDelaysNobody(t *testing.T) {
 	resume()
 	g.Eventually(placed("m2", fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil(), "the leftover is removed when the member is back")
 	for _, m := range []string{"m1", "m2"} {
-		_ = memberc[m].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+		_ = fl.Member(m).Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
 	}
 }
 
@@ -391,13 +371,13 @@ func TestPlacementPausedMemberIsCountedAndDelaysNobody(t *testing.T) {
 // with its reason.
 func TestPlacementCountsMembersNotJoined(t *testing.T) {
 	g := NewWithT(t)
-	hole := blackHole(t)
-	putSecret(g, "placement-hanging", map[string][]byte{"kubeconfig": blackHoleKubeconfig(hole)})
+	hole := fleet.MustBlackHole(t).Addr()
+	fl.MustPutSecret(g, "placement-hanging", map[string][]byte{"kubeconfig": fleet.BlackHoleKubeconfig(hole)})
 	t.Cleanup(func() {
-		deleteSecret(g, "placement-hanging")
+		fl.MustDeleteSecret(g, "placement-hanging")
 		g.Eventually(memberClusterGone("placement-hanging")).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	})
-	g.Eventually(memberCluster("placement-hanging")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
+	g.Eventually(fl.MemberCluster("placement-hanging")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
 	const key, ns = "e2e.placement/joining", "placement-joining"
 	selectMember(t, "placement-hanging", key, "yes")
 	fb := newFleetBundle(t, ns, "web", key, configbundlev1alpha1.ConfigBundleSpec{Message: "waiting"})
@@ -421,7 +401,7 @@ func TestPlacementLeavesAMemberThatLeftUntouched(t *testing.T) {
 	t.Cleanup(func() {
 		rejoin(g, "m3")
 		for _, m := range []string{"m1", "m3"} {
-			_ = memberc[m].Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+			_ = fl.Member(m).Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
 		}
 	})
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(

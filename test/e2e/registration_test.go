@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/pkg/registration"
 )
 
@@ -33,7 +34,7 @@ func hubCommand(t *testing.T, args ...string) (code int, stdout, stderr string) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, hub.bin, args...)
+	cmd := exec.CommandContext(ctx, fl.Binary, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -55,7 +56,7 @@ func fleetKubeconfig(t *testing.T, names ...string) string {
 	t.Helper()
 	merged := clientcmdapi.NewConfig()
 	for _, name := range names {
-		kc, err := clientcmd.Load(members[name].Kubeconfig())
+		kc, err := clientcmd.Load(fl.Member(name).Plane.Kubeconfig())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func fleetKubeconfig(t *testing.T, names ...string) string {
 func stayReady(g Gomega, names ...string) {
 	g.Consistently(func(g Gomega) {
 		for _, name := range names {
-			g.Expect(memberCluster(name)(g)).To(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), name)
+			g.Expect(fl.MemberCluster(name)(g)).To(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), name)
 		}
 	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
 }
@@ -82,12 +83,12 @@ func stayReady(g Gomega, names ...string) {
 // hubCredential returns a client of the member name with the credential the hub holds for it.
 func hubCredential(g Gomega, name, member string) client.Client {
 	s := &corev1.Secret{}
-	g.Expect(hubc.Get(context.Background(), client.ObjectKey{Namespace: secretNS, Name: name}, s)).To(Succeed())
+	g.Expect(fl.Hub.Get(context.Background(), client.ObjectKey{Namespace: secretNS, Name: name}, s)).To(Succeed())
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[hubv1alpha1.DefaultSecretKey])
 	g.Expect(err).NotTo(HaveOccurred())
 	c, err := client.New(cfg, client.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(strings.TrimSuffix(cfg.Host, "/")).To(Equal(strings.TrimSuffix(members[member].Config.Host, "/")), "the credential is for %s", member)
+	g.Expect(strings.TrimSuffix(cfg.Host, "/")).To(Equal(strings.TrimSuffix(fl.Member(member).Plane.Config.Host, "/")), "the credential is for %s", member)
 	return c
 }
 
@@ -103,9 +104,9 @@ func identify(c client.Client) func() error {
 func registrationObjects(g Gomega, name, member string) []string {
 	ctx := context.Background()
 	secret, sa, binding := &corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.ClusterRoleBinding{}
-	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, secret)).To(Succeed())
-	g.Expect(memberc[member].Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName(name)}, sa)).To(Succeed())
-	g.Expect(memberc[member].Get(ctx, client.ObjectKey{Name: registration.ClusterRoleBindingName(name)}, binding)).To(Succeed())
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, secret)).To(Succeed())
+	g.Expect(fl.Member(member).Client.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName(name)}, sa)).To(Succeed())
+	g.Expect(fl.Member(member).Client.Get(ctx, client.ObjectKey{Name: registration.ClusterRoleBindingName(name)}, binding)).To(Succeed())
 	return []string{secret.ResourceVersion, sa.ResourceVersion, binding.ResourceVersion}
 }
 
@@ -118,7 +119,7 @@ func TestUnregisterRefusesANameNeverRegistered(t *testing.T) {
 	before := registrationObjects(g, "m2", "m2")
 
 	code, stdout, stderr := hubCommand(t, "unregister", "ghost", "--member-kubeconfig", fleetConfig, "--member-context", "m2",
-		"--hub-kubeconfig", hubCP.KubeconfigPath)
+		"--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
 	g.Expect(code).To(Equal(1))
 	g.Expect(stdout).To(BeEmpty(), "it does not claim to have unregistered anything")
 	g.Expect(stderr).To(And(ContainSubstring(`"ghost"`), ContainSubstring("not a registered member"), ContainSubstring("nothing was changed")))
@@ -137,7 +138,7 @@ func TestUnregisterRefusesAnotherMembersCluster(t *testing.T) {
 	before := [][]string{registrationObjects(g, "m1", "m1"), registrationObjects(g, "m2", "m2")}
 
 	code, stdout, stderr := hubCommand(t, "unregister", "m1", "--member-kubeconfig", fleetConfig, "--member-context", "m2",
-		"--hub-kubeconfig", hubCP.KubeconfigPath)
+		"--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
 	g.Expect(code).To(Equal(1))
 	g.Expect(stdout).To(BeEmpty())
 	g.Expect(stderr).To(And(ContainSubstring(`member "m1" is the cluster`), ContainSubstring(`which is member "m2"`), ContainSubstring("nothing was changed")))
@@ -151,35 +152,35 @@ func TestUnregisterRefusesAnotherMembersCluster(t *testing.T) {
 func TestRegisterRefusesAClusterRegisteredUnderAnotherName(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	joined(t, "m1")
-	m1Config := members["m1"].KubeconfigPath
+	m1Config := fl.Member("m1").Plane.KubeconfigPath
 	before := registrationObjects(g, "m1", "m1")
 
 	// Refused, naming the member it already is; nothing is written.
-	code, stdout, stderr := hubCommand(t, "register", "dup", "--member-kubeconfig", m1Config, "--hub-kubeconfig", hubCP.KubeconfigPath)
+	code, stdout, stderr := hubCommand(t, "register", "dup", "--member-kubeconfig", m1Config, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
 	g.Expect(code).To(Equal(1))
 	g.Expect(stdout).To(BeEmpty())
 	g.Expect(stderr).To(And(ContainSubstring(`already registered as member "m1"`), ContainSubstring("--force")))
-	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "dup"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
-	g.Expect(memberc["m1"].Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("dup")}, &corev1.ServiceAccount{})).
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "dup"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(fl.Member("m1").Client.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("dup")}, &corev1.ServiceAccount{})).
 		To(Satisfy(apierrors.IsNotFound))
 	g.Expect(registrationObjects(g, "m1", "m1")).To(Equal(before))
 
 	// Forced, it is registered with its own identity, and the hub manages the cluster once.
-	code, _, _ = hubCommand(t, "register", "dup", "--force", "--member-kubeconfig", m1Config, "--hub-kubeconfig", hubCP.KubeconfigPath)
+	code, _, _ = hubCommand(t, "register", "dup", "--force", "--member-kubeconfig", m1Config, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
 	g.Expect(code).To(Equal(0))
-	defer deleteSecret(g, "dup")
-	g.Eventually(memberCluster("dup")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionFalse, hubv1alpha1.DuplicateClusterReason))
+	defer fl.MustDeleteSecret(g, "dup")
+	g.Eventually(fl.MemberCluster("dup")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.DuplicateClusterReason))
 	dup := hubCredential(g, "dup", "m1")
 
 	// The obvious undo revokes dup's access, and only dup's.
-	code, stdout, _ = hubCommand(t, "unregister", "dup", "--member-kubeconfig", m1Config, "--hub-kubeconfig", hubCP.KubeconfigPath)
+	code, stdout, _ = hubCommand(t, "unregister", "dup", "--member-kubeconfig", m1Config, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
 	g.Expect(code).To(Equal(0))
 	g.Expect(stdout).To(ContainSubstring("Unregistered member dup"))
 	g.Eventually(identify(dup)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized), "dup's token is revoked")
 	g.Expect(identify(hubCredential(g, "m1", "m1"))()).To(Succeed(), "m1's token still works")
 	g.Expect(registrationObjects(g, "m1", "m1")).To(Equal(before))
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "dup"}, &hubv1alpha1.MemberCluster{}))
+		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "dup"}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	stayReady(g, "m1")
 }
@@ -190,12 +191,12 @@ func TestRegisterAgainRevokesTheOldToken(t *testing.T) {
 	old := hubCredential(g, "m2", "m2")
 	g.Expect(identify(old)()).To(Succeed())
 
-	register(t, "m2")
+	fl.MustRegister(t, "m2")
 	registered := time.Now()
 	g.Eventually(identify(old)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
 	t.Logf("the old token was refused %s after hub register returned", time.Since(registered).Round(time.Millisecond))
 	g.Expect(identify(hubCredential(g, "m2", "m2"))()).To(Succeed(), "the new one works")
-	g.Eventually(memberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
+	g.Eventually(fl.MemberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	stayReady(g, "m2")
 }
 
@@ -205,38 +206,38 @@ func TestUnregisterThenRegisterWithLabelsAndWait(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	joined(t, "m3")
 	b := createBundle(g, "m3", "labels", "web", "kept")
-	m3Config := members["m3"].KubeconfigPath
+	m3Config := fl.Member("m3").Plane.KubeconfigPath
 
-	code, stdout, _ := hubCommand(t, "unregister", "m3", "--member-kubeconfig", m3Config, "--hub-kubeconfig", hubCP.KubeconfigPath)
+	code, stdout, _ := hubCommand(t, "unregister", "m3", "--member-kubeconfig", m3Config, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
 	g.Expect(code).To(Equal(0))
 	g.Expect(stdout).To(ContainSubstring("Unregistered member m3"))
-	g.Expect(memberc["m3"].Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("m3")}, &corev1.ServiceAccount{})).
+	g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("m3")}, &corev1.ServiceAccount{})).
 		To(Satisfy(apierrors.IsNotFound), "unregister deletes the hub's ServiceAccount in the member")
-	g.Expect(memberc["m3"].Get(ctx, client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRole{})).
+	g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRole{})).
 		To(Satisfy(apierrors.IsNotFound), "and its RBAC")
-	g.Expect(message("m3", b)(g)).To(Equal("kept"), "and nothing the hub reconciled")
+	g.Expect(fl.Member("m3").Message(b)(g)).To(Equal("kept"), "and nothing the hub reconciled")
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
+		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 
 	// Flags before NAME; --wait returns once the MemberCluster is Ready, labelled.
-	code, stdout, _ = hubCommand(t, "register", "--member-kubeconfig", m3Config, "--hub-kubeconfig", hubCP.KubeconfigPath,
+	code, stdout, _ = hubCommand(t, "register", "--member-kubeconfig", m3Config, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath,
 		"--label", "env=e2e", "--label", "example.com/tier=gold", "--wait", "--timeout", joinTimeout.String(), "m3")
 	g.Expect(code).To(Equal(0))
 	g.Expect(stdout).To(And(ContainSubstring("Registered member m3"), ContainSubstring("Member m3 is Ready (Connected)")))
-	mc := memberCluster("m3")(g)
-	g.Expect(mc).To(readyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), "Ready when register --wait returns")
+	mc := fl.MemberCluster("m3")(g)
+	g.Expect(mc).To(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), "Ready when register --wait returns")
 	g.Expect(mc.Labels).To(And(HaveKeyWithValue("env", "e2e"), HaveKeyWithValue("example.com/tier", "gold")))
-	g.Consistently(func(g Gomega) map[string]string { return memberCluster("m3")(g).Labels }).
+	g.Consistently(func(g Gomega) map[string]string { return fl.MemberCluster("m3")(g).Labels }).
 		WithTimeout(quietPeriod).WithPolling(interval).Should(HaveKeyWithValue("env", "e2e"), "the hub keeps the labels")
 
 	// Flags after NAME; the labels given replace those register set before.
-	code, _, _ = hubCommand(t, "register", "m3", "--member-kubeconfig", m3Config, "--hub-kubeconfig", hubCP.KubeconfigPath,
+	code, _, _ = hubCommand(t, "register", "m3", "--member-kubeconfig", m3Config, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath,
 		"--label", "env=staging", "--wait")
 	g.Expect(code).To(Equal(0))
-	g.Expect(memberCluster("m3")(g).Labels).To(And(HaveKeyWithValue("env", "staging"), Not(HaveKey("example.com/tier"))))
+	g.Expect(fl.MemberCluster("m3")(g).Labels).To(And(HaveKeyWithValue("env", "staging"), Not(HaveKey("example.com/tier"))))
 	tamper(g, "m3", b)
-	g.Eventually(message("m3", b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("kept"))
+	g.Eventually(fl.Member("m3").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("kept"))
 }
 
 func TestHelpAndVersion(t *testing.T) {
@@ -250,7 +251,7 @@ func TestHelpAndVersion(t *testing.T) {
 
 	// hub help and hub version never start the hub: with the hub cluster's kubeconfig at hand
 	// they print and exit, logging nothing.
-	t.Setenv("KUBECONFIG", hubCP.KubeconfigPath)
+	t.Setenv("KUBECONFIG", fl.HubPlane.KubeconfigPath)
 	code, stdout, stderr := hubCommand(t, "version")
 	g.Expect(code).To(Equal(0))
 	g.Expect(stdout).To(And(ContainSubstring("Version:"), ContainSubstring("GitCommit:"), ContainSubstring(runtime.Version())))
@@ -265,6 +266,6 @@ func TestHelpAndVersion(t *testing.T) {
 	g.Expect(stderr).To(ContainSubstring("NAME is missing"))
 
 	// The running hub says which build it is.
-	g.Eventually(scrape).WithTimeout(timeout).WithPolling(interval).Should(MatchRegexp(
+	g.Eventually(fl.Metrics).WithTimeout(timeout).WithPolling(interval).Should(MatchRegexp(
 		`configbundle_build_info\{gitCommit="[^"]+",goVersion="` + runtime.Version() + `",version="[^"]+"\} 1`))
 }

@@ -47,7 +47,7 @@ func writesBetween(g Gomega, cp *controlplane.ControlPlane, from, to time.Time, 
 // member and nothing about it to the hub, counted on the API servers' side (audit logs). The
 // Fleet's heartbeat, the one planned write, is not about a member.
 func TestSteadyStateIsSilent(t *testing.T) {
-	g, ctx, c := NewWithT(t), context.Background(), memberc[quietMember]
+	g, ctx, c := NewWithT(t), context.Background(), fl.Member(quietMember).Client
 	joined(t, quietMember)
 	ensureNamespace(g, quietMember, "quiet")
 	for i := range quietBundles {
@@ -67,7 +67,7 @@ func TestSteadyStateIsSilent(t *testing.T) {
 		}
 		return ready
 	}).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal(quietBundles))
-	g.Eventually(func(g Gomega) hubv1alpha1.BundleCounts { return memberCluster(quietMember)(g).Status.Bundles }).
+	g.Eventually(func(g Gomega) hubv1alpha1.BundleCounts { return fl.MemberCluster(quietMember)(g).Status.Bundles }).
 		WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.BundleCounts{Total: quietBundles, Ready: quietBundles}))
 	t.Logf("%d bundles Ready and counted on the hub %v after their creation", quietBundles, time.Since(start).Round(time.Millisecond))
 
@@ -78,12 +78,12 @@ func TestSteadyStateIsSilent(t *testing.T) {
 	// The window opens once the hub has written nothing to the member for settleTime: the last
 	// status writes of the convergence are done.
 	g.Eventually(func(g Gomega) []string {
-		return writesBetween(g, members[quietMember], time.Now().Add(-settleTime), time.Now(), byHub)
+		return writesBetween(g, fl.Member(quietMember).Plane, time.Now().Add(-settleTime), time.Now(), byHub)
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty())
 	from := time.Now()
 	g.Consistently(func(g Gomega) []string {
-		return append(writesBetween(g, members[quietMember], from, time.Now(), byHub),
-			writesBetween(g, hubCP, from, time.Now(), aboutQuiet)...)
+		return append(writesBetween(g, fl.Member(quietMember).Plane, from, time.Now(), byHub),
+			writesBetween(g, fl.HubPlane, from, time.Now(), aboutQuiet)...)
 	}).WithTimeout(quietWindow).WithPolling(time.Second).Should(BeEmpty(), "writes to the member, or about it to the hub, in steady state")
 	t.Logf("no write in %v of steady state", quietWindow)
 }

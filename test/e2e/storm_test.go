@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // settled returns nil once a bundle's ConfigMap publishes its message and its status records
@@ -51,7 +52,7 @@ func TestFaultHubKilledDuringStorm(t *testing.T) {
 		killAt  = 3
 		startAt = 6
 	)
-	g, ctx, c := NewWithT(t), context.Background(), memberc["m1"]
+	g, ctx, c := NewWithT(t), context.Background(), fl.Member("m1").Client
 	joined(t, "m1")
 	keys := make([]client.ObjectKey, bundles)
 	for i := range keys {
@@ -69,17 +70,17 @@ func TestFaultHubKilledDuringStorm(t *testing.T) {
 	killed := false
 	t.Cleanup(func() {
 		if killed {
-			_ = hub.start()
+			_ = startHub()
 		}
 	})
 	var restarted time.Time
 	for round := 1; round <= rounds; round++ {
 		switch round {
 		case killAt:
-			hub.stop(syscall.SIGKILL)
+			fl.StopHub(fleet.HubName, syscall.SIGKILL)
 			killed = true
 		case startAt:
-			g.Expect(hub.start()).To(Succeed())
+			g.Expect(startHub()).To(Succeed())
 			killed, restarted = false, time.Now()
 		}
 		for i, key := range keys {

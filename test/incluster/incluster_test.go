@@ -32,11 +32,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
-	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/cluster"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/internal/testing/hubprocess"
-	"configbundle.dev/hub/pkg/hubmanager"
 )
 
 const (
@@ -61,11 +60,10 @@ var hubUser = "system:serviceaccount:" + namespace + ":" + serviceAccount
 type fixture struct {
 	cluster *cluster.Cluster
 	cs      *kubernetes.Clientset
-	hub     client.Client
-	members map[string]*controlplane.ControlPlane
-	memberc map[string]client.Client
-	hubBin  string
-	dir     string
+	// fl is the fleet of the cluster (its hub) and the members.
+	fl     *fleet.Fleet
+	hubBin string
+	dir    string
 	// logs are the hub pods' logs, read before each pod is deleted and at the end.
 	logs map[string]string
 }
@@ -81,17 +79,17 @@ func TestHubInCluster(t *testing.T) {
 	t.Logf("config/default applied; Deployment Available in %s", time.Since(step).Round(time.Millisecond))
 
 	step = time.Now()
-	for name := range f.members {
-		f.register(t, name)
+	for _, m := range f.fl.Members() {
+		f.fl.MustRegister(t, m.Name)
 	}
-	for name := range f.members {
-		g.Eventually(f.memberReady(name)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	for _, m := range f.fl.Members() {
+		g.Eventually(f.memberReady(m.Name)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	}
 	t.Logf("members registered with `hub register` and Ready in %s", time.Since(step).Round(time.Millisecond))
 
 	bundle := f.createBundle(g, "m1", "incluster", "greeting", "hello")
 	f.tamper(g, "m1", bundle)
-	g.Eventually(f.message("m1", bundle)).WithTimeout(timeout).WithPolling(interval).Should(Equal("hello"), "drift healed")
+	g.Eventually(f.fl.Member("m1").Message(bundle)).WithTimeout(timeout).WithPolling(interval).Should(Equal("hello"), "drift healed")
 
 	f.kubectlReports(g)
 	f.metricsAnswer(g)
@@ -105,7 +103,7 @@ func TestHubInCluster(t *testing.T) {
 	g.Eventually(f.leader).WithTimeout(timeout).WithPolling(interval).Should(And(Not(BeEmpty()), Not(Equal(leader))))
 	t.Logf("leader pod %s deleted; %s leads after %s", leader, f.leader(g), time.Since(step).Round(time.Millisecond))
 	f.tamper(g, "m1", bundle)
-	g.Eventually(f.message("m1", bundle)).WithTimeout(timeout).WithPolling(interval).Should(Equal("hello"), "drift healed by the new leader")
+	g.Eventually(f.fl.Member("m1").Message(bundle)).WithTimeout(timeout).WithPolling(interval).Should(Equal("hello"), "drift healed by the new leader")
 	g.Eventually(f.available).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 
 	f.ranAsItsServiceAccount(ctx, g)
@@ -117,7 +115,7 @@ func TestHubInCluster(t *testing.T) {
 func setUp(t *testing.T) *fixture {
 	g := NewWithT(t)
 	dir := t.TempDir()
-	f := &fixture{dir: dir, members: map[string]*controlplane.ControlPlane{}, memberc: map[string]client.Client{}, logs: map[string]string{}}
+	f := &fixture{dir: dir, logs: map[string]string{}}
 
 	ctrllog.SetLogger(logr.Discard()) // envtest's and the clients' logs are not the subject here
 	step := time.Now()
@@ -144,21 +142,12 @@ func setUp(t *testing.T) *fixture {
 	})
 	t.Logf("single-node cluster up in %s", time.Since(step).Round(time.Millisecond))
 
-	cps, err := controlplane.Start(t.Context(), controlplane.Named(controlplane.Options{ListenAddress: cluster.HostIP}, "m1", "m2")...)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = controlplane.StopAll(cps) })
-
-	scheme, err := hubmanager.Scheme()
-	g.Expect(err).NotTo(HaveOccurred())
-	f.hub, err = client.New(c.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
 	f.cs, err = kubernetes.NewForConfig(c.Config)
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, cp := range cps {
-		f.members[cp.Name] = cp
-		f.memberc[cp.Name], err = client.New(cp.Config, client.Options{Scheme: scheme})
-		g.Expect(err).NotTo(HaveOccurred())
-	}
+	f.fl = fleet.MustStart(t, fleet.Options{
+		HubConfig: c.Config, HubKubeconfig: c.KubeconfigPath, SecretNamespace: namespace, HubBinary: f.hubBin, Dir: dir, Timeout: timeout,
+		Members: controlplane.Named(controlplane.Options{ListenAddress: cluster.HostIP}, "m1", "m2"),
+	})
 	return f
 }
 
@@ -206,55 +195,28 @@ func (f *fixture) kubectl(g Gomega, args ...string) string {
 	return string(out)
 }
 
-// register registers a member with the hub binary's register command, as a user would.
-func (f *fixture) register(t *testing.T, name string) {
-	out, err := exec.Command(f.hubBin, "register", name, "--member-kubeconfig", f.members[name].KubeconfigPath,
-		"--hub-kubeconfig", f.cluster.KubeconfigPath, "--secret-namespace", namespace, "--timeout", timeout.String()).CombinedOutput()
-	if err != nil {
-		t.Fatalf("hub register %s: %v\n%s", name, err, out)
-	}
-}
-
 // memberReady reports whether a MemberCluster is Ready.
 func (f *fixture) memberReady(name string) func(Gomega) bool {
 	return func(g Gomega) bool {
-		mc := &hubv1alpha1.MemberCluster{}
-		g.Expect(f.hub.Get(context.Background(), client.ObjectKey{Name: name}, mc)).To(Succeed())
-		for _, c := range mc.Status.Conditions {
-			if c.Type == hubv1alpha1.ReadyCondition {
-				return c.Status == metav1.ConditionTrue
-			}
-		}
-		return false
+		status, _ := fleet.ReadyReason(f.fl.MemberCluster(name)(g).Status.Conditions)
+		return status == metav1.ConditionTrue
 	}
 }
 
 // createBundle creates a ConfigBundle in a member and waits for its ConfigMap.
 func (f *fixture) createBundle(g Gomega, member, ns, name, message string) *configbundlev1alpha1.ConfigBundle {
-	c := f.memberc[member]
+	c := f.fl.Member(member).Client
 	g.Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: message}}
+	b := fleet.NewBundle(ns, name, message)
 	// The CRD is installed by the hub when the member joins: wait for it to be served.
 	g.Eventually(func() error { return c.Create(context.Background(), b) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Eventually(f.message(member, b)).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
+	g.Eventually(f.fl.Member(member).Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal(message))
 	return b
 }
 
 // tamper changes a managed ConfigMap's message.
 func (f *fixture) tamper(g Gomega, member string, b *configbundlev1alpha1.ConfigBundle) {
-	cm := &corev1.ConfigMap{}
-	g.Expect(f.memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
-	cm.Data["message"] = "tampered"
-	g.Expect(f.memberc[member].Update(context.Background(), cm)).To(Succeed())
-}
-
-// message returns a function reading the message of a bundle's ConfigMap.
-func (f *fixture) message(member string, b *configbundlev1alpha1.ConfigBundle) func(Gomega) string {
-	return func(g Gomega) string {
-		cm := &corev1.ConfigMap{}
-		g.Expect(f.memberc[member].Get(context.Background(), client.ObjectKeyFromObject(b), cm)).To(Succeed())
-		return cm.Data["message"]
-	}
+	g.Expect(fleet.Tamper(context.Background(), f.fl.Member(member).Client, client.ObjectKeyFromObject(b), "tampered")).To(Succeed())
 }
 
 // kubectlReports: `kubectl get mc` and `kubectl get fleet` show what an operator scans.
@@ -343,7 +305,7 @@ func get(g Gomega, url, token string) (int, string) {
 // leader returns the name of the pod holding the leader-election Lease, empty if none does.
 func (f *fixture) leader(g Gomega) string {
 	lease := &coordinationv1.Lease{}
-	g.Expect(f.hub.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: leaseName}, lease)).To(Succeed())
+	g.Expect(f.fl.Hub.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: leaseName}, lease)).To(Succeed())
 	pod, _, _ := strings.Cut(ptr.Deref(lease.Spec.HolderIdentity, ""), "_")
 	return pod
 }

@@ -11,11 +11,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // TestEveryMemberManagedByExactlyOneReplica: three replicas share twelve members, each member
@@ -28,7 +28,7 @@ func TestEveryMemberManagedByExactlyOneReplica(t *testing.T) {
 	}
 	// The Leases say it too: no member Lease is held by anyone else.
 	leases := &coordinationv1.LeaseList{}
-	Expect(hubc.List(context.Background(), leases, client.InNamespace(secretNS))).To(Succeed())
+	Expect(fl.Hub.List(context.Background(), leases, client.InNamespace(secretNS))).To(Succeed())
 	held := 0
 	for _, l := range leases.Items {
 		for _, m := range names {
@@ -58,18 +58,13 @@ func TestFleetBundleStatusSumsTheReplicasShares(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	own := settledOwners(t, "r0", "r1", "r2")
-	fb := &hubv1alpha1.FleetBundle{
-		// A name of its own each run: the members run no garbage collector, so the ConfigMap of
-		// a previous run's bundle stays, and would conflict.
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("everywhere-%d", time.Now().UnixNano())},
-		Spec: hubv1alpha1.FleetBundleSpec{
-			ClusterSelector: &metav1.LabelSelector{},
-			Template:        hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "placed once, everywhere"}},
-		},
-	}
-	Expect(hubc.Create(ctx, fb)).To(Succeed())
+	// A name of its own each run: the members run no garbage collector, so the ConfigMap of a
+	// previous run's bundle stays, and would conflict.
+	fb := fleet.NewFleetBundle("default", fmt.Sprintf("everywhere-%d", time.Now().UnixNano()), nil,
+		configbundlev1alpha1.ConfigBundleSpec{Message: "placed once, everywhere"})
+	Expect(fl.Hub.Create(ctx, fb)).To(Succeed())
 	Eventually(func(g Gomega) {
-		g.Expect(hubc.Get(ctx, client.ObjectKeyFromObject(fb), fb)).To(Succeed())
+		g.Expect(fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), fb)).To(Succeed())
 		g.Expect(fb.Status.ObservedGeneration).To(Equal(fb.Generation))
 		g.Expect(fb.Status.Clusters).To(Equal(hubv1alpha1.PlacementCounts{Selected: memberCount, Applied: memberCount, Ready: memberCount}))
 		ready := meta.FindStatusCondition(fb.Status.Conditions, hubv1alpha1.ReadyCondition)
@@ -84,16 +79,16 @@ func TestFleetBundleStatusSumsTheReplicasShares(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	for _, m := range names {
 		b := &configbundlev1alpha1.ConfigBundle{}
-		Expect(memberc[m].Get(ctx, client.ObjectKey{Namespace: "default", Name: fb.Name}, b)).To(Succeed(), "member %s", m)
+		Expect(fl.Member(m).Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: fb.Name}, b)).To(Succeed(), "member %s", m)
 	}
 
-	Expect(hubc.Delete(ctx, fb)).To(Succeed())
+	Expect(fl.Hub.Delete(ctx, fb)).To(Succeed())
 	Eventually(func() bool {
-		return apierrors.IsNotFound(hubc.Get(ctx, client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{}))
+		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the FleetBundle is released")
 	for _, m := range names {
 		Eventually(func() bool {
-			return apierrors.IsNotFound(memberc[m].Get(ctx, client.ObjectKey{Namespace: "default", Name: fb.Name}, &configbundlev1alpha1.ConfigBundle{}))
+			return apierrors.IsNotFound(fl.Member(m).Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: fb.Name}, &configbundlev1alpha1.ConfigBundle{}))
 		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the placed bundle is removed from %s", m)
 	}
 }
@@ -108,7 +103,7 @@ func TestKilledReplicasMembersAreTakenOver(t *testing.T) {
 	lost := membersOf(own, victim)
 	t.Cleanup(func() { restore(t, victim) })
 
-	stopReplica(victim, syscall.SIGKILL)
+	fl.StopHub(victim, syscall.SIGKILL)
 	killed := time.Now()
 	Expect(drift(lost[0], "drifted right after the kill")).To(Succeed())
 	expectHealed(t, lost[0])
@@ -136,7 +131,7 @@ func TestAddedReplicaTakesItsShareWithoutDoubleWriters(t *testing.T) {
 	d := startDrifting(names, 15*time.Millisecond)
 	Expect(startReplica("r3")).To(Succeed())
 	t.Cleanup(func() {
-		stopReplica("r3", syscall.SIGTERM)
+		fl.StopHub("r3", syscall.SIGTERM)
 		settledOwners(t, "r0", "r1", "r2")
 	})
 	after := settledOwners(t, "r0", "r1", "r2", "r3")
@@ -202,7 +197,7 @@ func TestPausedReplicaIsFencedOff(t *testing.T) {
 
 	for _, m := range lost {
 		lease := &coordinationv1.Lease{}
-		Expect(hubc.Get(context.Background(), client.ObjectKey{Namespace: secretNS, Name: hubv1alpha1.MemberLeasePrefix + "-" + m}, lease)).To(Succeed())
+		Expect(fl.Hub.Get(context.Background(), client.ObjectKey{Namespace: secretNS, Name: hubv1alpha1.MemberLeasePrefix + "-" + m}, lease)).To(Succeed())
 		reacquired := lease.Spec.AcquireTime.Time
 		for _, h := range healsOf(healsIn(t, woke, time.Now(), victim), []string{m}) {
 			Expect(back[m]).To(Equal(victim), "member %s healed by %s, which does not hold it", m, victim)
@@ -267,7 +262,7 @@ func TestStoppedReplicaHandsOverAtOnce(t *testing.T) {
 	victim := busiest(own)
 	t.Cleanup(func() { restore(t, victim) })
 
-	stopReplica(victim, syscall.SIGTERM)
+	fl.StopHub(victim, syscall.SIGTERM)
 	stopped := time.Now()
 	Eventually(func(g Gomega) { owners(g, others(victim)...) }).
 		WithTimeout(leaseDuration*2/3).WithPolling(interval).Should(Succeed(), "members of %s taken over", victim)

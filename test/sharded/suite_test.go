@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,17 +18,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
-	"configbundle.dev/hub/internal/testing/hubprocess"
-	"configbundle.dev/hub/pkg/hubmanager"
+	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // Settings of the suite: short Leases and probes, so that a failover takes seconds.
@@ -50,17 +45,11 @@ const (
 	interval     = 100 * time.Millisecond
 )
 
-// The fleet: a hub control plane, twelve members m01..m12, and the replicas r0, r1, r2 running
-// at the start of every test (a test that stops or adds one restores them).
+// fl is the fleet: a hub control plane, twelve members m01..m12, and the replicas r0, r1, r2
+// running at the start of every test (a test that stops or adds one restores them).
 var (
-	hubc     client.Client
-	memberc  = map[string]client.Client{}
-	names    []string // the members' names, sorted
-	bin      string
-	hubKC    string
-	logDir   string
-	replicas = map[string]*hubprocess.Process{}
-	mu       sync.Mutex // guards replicas
+	fl    *fleet.Fleet
+	names []string // the members' names, sorted
 )
 
 func TestMain(m *testing.M) {
@@ -73,50 +62,41 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	logf.SetLogger(logr.Discard())
-	var err error
-	logDir, err = os.MkdirTemp("", "configbundle-sharded-")
-	must(err)
-	defer os.RemoveAll(logDir)
-	// HUB_BUILD_FLAGS="-race" runs the replicas with the race detector (they share state
-	// between the coordinator's tick, the Lease renewals and every write's fence check); it
-	// needs a quiet machine: a loaded one lets Leases of 6s lapse.
-	if bin, err = hubprocess.Build(logDir, strings.Fields(os.Getenv("HUB_BUILD_FLAGS"))...); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	hubCRDs, err := config.HubCRDs()
-	must(err)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	for i := 1; i <= memberCount; i++ {
 		names = append(names, fmt.Sprintf("m%02d", i))
 	}
-	cps, err := controlplane.Start(ctx, append(controlplane.Named(controlplane.Options{CRDs: hubCRDs}, "hub"),
-		controlplane.Named(controlplane.Options{}, names...)...)...)
+	var err error
+	fl, err = fleet.Start(ctx, fleet.Options{
+		Members: controlplane.Named(controlplane.Options{}, names...),
+		// HUB_BUILD_FLAGS="-race" runs the replicas with the race detector (they share state
+		// between the coordinator's tick, the Lease renewals and every write's fence check); it
+		// needs a quiet machine: a loaded one lets Leases of 6s lapse.
+		BuildFlags: strings.Fields(os.Getenv("HUB_BUILD_FLAGS")),
+		HubArgs: []string{"--lease-duration=" + leaseDuration.String(), "--probe-interval=" + probeInterval.String(),
+			"--zap-time-encoding=rfc3339nano"},
+		Timeout: timeout,
+	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting control planes:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = controlplane.StopAll(cps) }()
-	if err := setUp(ctx, cps); err != nil {
+	defer func() { _ = fl.Close() }()
+	if err := setUp(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the fleet:", err)
 		return 1
 	}
-	defer func() {
-		for _, id := range replicaIDs() {
-			stopReplica(id, syscall.SIGTERM)
-		}
-	}()
 	code := m.Run()
 	for _, id := range []string{"r0", "r1", "r2", "r3"} {
-		if data, _ := os.ReadFile(logPath(id)); strings.Contains(string(data), "WARNING: DATA RACE") {
+		if data, _ := os.ReadFile(fl.LogPath(id)); strings.Contains(string(data), "WARNING: DATA RACE") {
 			fmt.Fprintf(os.Stderr, "replica %s reported a data race:\n%s\n", id, data)
 			code = 1
 		}
 	}
 	if code != 0 {
 		for _, id := range []string{"r0", "r1", "r2", "r3"} {
-			if data, err := os.ReadFile(logPath(id)); err == nil {
+			if data, err := os.ReadFile(fl.LogPath(id)); err == nil {
 				fmt.Fprintf(os.Stderr, "---- replica %s: who ran what, and errors ----\n%s\n", id, ownershipLines(data))
 			}
 		}
@@ -125,27 +105,9 @@ func runSuite(m *testing.M) int {
 }
 
 // setUp registers every member, starts r0..r2 and creates one ConfigBundle in every member.
-func setUp(ctx context.Context, cps []*controlplane.ControlPlane) error {
-	scheme, err := hubmanager.Scheme()
-	if err != nil {
-		return err
-	}
-	if hubc, err = client.New(cps[0].Config, client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	hubKC = cps[0].KubeconfigPath
-	if err := hubc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNS}}); err != nil {
-		return err
-	}
-	for _, cp := range cps[1:] {
-		if memberc[cp.Name], err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
-			return err
-		}
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: cp.Name, Namespace: secretNS, Labels: map[string]string{hubv1alpha1.DefaultSecretLabel: "true"}},
-			Data:       map[string][]byte{hubv1alpha1.DefaultSecretKey: cp.Kubeconfig()},
-		}
-		if err := hubc.Create(ctx, secret); err != nil {
+func setUp(ctx context.Context) error {
+	for _, m := range fl.Members() {
+		if err := fl.PutKubeconfig(ctx, m.Name, m.Plane.Kubeconfig()); err != nil {
 			return err
 		}
 	}
@@ -156,11 +118,8 @@ func setUp(ctx context.Context, cps []*controlplane.ControlPlane) error {
 	}
 	for _, name := range names {
 		// The hub installs the CRD when the member joins: create the bundle once it can.
-		bundle := &configbundlev1alpha1.ConfigBundle{
-			ObjectMeta: metav1.ObjectMeta{Name: bundleName, Namespace: bundleNS},
-			Spec:       configbundlev1alpha1.ConfigBundleSpec{Message: desired(name)},
-		}
-		if err := retryUntil(ctx, func() error { return memberc[name].Create(ctx, bundle) }); err != nil {
+		bundle := fleet.NewBundle(bundleNS, bundleName, desired(name))
+		if err := retryUntil(ctx, func() error { return fl.Member(name).Client.Create(ctx, bundle) }); err != nil {
 			return fmt.Errorf("creating the bundle in %s: %w", name, err)
 		}
 	}
@@ -178,12 +137,6 @@ func retryUntil(ctx context.Context, f func() error) error {
 			return err
 		case <-time.After(200 * time.Millisecond):
 		}
-	}
-}
-
-func must(err error) {
-	if err != nil {
-		panic(err)
 	}
 }
 
@@ -210,53 +163,18 @@ func ownershipLines(data []byte) string {
 // desired is the message of a member's bundle, and so the data its ConfigMap must hold.
 func desired(member string) string { return "hello from the hub to " + member }
 
-func logPath(id string) string { return filepath.Join(logDir, id+".log") }
-
 // startReplica starts the hub binary as replica id, with --sharded.
 func startReplica(id string) error {
-	p, err := hubprocess.Start(context.Background(), hubprocess.Options{
-		Binary: bin, Kubeconfig: hubKC, LogPath: logPath(id), ReadyTimeout: timeout,
-		Args: []string{"--sharded", "--replica-id=" + id, "--lease-duration=" + leaseDuration.String(),
-			"--probe-interval=" + probeInterval.String(), "--zap-time-encoding=rfc3339nano"},
-	})
-	if err != nil {
-		return fmt.Errorf("starting replica %s: %w", id, err)
-	}
-	mu.Lock()
-	replicas[id] = p
-	mu.Unlock()
-	return nil
-}
-
-// stopReplica ends replica id with sig (SIGKILL: as a crash would) and waits until it has exited.
-func stopReplica(id string, sig syscall.Signal) {
-	mu.Lock()
-	p := replicas[id]
-	delete(replicas, id)
-	mu.Unlock()
-	p.Stop(sig)
+	_, err := fl.StartReplica(context.Background(), id)
+	return err
 }
 
 // signalReplica sends sig (SIGSTOP, SIGCONT) to replica id, which keeps running.
 func signalReplica(t *testing.T, id string, sig syscall.Signal) {
 	t.Helper()
-	mu.Lock()
-	p := replicas[id]
-	mu.Unlock()
-	if err := syscall.Kill(p.Pid(), sig); err != nil {
+	if err := syscall.Kill(fl.HubProcess(id).Pid(), sig); err != nil {
 		t.Fatalf("signalling replica %s: %v", id, err)
 	}
-}
-
-func replicaIDs() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	ids := make([]string, 0, len(replicas))
-	for id := range replicas {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // owners returns the replica managing each member, once the fleet is settled on the replicas
@@ -272,12 +190,12 @@ func owners(g Gomega, alive ...string) map[string]string {
 	hrw := sharder.NewHRW()
 	for _, name := range names {
 		mc := &hubv1alpha1.MemberCluster{}
-		g.Expect(hubc.Get(ctx, client.ObjectKey{Name: name}, mc)).To(Succeed())
+		g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Name: name}, mc)).To(Succeed())
 		ready := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil(), "member %s has no Ready condition", name)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "member %s: %s", name, ready.Message)
 		lease := &coordinationv1.Lease{}
-		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: hubv1alpha1.MemberLeasePrefix + "-" + name}, lease)).To(Succeed())
+		g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: hubv1alpha1.MemberLeasePrefix + "-" + name}, lease)).To(Succeed())
 		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 		holder := *lease.Spec.HolderIdentity
 		g.Expect(alive).To(ContainElement(holder), "member %s's Lease holder", name)
@@ -314,20 +232,13 @@ func membersOf(owners map[string]string, id string) []string {
 // configMap reads the ConfigMap of a member's bundle.
 func configMap(g Gomega, member string) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{}
-	g.Expect(memberc[member].Get(context.Background(), client.ObjectKey{Namespace: bundleNS, Name: bundleName}, cm)).To(Succeed())
+	g.Expect(fl.Member(member).Client.Get(context.Background(), client.ObjectKey{Namespace: bundleNS, Name: bundleName}, cm)).To(Succeed())
 	return cm
 }
 
 // drift changes the data of a member's ConfigMap behind the hub's back.
 func drift(member, value string) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm := &corev1.ConfigMap{}
-		if err := memberc[member].Get(context.Background(), client.ObjectKey{Namespace: bundleNS, Name: bundleName}, cm); err != nil {
-			return err
-		}
-		cm.Data[configbundlev1alpha1.MessageKey] = value
-		return memberc[member].Update(context.Background(), cm)
-	})
+	return fleet.Tamper(context.Background(), fl.Member(member).Client, client.ObjectKey{Namespace: bundleNS, Name: bundleName}, value)
 }
 
 // expectHealed waits until every member's ConfigMap holds its bundle's message.
@@ -387,7 +298,7 @@ func healsIn(t *testing.T, from, to time.Time, ids ...string) []heal {
 	t.Helper()
 	var out []heal
 	for _, id := range ids {
-		f, err := os.Open(logPath(id))
+		f, err := os.Open(fl.LogPath(id))
 		if err != nil {
 			t.Fatalf("reading the log of replica %s: %v", id, err)
 		}
@@ -415,7 +326,7 @@ func healsIn(t *testing.T, from, to time.Time, ids ...string) []heal {
 // countLines counts the lines of a replica's log that contain s.
 func countLines(t *testing.T, id, s string) int {
 	t.Helper()
-	data, err := os.ReadFile(logPath(id))
+	data, err := os.ReadFile(fl.LogPath(id))
 	if err != nil {
 		t.Fatalf("reading the log of replica %s: %v", id, err)
 	}
@@ -432,7 +343,7 @@ func countLines(t *testing.T, id, s string) int {
 // live replicas changing, the member joining, its Lease taken, its drift healed.
 func timeline(t *testing.T, id, member string, from time.Time) []string {
 	t.Helper()
-	data, err := os.ReadFile(logPath(id))
+	data, err := os.ReadFile(fl.LogPath(id))
 	if err != nil {
 		t.Fatalf("reading the log of replica %s: %v", id, err)
 	}

@@ -22,4 +22,8 @@
 //
 // Close closes the listener and every connection and returns once no goroutine of the Proxy is
 // left. A Proxy is safe for concurrent use.
+//
+// A BlackHole is the far end of such a path with no server behind it: an address that
+// accepts connections and never answers (StartBlackHole), or closes each one at once
+// (StartSlammingDoor), for tests of a member whose API server hangs or refuses.
 package netproxy

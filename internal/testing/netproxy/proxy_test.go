@@ -244,3 +244,54 @@ func TestUnreachableTargetClosesTheConnection(t *testing.T) {
 	defer c.Close()
 	closedByPeer(g, c)
 }
+
+func startHole(t *testing.T, start func() (*netproxy.BlackHole, error)) *netproxy.BlackHole {
+	t.Helper()
+	h, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+func TestBlackHoleHoldsAndSlammingDoorCloses(t *testing.T) {
+	g := NewWithT(t)
+	hole := startHole(t, netproxy.StartBlackHole)
+	c := dial(g, hole.Addr())
+	defer c.Close()
+	stalls(g, c, "GET /version")
+	g.Expect(hole.Accepted()).To(Equal(1))
+
+	// DropConns closes what it holds and keeps listening.
+	hole.DropConns()
+	closedByPeer(g, c)
+	again := dial(g, hole.Addr())
+	defer again.Close()
+	g.Eventually(hole.Accepted).WithTimeout(timeout).WithPolling(time.Millisecond).Should(Equal(2))
+	stalls(g, again, "still there?")
+
+	door := startHole(t, netproxy.StartSlammingDoor)
+	before := time.Now()
+	slammed := dial(g, door.Addr())
+	defer slammed.Close()
+	closedByPeer(g, slammed)
+	g.Expect(door.AcceptedAt()).To(HaveLen(1))
+	g.Expect(door.AcceptedAt()[0]).To(BeTemporally(">=", before))
+}
+
+func TestBlackHoleCloseLeavesNoGoroutines(t *testing.T) {
+	g := NewWithT(t)
+	base := runtime.NumGoroutine()
+	hole, err := netproxy.StartBlackHole()
+	g.Expect(err).NotTo(HaveOccurred())
+	c := dial(g, hole.Addr())
+	defer c.Close()
+	g.Eventually(hole.Accepted).WithTimeout(timeout).WithPolling(time.Millisecond).Should(Equal(1))
+
+	g.Expect(hole.Close()).To(Succeed())
+	closedByPeer(g, c)
+	g.Eventually(runtime.NumGoroutine).WithTimeout(timeout).Should(BeNumerically("<=", base))
+	_, err = net.DialTimeout("tcp", hole.Addr(), timeout)
+	g.Expect(err).To(HaveOccurred(), "the listener is closed")
+}

@@ -1,0 +1,113 @@
+package fleet
+
+import (
+	"context"
+	"testing"
+
+	"github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/netproxy"
+)
+
+// MustStart starts a fleet for a test, which it fails on error; the fleet is closed when the
+// test ends.
+func MustStart(t testing.TB, opts Options) *Fleet {
+	t.Helper()
+	f, err := Start(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Logf("closing the fleet: %v", err)
+		}
+	})
+	return f
+}
+
+// MustRegister registers a member with `hub register --timeout <Options.Timeout>`, failing the
+// test on error, and logs the command's output.
+func (f *Fleet) MustRegister(t testing.TB, name string) {
+	t.Helper()
+	out, err := f.Register(context.Background(), name, "--timeout", f.opts.Timeout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", out)
+}
+
+// MustPutSecret is PutSecret, failing through g.
+func (f *Fleet) MustPutSecret(g gomega.Gomega, name string, data map[string][]byte) {
+	g.Expect(f.PutSecret(context.Background(), name, data)).To(gomega.Succeed())
+}
+
+// MustDeleteSecret is DeleteSecret, failing through g.
+func (f *Fleet) MustDeleteSecret(g gomega.Gomega, name string) {
+	g.Expect(f.DeleteSecret(context.Background(), name)).To(gomega.Succeed())
+}
+
+// MemberCluster returns a function reading the MemberCluster name, for Eventually.
+func (f *Fleet) MemberCluster(name string) func(gomega.Gomega) *hubv1alpha1.MemberCluster {
+	return func(g gomega.Gomega) *hubv1alpha1.MemberCluster {
+		mc, err := f.GetMemberCluster(context.Background(), name)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		return mc
+	}
+}
+
+// Message returns a function reading the message of the ConfigMap of bundle b in the member,
+// for Eventually.
+func (m *Member) Message(b client.Object) func(gomega.Gomega) string {
+	return func(g gomega.Gomega) string {
+		msg, err := Message(context.Background(), m.Client, client.ObjectKeyFromObject(b))
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		return msg
+	}
+}
+
+// Fleet reads the Fleet, failing through g.
+func (f *Fleet) Fleet(g gomega.Gomega) *hubv1alpha1.Fleet {
+	fl, err := f.GetFleet(context.Background())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	return fl
+}
+
+// Metrics scrapes the hub process HubName, failing through g.
+func (f *Fleet) Metrics(g gomega.Gomega) string {
+	text, err := f.ScrapeHub(HubName)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	return text
+}
+
+// ReadyIs matches a MemberCluster or a Fleet whose Ready condition has the status and reason.
+func ReadyIs(status metav1.ConditionStatus, reason string) gomega.OmegaMatcher {
+	return gomega.WithTransform(func(obj any) string {
+		var conds []metav1.Condition
+		switch o := obj.(type) {
+		case *hubv1alpha1.MemberCluster:
+			conds = o.Status.Conditions
+		case *hubv1alpha1.Fleet:
+			conds = o.Status.Conditions
+		}
+		got, why := ReadyReason(conds)
+		if got == "" {
+			return "no Ready condition"
+		}
+		return string(got) + "/" + why
+	}, gomega.Equal(string(status)+"/"+reason))
+}
+
+// MustBlackHole starts a netproxy.BlackHole, failing the test on error, and closes it when the
+// test ends.
+func MustBlackHole(t testing.TB) *netproxy.BlackHole {
+	t.Helper()
+	h, err := netproxy.StartBlackHole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
