@@ -285,7 +285,7 @@ func TestProbeThreshold(t *testing.T) {
 	f := startProvider(t, testOptions())
 	f.createSecret("probed", memberB.Kubeconfig())
 	cl := f.waitReady(g, "probed")
-	g.Expect(f.history.readiesOf("probed")).To(HaveLen(1))
+	g.Eventually(func() int { return len(f.history.readiesOf("probed")) }).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal(1))
 
 	g.Expect(memberB.Pause()).To(Succeed())
 	t.Cleanup(func() { _ = memberB.Resume() })
@@ -315,7 +315,8 @@ func TestFaultBlipResyncs(t *testing.T) {
 	f := startProvider(t, opts)
 	f.createSecret("blip", memberB.Kubeconfig())
 	f.waitReady(g, "blip")
-	g.Expect(f.history.readiesOf("blip")).To(HaveLen(1))
+	// The provider publishes Ready before it engages the member and then calls OnReady.
+	g.Eventually(func() int { return len(f.history.readiesOf("blip")) }).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal(1))
 	changes := len(f.history.changesOf("blip"))
 	notReady := f.watchReadiness("blip")
 

@@ -2,7 +2,6 @@ package configbundle_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -18,11 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
@@ -54,8 +49,8 @@ const (
 
 var (
 	scheme  = runtime.NewScheme()
-	members = map[string]client.Client{}
-	caches  = map[string]cluster.Cluster{}
+	members map[string]client.Client
+	caches  map[string]cluster.Cluster
 
 	// hubConfig is the hub's control plane; it serves the ConfigBundle CRD too, so that a test
 	// can make it a member that comes and goes through provider.
@@ -97,37 +92,15 @@ func runSuite(m *testing.M) int {
 // reconciler.
 func setUp(ctx, _ context.Context, cps []*controlplane.ControlPlane) error {
 	hubConfig = cps[0].Config
-	provider = clustersprovider.New()
 	for _, cp := range cps {
 		planes[cp.Name] = cp
 	}
-	for _, cp := range cps[1:] {
-		cl, err := cluster.New(cp.Config, func(o *cluster.Options) {
-			o.Scheme = scheme
-			configbundle.ConfigureCache(&o.Cache)
-		})
-		if err != nil {
-			return err
-		}
-		if err := provider.Add(ctx, multicluster.ClusterName(cp.Name), cl); err != nil {
-			return err
-		}
-		caches[cp.Name] = cl
-		c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-		if err != nil {
-			return err
-		}
-		members[cp.Name] = c
-	}
-	mgr, err := mcmanager.New(cps[0].Config, provider, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	hub, err := suite.NewHub(ctx, cps, scheme, configbundle.ConfigureCache)
 	if err != nil {
 		return err
 	}
-	reconciler, err = configbundle.SetupWithManager(mgr, configbundle.Options{
+	provider, members, caches = hub.Provider, hub.Clients, hub.Clusters
+	reconciler, err = configbundle.SetupWithManager(hub.Manager, configbundle.Options{
 		RetryBaseDelay: 100 * time.Millisecond,
 		RetryMaxDelay:  time.Second,
 		ResyncOn:       func(f func(name string)) { resync.Store(&f) },
@@ -135,11 +108,7 @@ func setUp(ctx, _ context.Context, cps []*controlplane.ControlPlane) error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped:", err)
-		}
-	}()
+	hub.Start(ctx)
 	return nil
 }
 

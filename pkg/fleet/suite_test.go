@@ -16,12 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
@@ -59,7 +53,7 @@ var (
 	scheme *runtime.Scheme
 	hub    client.Client
 	// memberClients are uncached clients of the members, by name.
-	memberClients = map[string]client.Client{}
+	memberClients map[string]client.Client
 	members       *suite.Members
 )
 
@@ -97,39 +91,20 @@ func setUp(ctx, startCtx context.Context, cps []*controlplane.ControlPlane) erro
 	if err := hub.Create(startCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNamespace}}); err != nil {
 		return err
 	}
-	provider := clustersprovider.New()
-	members = suite.NewMembers(provider)
-	for _, cp := range cps[1:] {
-		cl, err := cluster.New(cp.Config, func(o *cluster.Options) { o.Scheme = scheme })
-		if err != nil {
-			return err
-		}
-		if err := provider.Add(ctx, multicluster.ClusterName(cp.Name), cl); err != nil {
-			return err
-		}
-		if memberClients[cp.Name], err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
-			return err
-		}
-	}
-	mgr, err := mcmanager.New(cps[0].Config, provider, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	h, err := suite.NewHub(ctx, cps, scheme, nil)
 	if err != nil {
 		return err
 	}
+	memberClients = h.Clients
+	mgr := h.Manager
+	members = suite.NewMembers(h.Provider)
 	if err := fleet.SetupWithManager(mgr, members, secretNamespace, fleet.Options{HeartbeatInterval: heartbeatInterval}); err != nil {
 		return err
 	}
 	if err := mgr.Add(members); err != nil { // engaged last, as the provider's members are
 		return err
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped:", err)
-		}
-	}()
+	h.Start(ctx)
 	return members.WaitEngaged(startCtx, memberA, memberB)
 }
 

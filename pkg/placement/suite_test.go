@@ -17,12 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
@@ -61,7 +55,7 @@ var (
 	scheme *runtime.Scheme
 	hub    client.Client
 	// memberClients are uncached clients of the members, by name.
-	memberClients = map[string]client.Client{}
+	memberClients map[string]client.Client
 	members       *suite.Members
 )
 
@@ -96,22 +90,14 @@ func setUp(ctx, startCtx context.Context, cps []*controlplane.ControlPlane) erro
 	if hub, err = client.New(cps[0].Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	provider := clustersprovider.New()
-	members = suite.NewMembers(provider)
+	h, err := suite.NewHub(ctx, cps, scheme, configbundle.ConfigureCache)
+	if err != nil {
+		return err
+	}
+	memberClients = h.Clients
+	mgr := h.Manager
+	members = suite.NewMembers(h.Provider)
 	for _, cp := range cps[1:] {
-		cl, err := cluster.New(cp.Config, func(o *cluster.Options) {
-			o.Scheme = scheme
-			configbundle.ConfigureCache(&o.Cache)
-		})
-		if err != nil {
-			return err
-		}
-		if err := provider.Add(ctx, multicluster.ClusterName(cp.Name), cl); err != nil {
-			return err
-		}
-		if memberClients[cp.Name], err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
-			return err
-		}
 		members.Set(cp.Name, connected())
 		mc := &hubv1alpha1.MemberCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: cp.Name},
@@ -120,14 +106,6 @@ func setUp(ctx, startCtx context.Context, cps []*controlplane.ControlPlane) erro
 		if err := hub.Create(startCtx, mc); err != nil {
 			return fmt.Errorf("creating MemberCluster %s: %w", cp.Name, err)
 		}
-	}
-	mgr, err := mcmanager.New(cps[0].Config, provider, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		return err
 	}
 	if _, err := configbundle.SetupWithManager(mgr, configbundle.Options{
 		RetryBaseDelay: 100 * time.Millisecond,
@@ -148,11 +126,7 @@ func setUp(ctx, startCtx context.Context, cps []*controlplane.ControlPlane) erro
 	if err := mgr.Add(members); err != nil { // engaged last, as the provider's members are
 		return err
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped:", err)
-		}
-	}()
+	h.Start(ctx)
 	return members.WaitEngaged(startCtx, memberA, memberB, memberC)
 }
 
