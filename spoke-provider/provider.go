@@ -55,7 +55,7 @@ type Provider struct {
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 	// mu guards members (and every field of each member), indexers, onChange, onReady and the
-	// setting of queue. It is held for short critical sections that never block: never across
+	// setting of queue (read without mu once set: it is set before any Reconcile). It is held for short critical sections that never block: never across
 	// a network call, the manager's Engage, or an OnChange or OnReady callback, which run once
 	// it is released. A method named xLocked is called with mu held; every other method that
 	// reads or writes what mu guards takes it once, with defer, for its whole body.
@@ -117,10 +117,6 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 // between replicas (a sharded Options.Replica) runs on each of them; otherwise only on the
 // elected one.
 func (p *Provider) NeedLeaderElection() bool { return !p.opts.Replica.Sharded() }
-
-// Owns reports whether this replica manages the member: always, unless Options.Replica shards
-// the members between replicas.
-func (p *Provider) Owns(name string) bool { return p.opts.Replica.Owns(name) }
 
 // Rebalance has every member's Secret reconciled again, so that the provider lets go of the
 // members it no longer owns and connects the ones it now owns. Call it when the answers of
@@ -229,7 +225,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		p.remove(req.Name, "Member left")
 		return ctrl.Result{}, nil
 	}
-	if !p.Owns(req.Name) {
+	if !p.opts.Replica.Owns(req.Name) {
 		p.remove(req.Name, "Member handed over to another replica")
 		return ctrl.Result{}, nil
 	}

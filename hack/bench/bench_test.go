@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/hubprocess"
 )
 
@@ -21,8 +21,8 @@ const smokeTimeout = 10 * time.Minute
 // per member (none when nothing changed), every member of the scale curve joins and is managed
 // by exactly one replica, the figures are all there.
 func TestSmoke(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
+	if err := controlplane.CheckAssets(); err != nil {
+		t.Fatal(err)
 	}
 	cfg := smokeConfig()
 	var err error

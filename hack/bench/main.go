@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"configbundle.dev/hub/internal/testing/controlplane"
 )
 
 func main() {
@@ -35,8 +37,8 @@ func main() {
 	if os.Getenv("BENCH_DEBUG") != "" {
 		cpOutput = os.Stderr
 	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "bench: KUBEBUILDER_ASSETS is not set; run it with `make bench`")
+	if err := controlplane.CheckAssets(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 	ctx, cancel := signalContext()

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"configbundle.dev/hub/internal/demo"
+	"configbundle.dev/hub/internal/testing/controlplane"
 )
 
 func main() {
@@ -24,8 +25,8 @@ func main() {
 	flag.Parse()
 	// The control planes log through controller-runtime; the narration is the demo's output.
 	ctrl.SetLogger(logr.Discard())
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "demo: KUBEBUILDER_ASSETS is not set; run it with `make demo`, which builds the control-plane binaries")
+	if err := controlplane.CheckAssets(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

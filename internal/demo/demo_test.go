@@ -3,12 +3,12 @@ package demo_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"configbundle.dev/hub/internal/demo"
+	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/hubprocess"
 )
 
@@ -18,8 +18,8 @@ const demoTimeout = 8 * time.Minute
 // TestDemo takes the same tour as `make demo`, with its three members (placement needs a member
 // left unselected), so that the demo cannot rot.
 func TestDemo(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
+	if err := controlplane.CheckAssets(); err != nil {
+		t.Fatal(err)
 	}
 	bin, err := hubprocess.Build(t.TempDir())
 	if err != nil {

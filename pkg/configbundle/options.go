@@ -90,14 +90,15 @@ type Options struct {
 	Replica sharding.Replica
 }
 
-// defaults applies the defaults of Options: the one place they are applied.
+// defaults applies the defaults of Options: the one place they are applied. A negative
+// number or duration is taken as unset.
 func (o *Options) defaults() {
-	o.ResyncPeriod = cmp.Or(o.ResyncPeriod, DefaultResyncPeriod)
-	o.RetryBaseDelay = cmp.Or(o.RetryBaseDelay, DefaultRetryBaseDelay)
-	o.RetryMaxDelay = cmp.Or(o.RetryMaxDelay, DefaultRetryMaxDelay)
-	o.MaxConcurrentReconciles = cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
-	o.ReconcileTimeout = cmp.Or(o.ReconcileTimeout, DefaultReconcileTimeout)
+	o.ResyncPeriod = cmp.Or(max(o.ResyncPeriod, 0), DefaultResyncPeriod)
+	o.RetryBaseDelay = cmp.Or(max(o.RetryBaseDelay, 0), DefaultRetryBaseDelay)
+	o.RetryMaxDelay = cmp.Or(max(o.RetryMaxDelay, 0), DefaultRetryMaxDelay)
+	o.MaxConcurrentReconciles = cmp.Or(max(o.MaxConcurrentReconciles, 0), DefaultMaxConcurrentReconciles)
+	o.ReconcileTimeout = cmp.Or(max(o.ReconcileTimeout, 0), DefaultReconcileTimeout)
 	o.FieldOwner = cmp.Or(o.FieldOwner, DefaultFieldOwner)
-	o.NotConnectedRetry = cmp.Or(o.NotConnectedRetry, DefaultNotConnectedRetry)
-	o.HealStatusDelay = cmp.Or(o.HealStatusDelay, DefaultHealStatusDelay)
+	o.NotConnectedRetry = cmp.Or(max(o.NotConnectedRetry, 0), DefaultNotConnectedRetry)
+	o.HealStatusDelay = cmp.Or(max(o.HealStatusDelay, 0), DefaultHealStatusDelay)
 }

@@ -77,13 +77,14 @@ type Options struct {
 	Replica sharding.Replica
 }
 
-// defaults applies the defaults of Options: the one place they are applied.
+// defaults applies the defaults of Options: the one place they are applied. A negative
+// number or duration is taken as unset.
 func (o *Options) defaults() {
-	o.MinWriteInterval = cmp.Or(o.MinWriteInterval, DefaultMinWriteInterval)
-	o.RecountInterval = cmp.Or(o.RecountInterval, DefaultRecountInterval)
-	o.CountTimeout = cmp.Or(o.CountTimeout, DefaultCountTimeout)
-	o.CredentialsExpiryWarning = cmp.Or(o.CredentialsExpiryWarning, DefaultCredentialsExpiryWarning)
-	o.HeartbeatInterval = cmp.Or(o.HeartbeatInterval, DefaultHeartbeatInterval)
-	o.MaxConcurrentReconciles = cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
-	o.ReconcileTimeout = cmp.Or(o.ReconcileTimeout, DefaultReconcileTimeout)
+	o.MinWriteInterval = cmp.Or(max(o.MinWriteInterval, 0), DefaultMinWriteInterval)
+	o.RecountInterval = cmp.Or(max(o.RecountInterval, 0), DefaultRecountInterval)
+	o.CountTimeout = cmp.Or(max(o.CountTimeout, 0), DefaultCountTimeout)
+	o.CredentialsExpiryWarning = cmp.Or(max(o.CredentialsExpiryWarning, 0), DefaultCredentialsExpiryWarning)
+	o.HeartbeatInterval = cmp.Or(max(o.HeartbeatInterval, 0), DefaultHeartbeatInterval)
+	o.MaxConcurrentReconciles = cmp.Or(max(o.MaxConcurrentReconciles, 0), DefaultMaxConcurrentReconciles)
+	o.ReconcileTimeout = cmp.Or(max(o.ReconcileTimeout, 0), DefaultReconcileTimeout)
 }

@@ -97,15 +97,16 @@ type Options struct {
 	Replica sharding.Replica
 }
 
-// defaults applies the defaults of Options: the one place they are applied.
+// defaults applies the defaults of Options: the one place they are applied. A negative
+// number or duration is taken as unset.
 func (o *Options) defaults() {
-	o.MaxConcurrentReconciles = cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
-	o.StatusMaxConcurrentReconciles = cmp.Or(o.StatusMaxConcurrentReconciles, DefaultStatusMaxConcurrentReconciles)
-	o.ReconcileTimeout = cmp.Or(o.ReconcileTimeout, DefaultReconcileTimeout)
-	o.NotConnectedRetry = cmp.Or(o.NotConnectedRetry, DefaultNotConnectedRetry)
-	o.NamespaceMissingRetry = cmp.Or(o.NamespaceMissingRetry, DefaultNamespaceMissingRetry)
-	o.RetryBaseDelay = cmp.Or(o.RetryBaseDelay, DefaultRetryBaseDelay)
-	o.RetryMaxDelay = cmp.Or(o.RetryMaxDelay, DefaultRetryMaxDelay)
-	o.MinStatusInterval = cmp.Or(o.MinStatusInterval, DefaultMinStatusInterval)
+	o.MaxConcurrentReconciles = cmp.Or(max(o.MaxConcurrentReconciles, 0), DefaultMaxConcurrentReconciles)
+	o.StatusMaxConcurrentReconciles = cmp.Or(max(o.StatusMaxConcurrentReconciles, 0), DefaultStatusMaxConcurrentReconciles)
+	o.ReconcileTimeout = cmp.Or(max(o.ReconcileTimeout, 0), DefaultReconcileTimeout)
+	o.NotConnectedRetry = cmp.Or(max(o.NotConnectedRetry, 0), DefaultNotConnectedRetry)
+	o.NamespaceMissingRetry = cmp.Or(max(o.NamespaceMissingRetry, 0), DefaultNamespaceMissingRetry)
+	o.RetryBaseDelay = cmp.Or(max(o.RetryBaseDelay, 0), DefaultRetryBaseDelay)
+	o.RetryMaxDelay = cmp.Or(max(o.RetryMaxDelay, 0), DefaultRetryMaxDelay)
+	o.MinStatusInterval = cmp.Or(max(o.MinStatusInterval, 0), DefaultMinStatusInterval)
 	o.FieldOwner = cmp.Or(o.FieldOwner, DefaultFieldOwner)
 }

@@ -3,7 +3,6 @@ package sharding
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -68,9 +67,8 @@ func TestDefaultReplicaID(t *testing.T) {
 // Lease of each member they own and fence the writes to the others; when one leaves, the other
 // rebalances and takes over every member.
 func TestReplicasShareMembersByTheirLeases(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: this test needs a real control plane; run it with `make test`, " +
-			"or set KUBEBUILDER_ASSETS to the directory that `bash hack/testbin.sh` prints")
+	if err := controlplane.CheckAssets(); err != nil {
+		t.Fatal(err)
 	}
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(t.Context())

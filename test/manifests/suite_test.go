@@ -6,7 +6,6 @@ package manifests
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,9 +79,7 @@ func TestMain(m *testing.M) {
 func controlPlane(t *testing.T, name string) *controlplane.ControlPlane {
 	t.Helper()
 	planesOnce.Do(func() {
-		if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-			planesErr = errors.New("KUBEBUILDER_ASSETS is not set: it must name the directory of the control-plane binaries " +
-				"(etcd, kube-apiserver); `make testbin` prints it, and `make test` sets it")
+		if planesErr = controlplane.CheckAssets(); planesErr != nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)

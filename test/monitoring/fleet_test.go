@@ -3,7 +3,6 @@ package monitoring
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,8 +39,8 @@ type monitored struct {
 // startFleet starts the fleet; everything stops when the test ends.
 func startFleet(t *testing.T) *monitored {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
+	if err := controlplane.CheckAssets(); err != nil {
+		t.Fatal(err)
 	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {

@@ -57,8 +57,8 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds the control-plane binaries")
+	if err := controlplane.CheckAssets(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	logf.SetLogger(logr.Discard())

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -37,9 +36,8 @@ const (
 )
 
 func TestControlPlanes(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is empty: set it to the directory holding etcd, kube-apiserver and " +
-			"kube-controller-manager (bash hack/testbin.sh prints it)")
+	if err := controlplane.CheckAssets(); err != nil {
+		t.Fatal(err)
 	}
 	g := gomega.NewWithT(t)
 	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)

@@ -3,7 +3,6 @@ package controlplane_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -21,8 +20,8 @@ import (
 // TestShared starts a fleet of two slim control planes on one etcd, adds a third, and checks
 // that each is a kube-apiserver of its own: its own data, CRDs and audit log, paused alone.
 func TestShared(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is empty: set it to the directory holding etcd and kube-apiserver (bash hack/testbin.sh prints it)")
+	if err := controlplane.CheckAssets(); err != nil {
+		t.Fatal(err)
 	}
 	g := gomega.NewWithT(t)
 	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)

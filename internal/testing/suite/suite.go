@@ -36,10 +36,8 @@ type Options struct {
 
 // Run runs the tests of m on the suite's control planes and returns the exit code for os.Exit.
 func Run(m *testing.M, opts Options) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: these tests need real control planes; "+
-			"run them with `make test` (which builds etcd and kube-apiserver and sets KUBEBUILDER_ASSETS), "+
-			"or set KUBEBUILDER_ASSETS to the directory that `bash hack/testbin.sh` prints")
+	if err := controlplane.CheckAssets(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.Level(logLevel()))))

@@ -1,0 +1,12 @@
+package fleet
+
+import (
+	"testing"
+
+	"configbundle.dev/hub/internal/testing/optionstest"
+)
+
+// TestOptionsDefaults: a zero or negative number or duration takes its default.
+func TestOptionsDefaults(t *testing.T) {
+	optionstest.CheckDefaults(t, (*Options).defaults)
+}
