@@ -19,7 +19,6 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/suite"
 	"configbundle.dev/hub/pkg/fleet"
@@ -67,18 +66,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	hubCRDs, err := config.HubCRDs()
+	planes, err := suite.HubAndMembers(memberA, memberB)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "reading the hub CRDs:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	memberCRDs, err := config.MemberCRDs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reading the member CRDs:", err)
-		return 1
-	}
-	planes := []controlplane.Plane{{Name: "hub", Options: controlplane.Options{CRDs: hubCRDs}}}
-	planes = append(planes, controlplane.Named(controlplane.Options{CRDs: memberCRDs}, memberA, memberB)...)
 	return suite.Run(m, suite.Options{Planes: planes, Setup: setUp})
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
+	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
 )
 
@@ -74,4 +75,19 @@ func (h *Hub) Start(ctx context.Context) {
 			fmt.Fprintln(os.Stderr, "the hub's manager stopped:", err)
 		}
 	}()
+}
+
+// HubAndMembers are the planes of a suite of the hub and its members: "hub" serving the hub's
+// CRDs, and each of members serving the member CRDs.
+func HubAndMembers(members ...string) ([]controlplane.Plane, error) {
+	hubCRDs, err := config.HubCRDs()
+	if err != nil {
+		return nil, fmt.Errorf("reading the hub CRDs: %w", err)
+	}
+	memberCRDs, err := config.MemberCRDs()
+	if err != nil {
+		return nil, fmt.Errorf("reading the member CRDs: %w", err)
+	}
+	planes := []controlplane.Plane{{Name: "hub", Options: controlplane.Options{CRDs: hubCRDs}}}
+	return append(planes, controlplane.Named(controlplane.Options{CRDs: memberCRDs}, members...)...), nil
 }
