@@ -11,6 +11,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/pkg/placement"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -33,7 +34,7 @@ func TestPlacementFollowsLabelsAndTemplate(t *testing.T) {
 	g.Expect(b.Labels).To(Equal(map[string]string{"team": "platform", hubv1alpha1.FleetBundleLabel: placement.LabelValue(client.ObjectKeyFromObject(fb))}))
 	g.Expect(b.Annotations).To(And(HaveKeyWithValue("owner", "platform@example.com"), HaveKey(hubv1alpha1.FleetBundleUIDAnnotation)))
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		haveReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2}),
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2}),
 		HaveField("ObservedGeneration", BeEquivalentTo(1)), HaveField("FailedClusters", BeEmpty())))
 	g.Consistently(placed(memberC, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(BeNil(), "an unselected member gets nothing")
 
@@ -43,7 +44,7 @@ func TestPlacementFollowsLabelsAndTemplate(t *testing.T) {
 		g.Eventually(message(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v2"), m)
 	}
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		haveReady(hubv1alpha1.AllReadyReason), HaveField("ObservedGeneration", BeEquivalentTo(2))))
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("ObservedGeneration", BeEquivalentTo(2))))
 	g.Consistently(status(fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(HaveField("Heals", BeZero()))
 	g.Expect(healEvents(fb)(g)).To(BeEmpty())
 
@@ -53,7 +54,7 @@ func TestPlacementFollowsLabelsAndTemplate(t *testing.T) {
 	g.Eventually(placed(memberB, fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil())
 	g.Eventually(message(memberC, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v2"))
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		haveReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
 	g.Expect(message(memberA, fb)(g)).To(Equal("v2"))
 }
 
@@ -65,7 +66,7 @@ func TestPlacementRestoresEditedAndDeletedBundles(t *testing.T) {
 	ns := newNamespace(t, memberA)
 	labelMember(t, memberA, key, "yes")
 	fb := newFleetBundle(t, ns, selecting(key), "placed")
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(haveReady(hubv1alpha1.AllReadyReason))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
 
 	b := placed(memberA, fb)(g)
 	b.Spec.Message = "edited"
@@ -77,7 +78,7 @@ func TestPlacementRestoresEditedAndDeletedBundles(t *testing.T) {
 	g.Eventually(placed(memberA, fb)).WithTimeout(timeout).WithPolling(interval).Should(
 		And(Not(BeNil()), WithTransform(func(b *configbundlev1alpha1.ConfigBundle) types.UID { return b.UID }, Not(Equal(b.UID)))))
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		HaveField("Heals", BeEquivalentTo(2)), haveReady(hubv1alpha1.AllReadyReason)))
+		HaveField("Heals", BeEquivalentTo(2)), fleet.FleetBundleReady(hubv1alpha1.AllReadyReason)))
 	g.Eventually(healEvents(fb)).WithTimeout(timeout).WithPolling(interval).Should(ContainElements(
 		And(ContainSubstring(memberA), ContainSubstring("deleted")),
 		And(ContainSubstring(memberA), ContainSubstring("spec"))))
@@ -129,7 +130,7 @@ func TestPlacementConflictAndNamespaceMissing(t *testing.T) {
 	fb := newFleetBundle(t, ns, selecting(key), "placed")
 
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		haveReady(hubv1alpha1.ClustersFailedReason),
+		fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason),
 		haveCounts(hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1, Failed: 2}),
 		HaveField("FailedClusters", ConsistOf(failedCluster(memberB, hubv1alpha1.ConflictReason), failedCluster(memberC, hubv1alpha1.NamespaceMissingReason)))))
 	g.Consistently(placed(memberB, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(And(
@@ -142,7 +143,7 @@ func TestPlacementConflictAndNamespaceMissing(t *testing.T) {
 		g.Eventually(message(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("placed"), m)
 	}
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		haveReady(hubv1alpha1.AllReadyReason), HaveField("FailedClusters", BeEmpty()),
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("FailedClusters", BeEmpty()),
 		haveCounts(hubv1alpha1.PlacementCounts{Selected: 3, Applied: 3, Ready: 3})))
 }
 
@@ -154,16 +155,16 @@ func TestPlacementInvalidSelector(t *testing.T) {
 	ns := newNamespace(t, memberA)
 	labelMember(t, memberA, key, "yes")
 	fb := newFleetBundle(t, ns, selecting(key), "v1")
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(haveReady(hubv1alpha1.AllReadyReason))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
 
 	invalid := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn}}}
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.ClusterSelector, s.Template.Spec.Message = invalid, "v2" })
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(haveReady(hubv1alpha1.InvalidSelectorReason))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.InvalidSelectorReason))
 	g.Consistently(message(memberA, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("v1"), "an invalid selector removes and changes nothing")
 
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.ClusterSelector = selecting(key) })
 	g.Eventually(message(memberA, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v2"))
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(haveReady(hubv1alpha1.AllReadyReason))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
 }
 
 // TestPlacementNoClustersSelected: a selector that selects no member, or none at all, places
@@ -173,11 +174,11 @@ func TestPlacementNoClustersSelected(t *testing.T) {
 	ns := newNamespace(t, memberA, memberB, memberC)
 	fb := newFleetBundle(t, ns, selecting("test.placement/nobody"), "v1")
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		haveReady(hubv1alpha1.NoClustersSelectedReason), haveCounts(hubv1alpha1.PlacementCounts{})))
+		fleet.FleetBundleReady(hubv1alpha1.NoClustersSelectedReason), haveCounts(hubv1alpha1.PlacementCounts{})))
 
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.ClusterSelector = nil })
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		haveReady(hubv1alpha1.NoClustersSelectedReason), HaveField("ObservedGeneration", BeEquivalentTo(2))))
+		fleet.FleetBundleReady(hubv1alpha1.NoClustersSelectedReason), HaveField("ObservedGeneration", BeEquivalentTo(2))))
 	for _, m := range []string{memberA, memberB, memberC} {
 		g.Expect(placed(m, fb)(g)).To(BeNil(), m)
 	}
@@ -196,7 +197,7 @@ func TestPlacementCountsMembersNotReady(t *testing.T) {
 	fb := newFleetBundle(t, ns, selecting(key), "v1")
 
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		haveReady(hubv1alpha1.ClustersFailedReason),
+		fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason),
 		haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 1, Ready: 1, Failed: 1}),
 		HaveField("FailedClusters", ConsistOf(And(failedCluster(memberB, hubv1alpha1.UnreachableReason), HaveField("Message", "Probe failed"))))))
 	g.Consistently(placed(memberB, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(BeNil(), "nothing is written to a member that is not Ready")
@@ -204,5 +205,5 @@ func TestPlacementCountsMembersNotReady(t *testing.T) {
 	members.Set(memberB, connected())
 	g.Eventually(message(memberB, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v1"))
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		haveReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
 }

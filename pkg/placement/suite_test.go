@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
@@ -21,6 +20,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/internal/testing/suite"
 	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
@@ -248,21 +248,7 @@ func message(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) string {
 
 // status polls a FleetBundle's status.
 func status(fb *hubv1alpha1.FleetBundle) func(Gomega) hubv1alpha1.FleetBundleStatus {
-	return func(g Gomega) hubv1alpha1.FleetBundleStatus {
-		got := &hubv1alpha1.FleetBundle{}
-		g.Expect(hub.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
-		return got.Status
-	}
-}
-
-// haveReady matches a FleetBundle status whose Ready condition has reason.
-func haveReady(reason string) OmegaMatcher {
-	return WithTransform(func(st hubv1alpha1.FleetBundleStatus) string {
-		if c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition); c != nil {
-			return c.Reason
-		}
-		return ""
-	}, Equal(reason))
+	return fleet.FleetBundleStatus(hub, fb)
 }
 
 // haveCounts matches a FleetBundle status with counts.

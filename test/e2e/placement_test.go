@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,21 +74,7 @@ func deleteFleetBundle(g Gomega, fb *hubv1alpha1.FleetBundle) {
 
 // fleetBundleStatus reads a FleetBundle's status.
 func fleetBundleStatus(fb *hubv1alpha1.FleetBundle) func(Gomega) hubv1alpha1.FleetBundleStatus {
-	return func(g Gomega) hubv1alpha1.FleetBundleStatus {
-		got := &hubv1alpha1.FleetBundle{}
-		g.Expect(fl.Hub.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
-		return got.Status
-	}
-}
-
-// fbReady matches a FleetBundle status whose Ready condition has the reason.
-func fbReady(reason string) OmegaMatcher {
-	return WithTransform(func(s hubv1alpha1.FleetBundleStatus) string {
-		if c := meta.FindStatusCondition(s.Conditions, hubv1alpha1.ReadyCondition); c != nil {
-			return c.Reason
-		}
-		return "no Ready condition"
-	}, Equal(reason))
+	return fleet.FleetBundleStatus(fl.Hub, fb)
 }
 
 // placed returns a function reading the bundle a FleetBundle placed in a member, nil if none.
@@ -168,7 +153,7 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 	g.Expect(b.Annotations).To(HaveKeyWithValue("owner", "platform@example.com"))
 	g.Expect(b.Annotations).To(HaveKey(hubv1alpha1.FleetBundleUIDAnnotation))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fbReady(hubv1alpha1.AllReadyReason),
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason),
 		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2}),
 		HaveField("ObservedGeneration", BeEquivalentTo(1)), HaveField("Heals", BeZero())))
 	placedIn := func(name string) func(Gomega) int64 {
@@ -203,7 +188,7 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 	g.Eventually(placedIn("m2")).WithTimeout(timeout).WithPolling(interval).Should(BeZero())
 	g.Eventually(placedIn("m3")).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fbReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
 	g.Expect(fl.Member("m2").Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
 
 	// An invalid selector (In without values) passes admission: it is reported, and nothing in
@@ -220,11 +205,11 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 	}
 	valid := fb.Spec.ClusterSelector
 	setSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn}}})
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.InvalidSelectorReason))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.InvalidSelectorReason))
 	g.Consistently(func(g Gomega) []string { return []string{placedMessage("m1", fb)(g), placedMessage("m3", fb)(g)} }).
 		WithTimeout(quietPeriod).WithPolling(interval).Should(Equal([]string{"v6", "v6"}), "an invalid selector removes nothing")
 	setSelector(valid)
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.AllReadyReason))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
 
 	// Deleting the FleetBundle removes its bundles, then the FleetBundle.
 	got := &hubv1alpha1.FleetBundle{}
@@ -255,7 +240,7 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 	fb := newFleetBundle(t, ns, "web", key, configbundlev1alpha1.ConfigBundleSpec{Message: "placed"})
 	everywhere(g, fb, "placed", "m1")
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fbReady(hubv1alpha1.ClustersFailedReason),
+		fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason),
 		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1, Failed: 2}),
 		HaveField("FailedClusters", ConsistOf(failedCluster("m2", hubv1alpha1.ConflictReason), failedCluster("m3", hubv1alpha1.NamespaceMissingReason)))))
 	g.Consistently(placed("m2", fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(And(
@@ -295,7 +280,7 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 	ensureNamespace(g, "m3", ns)
 	everywhere(g, fb, "placed", "m1", "m2", "m3")
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		HaveField("FailedClusters", BeEmpty()), fbReady(hubv1alpha1.AllReadyReason),
+		HaveField("FailedClusters", BeEmpty()), fleet.FleetBundleReady(hubv1alpha1.AllReadyReason),
 		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 3, Applied: 3, Ready: 3})))
 	deleteFleetBundle(g, fb)
 	for _, m := range []string{"m1", "m2", "m3"} {
@@ -314,7 +299,7 @@ func TestFleetBundleAdmission(t *testing.T) {
 	err := updateTemplate(g, fb, "thawed")
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("immutable"))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.NoClustersSelectedReason))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.NoClustersSelectedReason))
 
 	// The message bound, once JSON-escaped as etcd stores it, names the template's field.
 	huge := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "huge"}}
@@ -324,7 +309,7 @@ func TestFleetBundleAdmission(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("spec.template.spec.message"))
 
 	long := newFleetBundle(t, ns, strings.Repeat("n", 60), key, configbundlev1alpha1.ConfigBundleSpec{Message: "x"})
-	g.Eventually(fleetBundleStatus(long)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.NameTooLongReason))
+	g.Eventually(fleetBundleStatus(long)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.NameTooLongReason))
 }
 
 // TestPlacementPausedMemberIsCountedAndDelaysNobody: a selected member that stops answering is
@@ -340,7 +325,7 @@ func TestPlacementPausedMemberIsCountedAndDelaysNobody(t *testing.T) {
 		g.Expect(fl.Member("m2").Plane.Pause()).To(Succeed())
 		t.Cleanup(func() { _ = fl.Member("m2").Plane.Resume() })
 		g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-			fbReady(hubv1alpha1.ClustersFailedReason),
+			fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason),
 			HaveField("FailedClusters", ConsistOf(failedCluster("m2", hubv1alpha1.UnreachableReason)))))
 	}
 	resume := func() {
@@ -354,7 +339,7 @@ func TestPlacementPausedMemberIsCountedAndDelaysNobody(t *testing.T) {
 	g.Expect(d).To(BeNumerically("<", placementBound))
 	resume()
 	everywhere(g, fb, "after", "m2")
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.AllReadyReason))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
 
 	// Deleted while m2 is away: the FleetBundle goes at once; m2's bundle when m2 is back.
 	pause()
@@ -382,7 +367,7 @@ func TestPlacementCountsMembersNotJoined(t *testing.T) {
 	selectMember(t, "placement-hanging", key, "yes")
 	fb := newFleetBundle(t, ns, "web", key, configbundlev1alpha1.ConfigBundleSpec{Message: "waiting"})
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fbReady(hubv1alpha1.ClustersFailedReason),
+		fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason),
 		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Failed: 1}),
 		HaveField("FailedClusters", ConsistOf(failedCluster("placement-hanging", hubv1alpha1.ConnectingReason)))))
 }
@@ -394,7 +379,7 @@ func TestPlacementLeavesAMemberThatLeftUntouched(t *testing.T) {
 	const ns = "placement-leave"
 	fb := placedOn(t, "e2e.placement/leave", ns, "stay", "m1", "m3")
 	// Settled: the member's reconciler has written the placed bundle's status too.
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fbReady(hubv1alpha1.AllReadyReason))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
 	before := placed("m3", fb)(g)
 
 	leave(g, "m3")
@@ -405,7 +390,7 @@ func TestPlacementLeavesAMemberThatLeftUntouched(t *testing.T) {
 		}
 	})
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fbReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1})))
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1})))
 	g.Consistently(func(g Gomega) string {
 		b := placed("m3", fb)(g)
 		g.Expect(b).NotTo(BeNil(), "the bundle placed in a member that left stays")

@@ -100,6 +100,25 @@ func ReadyIs(status metav1.ConditionStatus, reason string) gomega.OmegaMatcher {
 	}, gomega.Equal(string(status)+"/"+reason))
 }
 
+// FleetBundleStatus polls the status of fb through c, for Eventually.
+func FleetBundleStatus(c client.Client, fb *hubv1alpha1.FleetBundle) func(gomega.Gomega) hubv1alpha1.FleetBundleStatus {
+	return func(g gomega.Gomega) hubv1alpha1.FleetBundleStatus {
+		got := &hubv1alpha1.FleetBundle{}
+		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(gomega.Succeed())
+		return got.Status
+	}
+}
+
+// FleetBundleReady matches a FleetBundle status whose Ready condition has reason.
+func FleetBundleReady(reason string) gomega.OmegaMatcher {
+	return gomega.WithTransform(func(s hubv1alpha1.FleetBundleStatus) string {
+		if _, why := ReadyReason(s.Conditions); why != "" {
+			return why
+		}
+		return "no Ready condition"
+	}, gomega.Equal(reason))
+}
+
 // MustBlackHole starts a netproxy.BlackHole, failing the test on error, and closes it when the
 // test ends.
 func MustBlackHole(t testing.TB) *netproxy.BlackHole {
