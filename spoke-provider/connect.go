@@ -122,6 +122,9 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 		return nil, requestError("reading namespace kube-system", err, conn.expiry)
 	}
 	conn.clusterID = string(kubeSystem.UID)
+	if err := p.checkRights(ctx, conn); err != nil {
+		return nil, err
+	}
 	if err := p.ensureCRDs(ctx, cfg, disc); err != nil {
 		return nil, err
 	}

@@ -193,10 +193,11 @@ func (m *member) recordProbe(conn *connection, version string, err error, now ti
 	}
 	if err != nil {
 		m.failures++
-		if cerr := (*connectError)(nil); errors.As(err, &cerr) && cerr.reason == hubv1alpha1.CRDMissingReason {
-			// Not a blip either: the CRD is gone, and the hub may not install it.
+		if cerr := (*connectError)(nil); errors.As(err, &cerr) && (cerr.reason == hubv1alpha1.CRDMissingReason || cerr.reason == hubv1alpha1.ForbiddenReason) {
+			// Not a blip either: the CRD is gone, and the hub may not install it; or the member
+			// refuses the credential, or some right the hub needs.
 			before := m.state
-			m.state.Ready, m.state.Reason, m.state.Message = false, hubv1alpha1.CRDMissingReason, cerr.Error()
+			m.state.Ready, m.state.Reason, m.state.Message = false, cerr.reason, cerr.Error()
 			return m.state != before, false
 		}
 		if refused(err) {

@@ -69,6 +69,11 @@ func TestMemberTransitions(t *testing.T) {
 			return m
 		}
 	}
+	forbidden := func() *member {
+		m := connected("a")()
+		m.recordProbe(conn("a"), "", missingRightsError(nil), t0, threshold)
+		return m
+	}
 	rotationFailed := func() *member {
 		m := rotating("a", "b")()
 		m.failAttempt("b", hubv1alpha1.UnreachableReason, "down", time.Time{}, t0, maxDelay)
@@ -148,6 +153,8 @@ func TestMemberTransitions(t *testing.T) {
 		{"an Unreachable member that answers recovers", probedErr(connected("a"), 2), probe(connA, "v1.36.0", nil), phaseConnected, true, hubv1alpha1.ConnectedReason, outcome{changed: true, recovered: true}},
 		{"a blip below the threshold is a recovery, no change", probedErr(connected("a"), 1), probe(connA, "v1.36.0", nil), phaseConnected, true, hubv1alpha1.ConnectedReason, outcome{recovered: true}},
 		{"a refused credential is Forbidden at once", connected("a"), probe(connA, "", apierrors.NewUnauthorized("Unauthorized")), phaseConnected, false, hubv1alpha1.ForbiddenReason, outcome{changed: true}},
+		{"a right refused is Forbidden at once", connected("a"), probe(connA, "", missingRightsError(nil)), phaseConnected, false, hubv1alpha1.ForbiddenReason, outcome{changed: true}},
+		{"a Forbidden member allowed again recovers", forbidden, probe(connA, "v1.36.0", nil), phaseConnected, true, hubv1alpha1.ConnectedReason, outcome{changed: true, recovered: true}},
 		{"a missing CRD is CRDMissing at once", connected("a"), probe(connA, "", &connectError{reason: hubv1alpha1.CRDMissingReason, err: errors.New("gone")}), phaseConnected, false, hubv1alpha1.CRDMissingReason, outcome{changed: true}},
 		{"a new version is a change", connected("a"), probe(connA, "v1.36.1", nil), phaseConnected, true, hubv1alpha1.ConnectedReason, outcome{changed: true}},
 		{"a probe of a replaced connection is ignored", rotating("a", "b"), probe(func() *connection { return &connection{hash: "old"} }, "", down), phaseConnecting, true, hubv1alpha1.ConnectedReason, outcome{}},

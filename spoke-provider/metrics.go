@@ -19,7 +19,7 @@ var membersGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 var (
 	probeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "configbundle_member_probe_duration_seconds",
-		Help:    "Duration of each probe of a member's API server (GET /version, and discovery of the CRDs), failed probes included.",
+		Help:    "Duration of each probe of a member's API server (GET /version, a SelfSubjectRulesReview of the hub's rights, and discovery of the CRDs), failed probes included.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 13), // 1 ms to about 4 s (the probe timeout is 3 s)
 	}, []string{"cluster"})
 	lastProbeSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -80,6 +81,14 @@ type Options struct {
 	// InstallCRDs applies CRDs to each member on join (server-side apply). Where that is
 	// forbidden and a CRD is absent, the member is not Ready (CRDMissing). Defaults to false.
 	InstallCRDs bool
+
+	// Rights are what the member must allow the credential, cluster-wide (RightsOf turns a
+	// ClusterRole's rules into them). They are checked when connecting and by every probe, with
+	// one SelfSubjectRulesReview (see RulesReviewNamespace) and, only where the review is
+	// incomplete, one SelfSubjectAccessReview per right it does not list; a member that refuses
+	// one is not Ready (ForbiddenReason), its message naming each right refused, until a probe
+	// finds them all allowed again. Defaults to none: nothing is checked.
+	Rights []authorizationv1.ResourceAttributes
 
 	// WarmTypes are the kinds whose informers are started and synced before a member is
 	// engaged, so that no reconcile waits for a cold cache. Defaults to none.

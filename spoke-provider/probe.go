@@ -16,7 +16,9 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-// probe checks a member every ProbeInterval until its connection ends.
+// probe checks a member every ProbeInterval until its connection ends: that it answers (GET
+// /version), that it allows the credential Options.Rights (one SelfSubjectRulesReview; see
+// checkRights) and that it serves the CRDs (one discovery request per CRD version).
 func (p *Provider) probe(name string, conn *connection) {
 	ticker := time.NewTicker(p.opts.ProbeInterval)
 	defer ticker.Stop()
@@ -29,6 +31,9 @@ func (p *Provider) probe(name string, conn *connection) {
 		ctx, cancel := context.WithTimeout(conn.ctx, p.opts.ProbeTimeout)
 		began := time.Now()
 		version, err := conn.serverVersion(ctx)
+		if err == nil {
+			err = p.checkRights(ctx, conn)
+		}
 		if err == nil {
 			err = p.checkCRDs(ctx, conn)
 		}
@@ -57,8 +62,10 @@ func (p *Provider) observe(name string, conn *connection, version string, err er
 	switch {
 	case recovered:
 		p.log.Info("Member reachable again", "cluster", name)
-	case changed && err != nil:
+	case changed && err != nil && unreachable:
 		p.log.Info("Member unreachable", "cluster", name, "error", err.Error())
+	case changed && err != nil:
+		p.log.Info("Member not Ready", "cluster", name, "error", err.Error()) // Forbidden, CRDMissing
 	}
 	if changed {
 		p.notifyChanged(name)

@@ -10,10 +10,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -314,6 +318,10 @@ func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica)
 	if err != nil {
 		return nil, err
 	}
+	rights, err := memberRights()
+	if err != nil {
+		return nil, err
+	}
 	return spokeprovider.New(spokeprovider.Options{
 		Replica:       replica,
 		Namespace:     opts.SecretNamespace,
@@ -325,12 +333,27 @@ func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica)
 		Burst:         opts.MemberBurst,
 		CRDs:          memberCRDs,
 		InstallCRDs:   *opts.InstallCRDs,
+		Rights:        rights,
 		WarmTypes:     []client.Object{&configbundlev1alpha1.ConfigBundle{}, &corev1.ConfigMap{}},
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
 			o.Scheme = scheme
 			configbundle.ConfigureCache(&o.Cache)
 		}},
 	}), nil
+}
+
+// memberRights are the rights the hub's credential must have in every member, which the
+// provider checks when connecting and at every probe: those of the ClusterRole `hub register`
+// grants (config.MemberClusterRole, the reconciler's and the provider's RBAC markers), but for
+// its CRD rule, which only installing a missing CRD needs (a member where that is refused is
+// CRDMissing, saying so).
+func memberRights() ([]authorizationv1.ResourceAttributes, error) {
+	role, err := config.MemberClusterRole()
+	if err != nil {
+		return nil, err
+	}
+	rules := slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.APIGroups, apiextensionsv1.GroupName) })
+	return spokeprovider.RightsOf(rules), nil
 }
 
 // metricsOptions serves metrics over HTTPS with authentication and authorization through the
