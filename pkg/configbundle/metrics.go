@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -22,7 +23,7 @@ var (
 
 	reconcileErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "configbundle_reconcile_errors_total",
-		Help: "Failed ConfigBundle reconciles per member cluster and cause: the Ready reason of the write that failed (CreateFailed, UpdateFailed, InvalidConfigMap), StatusWriteFailed when only the status could not be written, ReadFailed when the bundle or its ConfigMap could not be read.",
+		Help: "Failed ConfigBundle reconciles per member cluster and cause: the Ready reason of the write that failed (CreateFailed, UpdateFailed, InvalidConfigMap; Forbidden for any write the API server forbade), StatusWriteFailed when only the status could not be written, ReadFailed when the bundle or its ConfigMap could not be read.",
 	}, []string{"cluster", "reason"})
 
 	healsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -72,13 +73,16 @@ func recordMetrics(cluster multicluster.ClusterName, s *scope, seenAt time.Time,
 	}
 }
 
-// failureReason names the cause of a failed reconcile: the write that failed first.
+// failureReason names the cause of a failed reconcile: the write that failed first (Forbidden
+// if the API server forbade it).
 func failureReason(s *scope) string {
 	switch {
 	case s == nil:
 		return configbundlev1alpha1.ReadFailedReason
 	case s.failure != "":
 		return s.failure
+	case apierrors.IsForbidden(s.statusErr):
+		return configbundlev1alpha1.ForbiddenReason
 	case s.statusErr != nil:
 		return configbundlev1alpha1.StatusWriteFailedReason
 	default:

@@ -45,9 +45,11 @@ func reconcileErrors(t *testing.T, member, reason string) float64 {
 }
 
 // TestFaultReadOnlyCredential: a member whose credential may read but not write. The hub can neither
-// create the bundle's ConfigMap nor report that in the bundle's status; the error, its log line
-// and the metric name the create as the cause, not the status write that failed after it, and
-// the reconciler keeps the outcome it could not write for the hub's reports.
+// create the bundle's ConfigMap nor report that in the bundle's status; the error and its log
+// line and the metric name the create as the cause, not the status write that failed after it;
+// the outcome the reconciler keeps for the hub's reports says Forbidden (the hub may not even
+// report), its message leading with the create; and so do the metric and the outcome when only
+// the status write is forbidden.
 func TestFaultReadOnlyCredential(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	const name = "member-readonly"
@@ -91,6 +93,7 @@ func TestFaultReadOnlyCredential(t *testing.T) {
 	g.Eventually(func() float64 { return reconcileErrors(t, name, configbundlev1alpha1.CreateFailedReason) }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">", 0))
 	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.StatusWriteFailedReason)).To(BeZero(), "the status write is not the cause")
+	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.ForbiddenReason)).To(BeZero(), "the status write is not the cause")
 
 	// The error (and so the log line) leads with the create, and says the status was not written.
 	req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)}, ClusterName: multicluster.ClusterName(name)}
@@ -102,12 +105,13 @@ func TestFaultReadOnlyCredential(t *testing.T) {
 	g.Expect(err.Error()).To(And(HavePrefix("creating ConfigMap "+ns.Name+"/unwritable: "), ContainSubstring("status")))
 	g.Expect(err.Error()).NotTo(ContainSubstring("\n"), "one line in the log")
 
-	// The hub's reports find the outcome the status could not tell, with the create as cause.
+	// The hub's reports find the outcome the status could not tell, Forbidden, with the create as
+	// cause.
 	unreported := reconciler.Unreported(name)
 	g.Expect(unreported).To(HaveLen(1))
 	g.Expect(unreported[0].Bundle).To(Equal(client.ObjectKeyFromObject(b)))
 	g.Expect(unreported[0].Ready.Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(unreported[0].Ready.Reason).To(Equal(configbundlev1alpha1.CreateFailedReason))
+	g.Expect(unreported[0].Ready.Reason).To(Equal(configbundlev1alpha1.ForbiddenReason))
 	g.Expect(unreported[0].Ready.Message).To(And(ContainSubstring("cannot create resource \"configmaps\""), ContainSubstring("status could not be written")))
 
 	// Nothing was written: the ConfigMap does not exist, the bundle has no status.
@@ -116,17 +120,18 @@ func TestFaultReadOnlyCredential(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(admin.Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{}))).To(BeTrue())
 
 	// Allowed to write ConfigMaps but not the status, the hub creates the ConfigMap; then the
-	// status write is the cause.
+	// status write is the cause, Forbidden too.
 	g.Expect(update(ctx, admin, role, func(role *rbacv1.ClusterRole) {
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update"}})
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		unreported := reconciler.Unreported(name)
 		g.Expect(unreported).To(HaveLen(1))
-		g.Expect(unreported[0].Ready.Reason).To(Equal(configbundlev1alpha1.StatusWriteFailedReason))
+		g.Expect(unreported[0].Ready.Reason).To(Equal(configbundlev1alpha1.ForbiddenReason))
 		g.Expect(unreported[0].Ready.Message).To(ContainSubstring("matches the bundle, but the status could not be written"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.StatusWriteFailedReason)).To(BeNumerically(">", 0))
+	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.ForbiddenReason)).To(BeNumerically(">", 0))
+	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.StatusWriteFailedReason)).To(BeZero(), "a forbidden status write is Forbidden")
 	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{})).To(Succeed())
 
 	// Given the rights, the hub reports the bundle in its status; then it is no longer

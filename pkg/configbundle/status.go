@@ -110,7 +110,9 @@ func (s *scope) healStatusWait(stored configbundlev1alpha1.ConfigBundleStatus, n
 
 // unreported returns the Ready condition the bundle's status should show but does not, because
 // the status could not be written; nil if it was written, or needed no write. The condition
-// keeps the reconcile's own failure, if it met one, as the cause.
+// keeps the reconcile's own failure, if it met one, as the cause (its reason, and the start of
+// its message); a status write the member forbade makes the reason Forbidden, whatever the
+// cause: the hub lost a right there.
 func (s *scope) unreported() *metav1.Condition {
 	if s.statusErr == nil {
 		return nil
@@ -122,6 +124,9 @@ func (s *scope) unreported() *metav1.Condition {
 		c.Message = fmt.Sprintf("%s, but the status could not be written: %v", c.Message, s.statusErr)
 	} else {
 		c.Message = fmt.Sprintf("%s; the status could not be written: %v", c.Message, s.statusErr)
+	}
+	if apierrors.IsForbidden(s.statusErr) {
+		c.Reason = configbundlev1alpha1.ForbiddenReason
 	}
 	return &c
 }

@@ -211,11 +211,11 @@ func (r *MemberClusterReconciler) deleteStale(ctx context.Context, name string, 
 	return nil
 }
 
-// requeue comes back to count a Ready member's bundles again, and when the member's credential
-// enters the warning window or expires.
+// requeue comes back to count a counted member's bundles again, and when the member's
+// credential enters the warning window or expires.
 func (r *MemberClusterReconciler) requeue(state spokeprovider.State, now time.Time) ctrl.Result {
 	var next time.Duration
-	if state.Ready {
+	if counted(state) {
 		next = r.opts.RecountInterval
 	}
 	if exp := state.CredentialsExpiry; !exp.IsZero() {

@@ -83,6 +83,29 @@ func TestMemberClusterFollowsTheProvider(t *testing.T) {
 	g.Expect(memberCluster(memberB)(g).Labels).To(HaveKeyWithValue("env", "prod"), "labels set by users are kept")
 }
 
+// TestForbiddenMemberIsStillCounted: a member that refuses the hub a right is Ready=False
+// Forbidden with the provider's message, and its bundles are still counted from its cache (an
+// Unreachable member keeps its last counts): a bundle failing meanwhile is counted as failed.
+func TestForbiddenMemberIsStillCounted(t *testing.T) {
+	g := NewWithT(t)
+	newBundle(t, memberA, "ok", metav1.ConditionTrue, "Applied")
+	state := connected(memberA, 0)
+	join(t, memberA, state)
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Bundles", hubv1alpha1.BundleCounts{Total: 1, Ready: 1}))
+
+	forbidden := state
+	forbidden.Ready, forbidden.Reason, forbidden.Message = false, hubv1alpha1.ForbiddenReason, "the hub's credential may not update configmaps"
+	members.Set(memberA, forbidden)
+	newBundle(t, memberA, "refused", metav1.ConditionFalse, hubv1alpha1.ForbiddenReason)
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("Conditions", ContainElement(And(
+			HaveField("Type", hubv1alpha1.ReadyCondition), HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", hubv1alpha1.ForbiddenReason), HaveField("Message", ContainSubstring("may not update configmaps"))))),
+		HaveField("Bundles", hubv1alpha1.BundleCounts{Total: 2, Ready: 1, Failed: 1}),
+		HaveField("FailedBundles", ConsistOf(And(HaveField("Name", "refused"), HaveField("Reason", hubv1alpha1.ForbiddenReason))))))
+}
+
 // TestMemberClusterGoesWithItsMember: a member whose Secret goes loses its MemberCluster; a
 // MemberCluster deleted by hand while its member stays is created again.
 func TestMemberClusterGoesWithItsMember(t *testing.T) {

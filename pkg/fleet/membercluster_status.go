@@ -24,7 +24,7 @@ import (
 const maxFailedBundleMessage = 1024
 
 // status computes a MemberCluster's status at now. The counts come from the member's cache
-// while the member is Ready; otherwise the last ones stay, with the lastSeenTime they were
+// while the member is counted; otherwise the last ones stay, with the lastSeenTime they were
 // observed at.
 func (r *MemberClusterReconciler) status(ctx context.Context, name string, state spokeprovider.State, current hubv1alpha1.MemberClusterStatus, now time.Time) hubv1alpha1.MemberClusterStatus {
 	st := *current.DeepCopy()
@@ -44,7 +44,7 @@ func (r *MemberClusterReconciler) status(ctx context.Context, name string, state
 	if state.ClusterID != "" {
 		st.ClusterID = state.ClusterID
 	}
-	if state.Ready {
+	if counted(state) {
 		if counts, failed, heals, err := r.count(ctx, name); err == nil {
 			st.Bundles, st.FailedBundles, st.Heals = counts, failed, heals
 		}
@@ -59,6 +59,14 @@ func (r *MemberClusterReconciler) status(ctx context.Context, name string, state
 		}
 	}
 	return st
+}
+
+// counted reports whether a member's bundles are counted from its cache: while it is Ready, and
+// while it is Forbidden, when the hub may still hold its cache and the bundles whose outcome the
+// member forbade the hub to write (Options.Unreported) are to be counted as failed. An
+// unreachable member keeps the counts last observed.
+func counted(state spokeprovider.State) bool {
+	return state.Ready || state.Reason == hubv1alpha1.ForbiddenReason
 }
 
 // credentialsCondition says whether the member's credential is valid for longer than warning.

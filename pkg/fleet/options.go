@@ -36,7 +36,8 @@ type Options struct {
 	// DefaultMinWriteInterval (1 second).
 	MinWriteInterval time.Duration
 
-	// RecountInterval is how often a Ready member's bundles are counted again with no event:
+	// RecountInterval is how often a Ready (or Forbidden) member's bundles are counted again
+	// with no event:
 	// the outcome of a bundle whose status could not be written (Unreported) changes no watched
 	// object. A count that changes nothing writes nothing. Defaults to DefaultRecountInterval
 	// (1 minute).

@@ -65,6 +65,14 @@ const (
 	// status that would say so could not be written.
 	StatusWriteFailedReason = "StatusWriteFailed"
 
+	// ForbiddenReason (Ready=False): the member forbade the hub's credential to write the
+	// bundle's status (HTTP 403), whatever else the reconcile met (its message says): the hub
+	// lost a right there, and its MemberCluster is Forbidden too, naming the rights refused;
+	// `hub register` again restores them. (A ConfigMap write the member forbids keeps the reason
+	// of that write, CreateFailed or UpdateFailed, in the bundle's status: a 403 there may also be
+	// a quota or an admission policy.)
+	ForbiddenReason = "Forbidden"
+
 	// ReadFailedReason: the bundle or its ConfigMap could not be read.
 	ReadFailedReason = "ReadFailed"
 )
