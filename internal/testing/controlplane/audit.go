@@ -12,10 +12,17 @@ import (
 )
 
 // auditPolicy records every write request once, when its response is complete, without bodies.
+// The reviews of the authentication and authorization APIs (TokenReview, the hub probes'
+// SelfSubjectRulesReview, ...) are creates that store nothing: they are no writes, and not
+// recorded.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
+- level: None
+  resources:
+  - group: authentication.k8s.io
+  - group: authorization.k8s.io
 - level: Metadata
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 `

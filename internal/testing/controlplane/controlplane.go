@@ -56,7 +56,8 @@ type Options struct {
 
 	// AuditWrites makes the kube-apiserver log every write request it serves (create, update,
 	// patch, delete) to an audit log, read with ControlPlane.Writes: who wrote what, counted on
-	// the server's side. Defaults to false.
+	// the server's side. The reviews of the authentication and authorization APIs, creates that
+	// store nothing, are not logged. Defaults to false.
 	AuditWrites bool
 
 	// ListenAddress is the IP address the kube-apiserver binds and serves on, named in its
