@@ -23,7 +23,7 @@ var (
 
 	reconcileErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "configbundle_reconcile_errors_total",
-		Help: "Failed ConfigBundle reconciles per member cluster and cause: the Ready reason of the write that failed (CreateFailed, UpdateFailed, InvalidConfigMap; Forbidden for any write the API server forbade), StatusWriteFailed when only the status could not be written, ReadFailed when the bundle or its ConfigMap could not be read.",
+		Help: "Failed ConfigBundle reconciles per member cluster and cause: the Ready reason of the write that failed (CreateFailed, UpdateFailed, InvalidConfigMap), Forbidden when only the status could not be written and the member forbade it, StatusWriteFailed when only the status could not be written otherwise, ReadFailed when the bundle or its ConfigMap could not be read.",
 	}, []string{"cluster", "reason"})
 
 	healsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -73,8 +73,8 @@ func recordMetrics(cluster multicluster.ClusterName, s *scope, seenAt time.Time,
 	}
 }
 
-// failureReason names the cause of a failed reconcile: the write that failed first (Forbidden
-// if the API server forbade it).
+// failureReason names the cause of a failed reconcile: the write that failed first (a status
+// write the member forbade: Forbidden).
 func failureReason(s *scope) string {
 	switch {
 	case s == nil:
