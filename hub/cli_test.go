@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // run runs hub with args and returns its exit code, stdout and stderr. KUBECONFIG names a file
@@ -63,6 +66,15 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"unregister", "eu-1", "--force"}, "unknown flag: --force"},
 		{[]string{"version", "extra"}, "unknown command"},
 		{[]string{"--probe-interval=often"}, "invalid argument"},
+		{[]string{"status", "--fleet-bundle", "web"}, "want NAMESPACE/NAME"},
+		{[]string{"status", "--fleet-bundle", "web/"}, "want NAMESPACE/NAME"},
+		{[]string{"status", "--fleet-bundle", "/api"}, "want NAMESPACE/NAME"},
+		{[]string{"status", "--fleet-bundle", "web/api/v1"}, "want NAMESPACE/NAME"},
+		{[]string{"status", "--fleet-bundle", "Web/api"}, "is not a namespace name"},
+		{[]string{"status", "--fleet-bundle=web/api", "--fleet-bundle=web/API"}, "is not a FleetBundle name"},
+		{[]string{"status", "--max-age", "1s"}, "--max-age 1s is less than twice the hub's --heartbeat-interval"},
+		{[]string{"status", "--max-age", "0s", "--fleet-bundle", "web/api"}, "use --max-age 2s or more"},
+		{[]string{"status", "extra"}, "unknown command"},
 	} {
 		code, stdout, stderr := run(t, tc.args...)
 		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.says) || !strings.Contains(stderr, "--help' for usage") {
@@ -147,5 +159,62 @@ func TestGoStyleFlags(t *testing.T) {
 	want := []string{"register", "--member-context", "-x", "-h", "--help", "--timeout=1s", "--timeout=2s", "-unknown", "--", "-timeout"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("goStyleFlags = %v, want %v", got, want)
+	}
+}
+
+// TestStatusFlags: --fleet-bundle is repeatable, a value given twice counts once, and a command
+// line that parses reaches the hub (here a kubeconfig that does not exist: exit 1, not 2).
+func TestStatusFlags(t *testing.T) {
+	var keys fleetBundleKeys
+	for _, v := range []string{"web/api", "web/frontend", "web/api", "ops/web.v2"} {
+		if err := keys.Set(v); err != nil {
+			t.Fatalf("--fleet-bundle %s: %v", v, err)
+		}
+	}
+	if got, want := keys.String(), "web/api,web/frontend,ops/web.v2"; got != want {
+		t.Errorf("--fleet-bundle given 4 times = %s, want %s", got, want)
+	}
+	for _, args := range [][]string{
+		{"status"},
+		{"status", "--fleet-bundle", "web/api", "--fleet-bundle=web/frontend", "--max-age", "2s"},
+		{"status", "-fleet-bundle=web/api", "-max-age=1m"},
+	} {
+		code, stdout, stderr := run(t, args...)
+		if code != exitFailure || stdout != "" || !strings.Contains(stderr, "hub kubeconfig") {
+			t.Errorf("hub %s: exit %d, stdout %q, stderr %q; want exit 1 on loading the hub kubeconfig", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	_, stdout, _ := run(t, "status", "--help")
+	for _, flag := range []string{"--fleet-bundle", "--max-age", "heartbeatIntervalSeconds"} {
+		if !strings.Contains(stdout, flag) {
+			t.Errorf("hub status --help does not mention %s", flag)
+		}
+	}
+}
+
+// TestCheckMaxAge: --max-age is refused below twice the heartbeat interval the Fleet publishes,
+// or, before it is read or when it publishes none, below twice one second.
+func TestCheckMaxAge(t *testing.T) {
+	every := func(seconds int64) *hubv1alpha1.Fleet {
+		return &hubv1alpha1.Fleet{Status: hubv1alpha1.FleetStatus{HeartbeatIntervalSeconds: seconds}}
+	}
+	for _, tc := range []struct {
+		maxAge time.Duration
+		fleet  *hubv1alpha1.Fleet
+		says   string // "" for accepted
+	}{
+		{2 * time.Second, nil, ""},
+		{1999 * time.Millisecond, nil, "use --max-age 2s or more"},
+		{time.Second, every(0), "use --max-age 2s or more"},
+		{20 * time.Second, every(10), ""},
+		{19 * time.Second, every(10), "--max-age 19s is less than twice the hub's --heartbeat-interval (10s, Fleet status.heartbeatIntervalSeconds)"},
+	} {
+		err := checkMaxAge(tc.maxAge, tc.fleet)
+		switch {
+		case tc.says == "" && err != nil:
+			t.Errorf("checkMaxAge(%s, %v) = %v, want accepted", tc.maxAge, tc.fleet, err)
+		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)):
+			t.Errorf("checkMaxAge(%s, %v) = %v, want an error saying %q", tc.maxAge, tc.fleet, err, tc.says)
+		}
 	}
 }

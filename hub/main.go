@@ -121,7 +121,12 @@ func runHub(opts hubmanager.Options, zapOpts zap.Options) error {
 	info := version.Get()
 	log.Info("Starting the hub", "version", info.Version, "gitCommit", info.GitCommit,
 		"secretNamespace", opts.SecretNamespace, "secretLabel", opts.SecretLabel)
-	if err := hub.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	err = hub.Start(ctx)
+	switch {
+	case errors.Is(err, hubmanager.ErrNoHubCRDs):
+		// Advice to whoever started it, not a crash: one line on stderr, no stack trace.
+		return failed(fmt.Errorf("%s: %w", cfg.Host, err))
+	case err != nil && !errors.Is(err, context.Canceled):
 		log.Error(err, "The hub stopped")
 		return failed(nil)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,32 +26,78 @@ import (
 // defaultMaxAge is the default of `hub status --max-age`: three heartbeats.
 const defaultMaxAge = 30 * time.Second
 
-// fleetStatus prints the Fleet and its members and returns nil if the Fleet is Ready and a hub
-// confirmed it less than maxAge ago (fleet.Gate), else the reason it is not.
-func fleetStatus(ctx context.Context, cfg *rest.Config, maxAge time.Duration, out io.Writer) error {
+// hubState is what hub status reads from the hub cluster.
+type hubState struct {
+	fleet   *hubv1alpha1.Fleet
+	members []hubv1alpha1.MemberCluster
+	bundles []hubv1alpha1.FleetBundle
+}
+
+// readHub reads the Fleet, the MemberClusters and the FleetBundles of all namespaces. A cluster
+// without the hub's CRDs is said to be one (hubmanager.ErrNoHubCRDs), not "no matches for kind".
+func readHub(ctx context.Context, cfg *rest.Config) (*hubState, error) {
 	scheme, err := hubmanager.Scheme()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return fmt.Errorf("building a client for the hub: %w", err)
+		return nil, fmt.Errorf("building a client for the hub: %w", err)
 	}
-	f := &hubv1alpha1.Fleet{}
-	if err := c.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, f); err != nil {
-		return fmt.Errorf("reading Fleet %s: %w", hubv1alpha1.FleetName, err)
+	if err := hubmanager.CheckCRDs(c.RESTMapper()); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
+	}
+	st := &hubState{fleet: &hubv1alpha1.Fleet{}}
+	if err := c.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, st.fleet); err != nil {
+		return nil, fmt.Errorf("reading Fleet %s: %w", hubv1alpha1.FleetName, err)
 	}
 	members := &hubv1alpha1.MemberClusterList{}
 	if err := c.List(ctx, members); err != nil {
-		return fmt.Errorf("listing MemberClusters: %w", err)
+		return nil, fmt.Errorf("listing MemberClusters: %w", err)
 	}
-	now := time.Now()
-	printFleet(out, f, members.Items, now)
-	return fleet.Gate(f, now, maxAge)
+	bundles := &hubv1alpha1.FleetBundleList{}
+	if err := c.List(ctx, bundles); err != nil {
+		return nil, fmt.Errorf("listing FleetBundles: %w", err)
+	}
+	st.members, st.bundles = members.Items, bundles.Items
+	return st, nil
 }
 
-// printFleet writes the Fleet's summary and one line per member.
-func printFleet(out io.Writer, f *hubv1alpha1.Fleet, members []hubv1alpha1.MemberCluster, now time.Time) {
+// gate returns nil if the state passes the gate, else why not (wrapping fleet.ErrNotHealthy):
+// with chosen FleetBundles, on those alone (fleet.GateFleetBundles); without, on the Fleet
+// (fleet.Gate) and on every FleetBundle read, which the Fleet may not have summed up yet.
+func (st *hubState) gate(chosen []types.NamespacedName, now time.Time, maxAge time.Duration) error {
+	if len(chosen) > 0 {
+		return fleet.GateFleetBundles(st.fleet, chosen, st.bundles, now, maxAge)
+	}
+	if err := fleet.Gate(st.fleet, now, maxAge); err != nil {
+		return err
+	}
+	if failing := fleet.FailingFleetBundles(st.bundles); len(failing) > 0 {
+		return fmt.Errorf("%w: FleetBundle %s/%s has failed (%s)", fleet.ErrNotHealthy, failing[0].Namespace, failing[0].Name, fleet.FleetBundleFailed(&failing[0]))
+	}
+	return nil
+}
+
+// checkMaxAge returns a usage error if maxAge is shorter than the Fleet f allows (fleet.MinMaxAge;
+// f nil: not read yet).
+func checkMaxAge(maxAge time.Duration, f *hubv1alpha1.Fleet) error {
+	least := fleet.MinMaxAge(f)
+	if maxAge >= least {
+		return nil
+	}
+	interval := "the hub's --heartbeat-interval (1s at the least)"
+	if f != nil && f.Status.HeartbeatIntervalSeconds > 0 {
+		interval = fmt.Sprintf("the hub's --heartbeat-interval (%s, Fleet status.heartbeatIntervalSeconds)", least/2)
+	}
+	return fmt.Errorf("--max-age %s is less than twice %s: a heartbeat is up to one interval old on a healthy fleet, so the gate would pass and fail by turns; use --max-age %s or more",
+		maxAge, interval, least)
+}
+
+// printStatus writes the Fleet's summary, one line per member and the FleetBundles: the chosen
+// ones, or else the failing ones.
+func printStatus(out io.Writer, st *hubState, chosen []types.NamespacedName, now time.Time) {
+	f := st.fleet
 	heartbeat := "never"
 	if f.Status.HeartbeatTime != nil {
 		heartbeat = now.Sub(f.Status.HeartbeatTime.Time).Round(time.Second).String() + " ago"
@@ -56,10 +105,10 @@ func printFleet(out io.Writer, f *hubv1alpha1.Fleet, members []hubv1alpha1.Membe
 	status, reason, message := condition(f.Status.Conditions, hubv1alpha1.ReadyCondition)
 	fmt.Fprintf(out, "Fleet %s: Ready=%s %s, heartbeat %s\n  %s\n\n", f.Name, status, reason, heartbeat, message)
 
-	slices.SortFunc(members, func(a, b hubv1alpha1.MemberCluster) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(st.members, func(a, b hubv1alpha1.MemberCluster) int { return strings.Compare(a.Name, b.Name) })
 	w := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
 	fmt.Fprintln(w, "MEMBER\tREADY\tREASON\tCREDENTIALS\tBUNDLES\tFAILED\tFAILING")
-	for _, mc := range members {
+	for _, mc := range st.members {
 		ready, reason, _ := condition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
 		_, credentials, _ := condition(mc.Status.Conditions, hubv1alpha1.CredentialsValidCondition)
 		var failing []string
@@ -70,6 +119,67 @@ func printFleet(out io.Writer, f *hubv1alpha1.Fleet, members []hubv1alpha1.Membe
 			mc.Status.Bundles.Total, mc.Status.Bundles.Failed, strings.Join(failing, ", "))
 	}
 	_ = w.Flush()
+	printFleetBundles(out, st.bundles, chosen)
+}
+
+// printFleetBundles writes the FleetBundles' counts and a line per chosen FleetBundle, or,
+// without chosen ones, per failing one.
+func printFleetBundles(out io.Writer, bundles []hubv1alpha1.FleetBundle, chosen []types.NamespacedName) {
+	counts := fleet.CountFleetBundles(bundles)
+	fmt.Fprintf(out, "\nFleetBundles: %d, %d Ready, %d failed\n", counts.Total, counts.Ready, counts.Failed)
+	rows := fleet.FailingFleetBundles(bundles)
+	var absent []types.NamespacedName
+	if len(chosen) > 0 {
+		rows, absent = chosenFleetBundles(bundles, chosen)
+	}
+	if len(rows) == 0 && len(absent) == 0 {
+		return
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE/NAME\tREADY\tREASON\tSELECTED\tREADY\tFAILED\tFAILING")
+	for _, fb := range rows {
+		ready, reason, message := condition(fb.Status.Conditions, hubv1alpha1.ReadyCondition)
+		c := fb.Status.Clusters
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\n", fb.Namespace, fb.Name, ready, reason, c.Selected, c.Ready, c.Failed, failingClusters(&fb, message))
+	}
+	for _, key := range absent {
+		fmt.Fprintf(w, "%s\t-\tNotFound\t-\t-\t-\tno such FleetBundle\n", key)
+	}
+	_ = w.Flush()
+}
+
+// chosenFleetBundles returns the chosen FleetBundles among bundles, in the order chosen, and the
+// chosen ones that are absent.
+func chosenFleetBundles(bundles []hubv1alpha1.FleetBundle, chosen []types.NamespacedName) (found []hubv1alpha1.FleetBundle, absent []types.NamespacedName) {
+	for _, key := range chosen {
+		i := slices.IndexFunc(bundles, func(fb hubv1alpha1.FleetBundle) bool { return fb.Namespace == key.Namespace && fb.Name == key.Name })
+		if i < 0 {
+			absent = append(absent, key)
+			continue
+		}
+		found = append(found, bundles[i])
+	}
+	return found, absent
+}
+
+// failingClusters names the first hubv1alpha1.MaxNamedMembers failed members of a FleetBundle
+// with their reasons, and says how many more there are; without any, it is the Ready message
+// (why an InvalidSelector or a NameTooLong places nothing).
+func failingClusters(fb *hubv1alpha1.FleetBundle, message string) string {
+	if len(fb.Status.FailedClusters) == 0 {
+		if fleet.FleetBundleFailed(fb) != "" {
+			return message
+		}
+		return ""
+	}
+	var names []string
+	for _, fc := range fb.Status.FailedClusters[:min(len(fb.Status.FailedClusters), hubv1alpha1.MaxNamedMembers)] {
+		names = append(names, fc.Cluster+" ("+fc.Reason+")")
+	}
+	if more := int(fb.Status.Clusters.Failed) - len(names); more > 0 {
+		names = append(names, fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(names, ", ")
 }
 
 // condition returns the status, reason and message of a condition, or "Unknown".
@@ -81,38 +191,106 @@ func condition(conditions []metav1.Condition, t string) (status, reason, message
 	return string(c.Status), c.Reason, c.Message
 }
 
+// fleetBundleKeys is the value of --fleet-bundle: NAMESPACE/NAME, repeatable.
+type fleetBundleKeys []types.NamespacedName
+
+func (k *fleetBundleKeys) Type() string { return "NAMESPACE/NAME" }
+
+func (k *fleetBundleKeys) String() string {
+	s := make([]string, len(*k))
+	for i, key := range *k {
+		s[i] = key.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Set adds one NAMESPACE/NAME (once, if given twice); anything else is an error, which the
+// command line reports as a usage error.
+func (k *fleetBundleKeys) Set(value string) error {
+	key, err := parseFleetBundleKey(value)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(*k, key) {
+		*k = append(*k, key)
+	}
+	return nil
+}
+
+// parseFleetBundleKey parses NAMESPACE/NAME: a namespace name (a DNS-1123 label) and an object
+// name (a DNS-1123 subdomain).
+func parseFleetBundleKey(value string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(value, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, errors.New("want NAMESPACE/NAME")
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("want NAMESPACE/NAME, and namespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("want NAMESPACE/NAME, and %q is not a FleetBundle name: %s", name, strings.Join(errs, "; "))
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
 // newStatusCommand returns `hub status`: the health check to gate a rollout on.
 func newStatusCommand() *cobra.Command {
 	var (
 		flags   clusterFlags
 		maxAge  time.Duration
 		timeout time.Duration
+		chosen  fleetBundleKeys
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Print the fleet's health; exit 0 only if it is Ready and fresh (gate a rollout on it)",
-		Long: `Prints the Fleet "default" and its members, and exits 0 only if the Fleet is Ready and a hub
+		Long: `Prints the Fleet "default", its members and its failing FleetBundles, and exits 0 only if the
+Fleet is Ready (every member Ready, no ConfigBundle failed, no FleetBundle failed) and a hub
 confirmed it (status.heartbeatTime) at most --max-age ago; otherwise it says why and exits 1. A
 Ready condition alone proves nothing once the hub has stopped: the heartbeat does.
 
-  hub status --hub-context hub --max-age 30s && ./rollout.sh`,
+With --fleet-bundle it gates on the FleetBundles named alone: it exits 0 only if each exists and
+is Ready for its current generation and the heartbeat is fresh, whatever the rest of the fleet.
+
+--max-age must be at least twice the hub's --heartbeat-interval, which the Fleet publishes
+(status.heartbeatIntervalSeconds): a shorter one is a usage error (exit 2).
+
+  hub status --hub-context hub --max-age 30s && ./rollout.sh
+  hub status --hub-context hub --fleet-bundle web/frontend --fleet-bundle web/api`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkMaxAge(maxAge, nil); err != nil {
+				return err // a usage error, said before anything is read
+			}
 			cfg, err := loadConfig(flags.hubKubeconfig, flags.hubContext)
 			if err != nil {
 				return failed(fmt.Errorf("hub kubeconfig: %w", err))
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			if err := fleetStatus(ctx, cfg, maxAge, cmd.OutOrStdout()); err != nil {
+			st, err := readHub(ctx, cfg)
+			if err != nil {
 				return failed(err)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "\nHealthy: the Fleet is Ready and a hub confirmed it within", maxAge)
+			if err := checkMaxAge(maxAge, st.fleet); err != nil {
+				return err // a usage error for the hub that runs
+			}
+			now, out := time.Now(), cmd.OutOrStdout()
+			printStatus(out, st, chosen, now)
+			if err := st.gate(chosen, now, maxAge); err != nil {
+				return failed(err)
+			}
+			if len(chosen) > 0 {
+				fmt.Fprintf(out, "\nHealthy: every FleetBundle named (%s) is Ready, and a hub confirmed it within %s\n", strings.ReplaceAll(chosen.String(), ",", ", "), maxAge)
+				return nil
+			}
+			fmt.Fprintln(out, "\nHealthy: the Fleet is Ready and a hub confirmed it within", maxAge)
 			return nil
 		},
 	}
 	flags.bindHub(cmd.Flags())
-	cmd.Flags().DurationVar(&maxAge, "max-age", defaultMaxAge, "The oldest heartbeat (Fleet status.heartbeatTime) accepted as fresh; at least two of the hub's --heartbeat-interval.")
+	cmd.Flags().DurationVar(&maxAge, "max-age", defaultMaxAge, "The oldest heartbeat (Fleet status.heartbeatTime) accepted as fresh; at least twice the hub's --heartbeat-interval (Fleet status.heartbeatIntervalSeconds).")
+	cmd.Flags().Var(&chosen, "fleet-bundle", "Gate on this FleetBundle alone, NAMESPACE/NAME (repeatable): exit 0 only if each one named exists and is Ready for its current generation, and the heartbeat is fresh.")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "How long reading the hub may take.")
 	return cmd
 }

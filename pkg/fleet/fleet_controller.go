@@ -22,8 +22,12 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-// fleetReconciler keeps the Fleet "default" equal to the sum of the MemberClusters, and its
-// heartbeat fresh.
+// The Fleet roll-up reads the FleetBundles of all namespaces (placement, pkg/placement, also
+// writes them).
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles,verbs=get;list;watch
+
+// fleetReconciler keeps the Fleet "default" equal to the sum of the MemberClusters and the
+// FleetBundles, and its heartbeat fresh.
 type fleetReconciler struct {
 	hub       client.Client
 	heartbeat time.Duration
@@ -43,6 +47,7 @@ func setupFleet(mgr manager.Manager, opts Options) error {
 		Named("fleet").
 		For(&hubv1alpha1.Fleet{}).
 		Watches(&hubv1alpha1.MemberCluster{}, toDefault).
+		Watches(&hubv1alpha1.FleetBundle{}, toDefault).
 		WatchesRawSource(once).
 		Complete(r)
 	if err != nil {
@@ -51,8 +56,8 @@ func setupFleet(mgr manager.Manager, opts Options) error {
 	return nil
 }
 
-// Reconcile computes the Fleet's status from the MemberClusters and writes it if it changed or
-// its heartbeat is due.
+// Reconcile computes the Fleet's status from the MemberClusters and the FleetBundles and writes
+// it if it changed or its heartbeat is due.
 func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	if req.Name != hubv1alpha1.FleetName {
 		return ctrl.Result{}, nil
@@ -60,6 +65,10 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	members := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, members); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing MemberClusters: %w", err)
+	}
+	bundles := &hubv1alpha1.FleetBundleList{}
+	if err := r.hub.List(ctx, bundles); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing FleetBundles: %w", err)
 	}
 	fleet := &hubv1alpha1.Fleet{}
 	if err := r.hub.Get(ctx, req.NamespacedName, fleet); apierrors.IsNotFound(err) {
@@ -71,7 +80,8 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return ctrl.Result{}, fmt.Errorf("reading Fleet: %w", err)
 	}
 	now := time.Now()
-	want := FleetStatus(fleet.Status, members.Items)
+	want := FleetStatus(fleet.Status, members.Items, bundles.Items)
+	want.HeartbeatIntervalSeconds = int64((r.heartbeat + time.Second - 1) / time.Second) // rounded up
 	beat := fleet.Status.HeartbeatTime
 	if due := beat == nil || now.Sub(beat.Time) >= r.heartbeat; due {
 		want.HeartbeatTime = &metav1.Time{Time: now.Truncate(time.Second)}
@@ -88,9 +98,9 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	return ctrl.Result{RequeueAfter: r.heartbeat - now.Sub(updated.Status.HeartbeatTime.Time)}, nil
 }
 
-// FleetStatus sums up MemberClusters into a Fleet status, starting from current (which keeps
-// the Ready condition's transition time).
-func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCluster) hubv1alpha1.FleetStatus {
+// FleetStatus sums up MemberClusters and FleetBundles into a Fleet status, starting from
+// current (which keeps the Ready condition's transition time, and the heartbeat).
+func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCluster, bundles []hubv1alpha1.FleetBundle) hubv1alpha1.FleetStatus {
 	st := *current.DeepCopy()
 	st.Clusters, st.Bundles, st.Heals = hubv1alpha1.ClusterCounts{}, hubv1alpha1.BundleCounts{}, 0
 	var notReady, failing []string
@@ -116,19 +126,31 @@ func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCl
 	}
 	slices.Sort(notReady)
 	slices.Sort(failing)
+	st.FleetBundles = CountFleetBundles(bundles)
+	failedFleetBundles := failedFleetBundleNames(bundles)
+	// also says, after the message of a reason that wins over FleetBundlesFailed, how many
+	// FleetBundles have failed too.
+	also := ""
+	if n := st.FleetBundles.Failed; n > 0 {
+		also = fmt.Sprintf("; %d of %d FleetBundles have failed too", n, st.FleetBundles.Total)
+	}
 	ready := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse}
 	switch {
 	case st.Clusters.Total == 0:
-		ready.Reason, ready.Message = hubv1alpha1.NoMembersReason, "No member cluster is registered"
+		ready.Reason, ready.Message = hubv1alpha1.NoMembersReason, "No member cluster is registered"+also
 	case len(notReady) > 0:
 		ready.Reason = hubv1alpha1.MembersNotReadyReason
-		ready.Message = fmt.Sprintf("%d of %d members not Ready: %s", len(notReady), st.Clusters.Total, firstNames(notReady))
+		ready.Message = fmt.Sprintf("%d of %d members not Ready: %s%s", len(notReady), st.Clusters.Total, firstNames(notReady), also)
 	case st.Bundles.Failed > 0:
 		ready.Reason = hubv1alpha1.BundlesFailedReason
-		ready.Message = fmt.Sprintf("%d of %d ConfigBundles have failed, in %s", st.Bundles.Failed, st.Bundles.Total, firstNames(failing))
+		ready.Message = fmt.Sprintf("%d of %d ConfigBundles have failed, in %s%s", st.Bundles.Failed, st.Bundles.Total, firstNames(failing), also)
+	case len(failedFleetBundles) > 0:
+		ready.Reason = hubv1alpha1.FleetBundlesFailedReason
+		ready.Message = fmt.Sprintf("%d of %d FleetBundles have failed: %s", st.FleetBundles.Failed, st.FleetBundles.Total, firstNames(failedFleetBundles))
 	default:
 		ready.Status, ready.Reason = metav1.ConditionTrue, hubv1alpha1.AllReadyReason
-		ready.Message = fmt.Sprintf("All %d members Ready, %d of %d ConfigBundles Ready", st.Clusters.Total, st.Bundles.Ready, st.Bundles.Total)
+		ready.Message = fmt.Sprintf("All %d members Ready, %d of %d ConfigBundles Ready, %d of %d FleetBundles Ready",
+			st.Clusters.Total, st.Bundles.Ready, st.Bundles.Total, st.FleetBundles.Ready, st.FleetBundles.Total)
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	return st

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleet"
 )
@@ -66,4 +68,66 @@ func TestFleetRollsUpTheMembers(t *testing.T) {
 		ready(hubv1alpha1.BundlesFailedReason), HaveField("Bundles", hubv1alpha1.BundleCounts{Total: 3, Ready: 2, Failed: 1}),
 		HaveField("Conditions", ContainElement(HaveField("Message", ContainSubstring(memberA+" (1)"))))))
 	g.Expect(gate()).To(MatchError(fleet.ErrNotHealthy))
+}
+
+// TestFleetRollsUpTheFleetBundles: the Fleet counts the FleetBundles of all namespaces and
+// follows their status as placement writes it (the test plays placement): one turning failed
+// makes the Fleet FleetBundlesFailed, naming it, and its recovery makes it AllReady again.
+func TestFleetRollsUpTheFleetBundles(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	join(t, memberA, connected(memberA, 0))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fleetbundles-"}}
+	g.Expect(hub.Create(ctx, ns)).To(Succeed())
+	fb := &hubv1alpha1.FleetBundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "web"},
+		Spec: hubv1alpha1.FleetBundleSpec{ClusterSelector: &metav1.LabelSelector{},
+			Template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello"}}},
+	}
+	g.Expect(hub.Create(ctx, fb)).To(Succeed())
+	t.Cleanup(func() { g.Expect(client.IgnoreNotFound(hub.Delete(ctx, fb))).To(Succeed()) })
+	// placed sets the FleetBundle's status as placement would, for its current generation.
+	placed := func(status metav1.ConditionStatus, reason string, counts hubv1alpha1.PlacementCounts) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(fb), fb)).To(Succeed())
+		fb.Status.ObservedGeneration, fb.Status.Clusters = fb.Generation, counts
+		meta.SetStatusCondition(&fb.Status.Conditions, metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: status, Reason: reason, Message: "set by the test"})
+		g.Expect(hub.Status().Update(ctx, fb)).To(Succeed())
+	}
+
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(And(
+		haveReason(hubv1alpha1.AllReadyReason), HaveField("FleetBundles", hubv1alpha1.FleetBundleCounts{Total: 1}),
+		HaveField("HeartbeatIntervalSeconds", BeEquivalentTo(heartbeatInterval/time.Second))), "not reconciled yet: neither ready nor failed")
+	placed(metav1.ConditionTrue, hubv1alpha1.AllReadyReason, hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1})
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(And(
+		haveReason(hubv1alpha1.AllReadyReason), HaveField("FleetBundles", hubv1alpha1.FleetBundleCounts{Total: 1, Ready: 1})))
+
+	placed(metav1.ConditionFalse, hubv1alpha1.ClustersFailedReason, hubv1alpha1.PlacementCounts{Selected: 1, Failed: 1})
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(And(
+		haveReason(hubv1alpha1.FleetBundlesFailedReason), HaveField("FleetBundles", hubv1alpha1.FleetBundleCounts{Total: 1, Failed: 1}),
+		HaveField("Conditions", ContainElement(HaveField("Message", ContainSubstring(ns.Name+"/web ("+hubv1alpha1.ClustersFailedReason+")"))))))
+	f := &hubv1alpha1.Fleet{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, f)).To(Succeed())
+	g.Expect(fleet.Gate(f, time.Now(), 10*heartbeatInterval)).To(MatchError(ContainSubstring(hubv1alpha1.FleetBundlesFailedReason)))
+
+	placed(metav1.ConditionTrue, hubv1alpha1.AllReadyReason, hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1})
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(And(
+		haveReason(hubv1alpha1.AllReadyReason), HaveField("FleetBundles", hubv1alpha1.FleetBundleCounts{Total: 1, Ready: 1})))
+
+	// A spec change the hub has not computed yet: no longer ready, not failed.
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(fb), fb)).To(Succeed())
+	fb.Spec.Template.Spec.Message = "changed"
+	g.Expect(hub.Update(ctx, fb)).To(Succeed())
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(HaveField("FleetBundles", hubv1alpha1.FleetBundleCounts{Total: 1}))
+
+	g.Expect(hub.Delete(ctx, fb)).To(Succeed())
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(HaveField("FleetBundles", hubv1alpha1.FleetBundleCounts{}))
+}
+
+// haveReason matches a Fleet status whose Ready condition has reason.
+func haveReason(reason string) OmegaMatcher {
+	return WithTransform(func(st hubv1alpha1.FleetStatus) string {
+		if c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition); c != nil {
+			return c.Reason
+		}
+		return ""
+	}, Equal(reason))
 }

@@ -394,7 +394,12 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovide
 	return mgr, nil
 }
 
-// Start runs the hub until ctx ends.
+// Start runs the hub until ctx ends. It first checks that the hub cluster serves the hub's
+// CRDs (CheckCRDs): without them it returns at once an error wrapping ErrNoHubCRDs, where the
+// controllers would wait for caches that never sync.
 func (h *Hub) Start(ctx context.Context) error {
+	if err := CheckCRDs(h.Manager.GetLocalManager().GetRESTMapper()); err != nil {
+		return err
+	}
 	return h.Manager.Start(ctx)
 }

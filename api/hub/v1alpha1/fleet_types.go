@@ -6,7 +6,8 @@ import (
 
 // Reasons of the Fleet's Ready condition.
 const (
-	// AllReadyReason (True): every member is Ready and no bundle has failed.
+	// AllReadyReason (True): every member is Ready, no bundle has failed and no FleetBundle has
+	// failed.
 	AllReadyReason = "AllReady"
 
 	// MembersNotReadyReason (False): at least one member is not Ready; the message names the
@@ -17,9 +18,19 @@ const (
 	// names the first MaxNamedMembers members with failing bundles, and how many each has.
 	BundlesFailedReason = "BundlesFailed"
 
+	// FleetBundlesFailedReason (False): every member is Ready and no bundle has failed, but some
+	// FleetBundles have (status.fleetBundles.failed); the message names the first
+	// MaxNamedMembers of them, sorted, as namespace/name with their Ready reason.
+	FleetBundlesFailedReason = "FleetBundlesFailed"
+
 	// NoMembersReason (False): no member is registered.
 	NoMembersReason = "NoMembers"
 )
+
+// The Ready reasons of the Fleet go by precedence: NoMembers, then MembersNotReady (a member
+// that is not Ready is the likeliest cause of everything else), then BundlesFailed, then
+// FleetBundlesFailed, then AllReady. The message of a reason that wins over FleetBundlesFailed
+// also says how many FleetBundles have failed.
 
 // FleetName is the name of the one Fleet the hub maintains.
 const FleetName = "default"
@@ -40,9 +51,32 @@ type ClusterCounts struct {
 	Ready int64 `json:"ready"`
 }
 
-// FleetStatus sums up the MemberClusters.
+// FleetBundleCounts counts the FleetBundles of all namespaces by their Ready condition. A
+// FleetBundle in progress, selecting no member (NoClustersSelected) or not reconciled yet is
+// neither ready nor failed.
+type FleetBundleCounts struct {
+	// total is the number of FleetBundles, in all namespaces.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Total int64 `json:"total"`
+
+	// ready is the number of FleetBundles whose Ready condition is True for their current
+	// spec: status.observedGeneration equals metadata.generation.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Ready int64 `json:"ready"`
+
+	// failed is the number of FleetBundles whose Ready condition is False with a reason other
+	// than Progressing and NoClustersSelected: ClustersFailed, InvalidSelector, NameTooLong.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Failed int64 `json:"failed"`
+}
+
+// FleetStatus sums up the MemberClusters and the FleetBundles.
 type FleetStatus struct {
-	// conditions hold Ready: True when every member is Ready and no bundle has failed.
+	// conditions hold Ready: True when every member is Ready, no bundle has failed and no
+	// FleetBundle has failed.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -58,6 +92,10 @@ type FleetStatus struct {
 	// +optional
 	Bundles BundleCounts `json:"bundles"`
 
+	// fleetBundles counts the FleetBundles of all namespaces.
+	// +optional
+	FleetBundles FleetBundleCounts `json:"fleetBundles"`
+
 	// heals is the sum of the members' heals.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -69,6 +107,13 @@ type FleetStatus struct {
 	// gate on fresh health with `hub status --max-age`, which checks both.
 	// +optional
 	HeartbeatTime *metav1.Time `json:"heartbeatTime,omitempty"`
+
+	// heartbeatIntervalSeconds is the --heartbeat-interval of the hub that writes this status,
+	// in whole seconds (rounded up): `hub status` refuses a --max-age below twice it, which
+	// would pass and fail by turns on a healthy fleet.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	HeartbeatIntervalSeconds int64 `json:"heartbeatIntervalSeconds,omitempty"`
 }
 
 // Fleet is the health of the whole fleet; the hub maintains one, named "default".
@@ -87,13 +132,15 @@ type FleetStatus struct {
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
 // +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
+// +kubebuilder:printcolumn:name="FleetBundles",type=integer,JSONPath=`.status.fleetBundles.total`,priority=1
+// +kubebuilder:printcolumn:name="FleetBundles-Failed",type=integer,JSONPath=`.status.fleetBundles.failed`,priority=1
 // +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.heartbeatTime`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Fleet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// status sums up the MemberClusters.
+	// status sums up the MemberClusters and the FleetBundles.
 	// +optional
 	Status FleetStatus `json:"status,omitempty"`
 }
