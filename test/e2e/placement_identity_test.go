@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -92,8 +94,15 @@ func TestHubNeverChangesAFleetBundleSpec(t *testing.T) {
 
 	everywhere(g, fb, "spec", "m1", "m2")
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
+	ready := &hubv1alpha1.FleetBundle{}
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), ready)).To(Succeed())
+	g.Expect(ready.Finalizers).To(ContainElement(hubv1alpha1.PlacementFinalizer))
+	t.Logf("placed and Ready: generation %d, spec fields owned by %v", ready.Generation, slices.Collect(maps.Keys(specFields(g, ready))))
+	g.Expect(ready.Generation).To(BeEquivalentTo(1), "placed and Ready, its finalizer added")
 	selectMember(t, "m2", key, "")
 	g.Eventually(placed("m2", fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil())
+	// Its ConfigMap goes too, as the garbage collector these members lack would remove it.
+	g.Expect(fl.Member("m2").Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
 	selectMember(t, "m2", key, "yes")
 	everywhere(g, fb, "spec", "m1", "m2")
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
@@ -267,6 +276,11 @@ func TestLabelFlappingCountsNoHealAndNoConflict(t *testing.T) {
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	seen := watchFlaps(t, watchCtx, fb, "m1")
+	defer func() { // logged even when an assertion fails, for the before and after of the fix
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
+		t.Logf("after %d flaps: heals %d, ConfigMapConflict reported %d times", flaps, seen.heals, len(seen.conflicts))
+	}()
 
 	start := time.Now()
 	for i := range flaps {
@@ -284,11 +298,10 @@ func TestLabelFlappingCountsNoHealAndNoConflict(t *testing.T) {
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters.Ready", BeEquivalentTo(1))))
 	g.Consistently(fleetBundleStatus(fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(HaveField("Heals", BeZero()))
-	stop()
 	seen.mu.Lock()
-	defer seen.mu.Unlock()
-	t.Logf("after %d flaps: heals %d, ConfigMapConflict reported %d times", flaps, seen.heals, len(seen.conflicts))
-	g.Expect(seen.heals).To(BeZero(), "heals seen during the flapping")
-	g.Expect(seen.conflicts).To(BeEmpty(), "ConfigMapConflict seen during the flapping")
+	heals, conflicts := seen.heals, slices.Clone(seen.conflicts)
+	seen.mu.Unlock()
+	g.Expect(heals).To(BeZero(), "heals seen during the flapping")
+	g.Expect(conflicts).To(BeEmpty(), "ConfigMapConflict seen during the flapping")
 	g.Expect(healNotes(g, fb)).To(BeEmpty())
 }
