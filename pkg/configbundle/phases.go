@@ -37,6 +37,9 @@ type scope struct {
 	cm     *corev1.ConfigMap // the managed ConfigMap, once it matches the bundle
 	healed []string          // what drifted, when this reconcile healed it
 	fight  bool              // this reconcile's heal made a fight
+	// adopting: the ConfigMap being converged is an earlier bundle's garbage (adoptable), whose
+	// rewrite is no heal.
+	adopting bool
 	// failure is the Ready reason of the write that failed, if one did; statusErr is the error
 	// of writing the status.
 	failure   string
@@ -96,9 +99,22 @@ func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 		return s.create(ctx, DesiredConfigMap(s.bundle))
 	}
 	if !ownedBy(s.bundle, current) {
-		return s.conflict(current)
+		switch adopt, gone, err := s.adoptable(ctx, current); {
+		case err != nil || gone:
+			return err
+		case !adopt:
+			return s.conflict(current)
+		case !current.DeletionTimestamp.IsZero():
+			// Garbage whose deletion a finalizer holds: its deletion wakes the bundle.
+			s.ready = metav1.Condition{}
+			logf.FromContext(ctx).V(1).Info("Waiting for the ConfigMap of an earlier bundle to go", "configMap", objectName(current))
+			return nil
+		}
+		s.adopting = true
+		logf.FromContext(ctx).Info("Adopting the ConfigMap of an earlier bundle of the same name", "configMap", objectName(current),
+			"previousOwner", metav1.GetControllerOfNoCopy(current).UID)
 	}
-	if s.specLeftPublished(current) {
+	if !s.adopting && s.specLeftPublished(current) {
 		// The immutable ConfigMap is the record of the spec it was published from.
 		if err := s.restoreSpec(ctx, current); err != nil {
 			return err
@@ -162,7 +178,7 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 }
 
 func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, drift []string) error {
-	heal := s.changedByOthers(current)
+	heal := !s.adopting && s.changedByOthers(current)
 	cm := desired.DeepCopy()
 	cm.ResourceVersion = current.ResourceVersion
 	cm.Finalizers = current.Finalizers
@@ -190,7 +206,9 @@ func (s *scope) replace(ctx context.Context, current *corev1.ConfigMap, drift []
 		return s.fail(configbundlev1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(cm), err)
 	}
 	s.ledger.noteWrite(s.req, cm.ResourceVersion)
-	s.healedDrift(ctx, cm, drift)
+	if !s.adopting {
+		s.healedDrift(ctx, cm, drift)
+	}
 	return s.setSynced(cm)
 }
 
@@ -230,6 +248,34 @@ func (s *scope) restoreSpec(ctx context.Context, current *corev1.ConfigMap) erro
 	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), configMapReference(current), corev1.EventTypeWarning, configbundlev1alpha1.SpecRestoredEvent, "RestoreSpec",
 		"Cluster %s: the spec changed while ConfigMap %s is immutable; restored the spec from it", s.req.ClusterName, objectName(current))
 	return nil
+}
+
+// adoptable reports whether cm, which the bundle does not own, is the garbage of an earlier bundle
+// of the same name: its controller is a ConfigBundle of this name and namespace (ownerReferences
+// are namespaced) with another uid. While this bundle exists, no other ConfigBundle of its name
+// can: that owner is gone (a placed bundle deleted and placed again, a bundle deleted and
+// recreated), and the garbage collector has not removed its ConfigMap yet. The bundle is read
+// from the API server first (unless it was), so that a cached bundle that is itself gone adopts
+// nothing: gone reports that it is gone (nothing to do).
+//
+// The garbage is adopted rather than waited for: the bundle is Synced at once instead of
+// reporting a conflict (or waiting) for as long as the collector takes. Adoption is a
+// resourceVersion-preconditioned update of the ConfigMap (or, if it is immutable and its content
+// differs, a preconditioned delete and a create), and the collector deletes a dependent on the
+// condition of the resourceVersion it read, too: whichever writes first wins, and the other
+// sees a conflict. If the adoption wins, the collector reads the ConfigMap again, finds its
+// owner alive and keeps it; if the deletion wins, the bundle finds the ConfigMap gone and
+// creates its own. A ConfigMap controlled by anything else (another kind, a ConfigBundle of
+// another name) or by nothing is a conflict, left untouched.
+func (s *scope) adoptable(ctx context.Context, cm *corev1.ConfigMap) (adopt, gone bool, err error) {
+	ref := metav1.GetControllerOfNoCopy(cm)
+	if ref == nil || !isControlledByBundle(cm) || ref.Name != s.bundle.Name || ref.UID == s.bundle.UID {
+		return false, false, nil
+	}
+	if gone, err := s.bundleGone(ctx); err != nil || gone {
+		return false, gone, err
+	}
+	return true, false, nil
 }
 
 func (s *scope) conflict(current *corev1.ConfigMap) error {

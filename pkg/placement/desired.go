@@ -59,12 +59,20 @@ func Selects(selector *metav1.LabelSelector, memberLabels map[string]string) (bo
 // TemplateHash identifies a template's content: the placed bundles carry it in
 // FleetBundleTemplateHashAnnotation.
 func TemplateHash(t *hubv1alpha1.ConfigBundleTemplate) string {
-	raw, err := json.Marshal(t) // map keys are sorted: the same template, the same bytes
+	raw, err := json.Marshal(hashedTemplate{Metadata: t.Metadata, Spec: t.Spec}) // map keys are sorted: the same template, the same bytes
 	if err != nil {
 		panic(fmt.Sprintf("marshalling a template: %v", err)) // plain maps and strings cannot fail
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])
+}
+
+// hashedTemplate is what TemplateHash hashes: a template with its metadata always encoded, as
+// ConfigBundleTemplate was before its metadata became omitzero, so that a hub upgrade changes no
+// hash, and so rewrites no placed bundle.
+type hashedTemplate struct {
+	Metadata hubv1alpha1.TemplateMetadata          `json:"metadata"`
+	Spec     configbundlev1alpha1.ConfigBundleSpec `json:"spec"`
 }
 
 // Desired renders the ConfigBundle a FleetBundle places in a member: its name and namespace, the

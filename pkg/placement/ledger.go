@@ -30,10 +30,16 @@ type ledger struct {
 	mu sync.Mutex
 	// outcomes are the pairs' failures (absent: none).
 	outcomes map[pair]Outcome
-	// placed holds the uid of the FleetBundle for which the hub placed (or found in place) a
-	// pair's bundle, until the hub removes it: a bundle that is gone although placed was
-	// deleted by someone, and recreating it is a heal. Lost when the hub restarts.
-	placed map[pair]types.UID
+	// placed holds where and for what the hub placed (or found in place) a pair's bundle, until
+	// the hub removes it: a bundle that is gone although placed in that very cluster for that
+	// very FleetBundle was deleted by someone, and recreating it is a heal. Lost when the hub
+	// restarts.
+	placed map[pair]placement
+	// removed holds the uid of the pair's bundle the hub deleted last, until it places one
+	// again: a bundle of that uid that a read still finds is the hub's own garbage (a cache
+	// that has not seen the deletion, or a deletion held by a finalizer), never the hub's
+	// placement.
+	removed map[pair]types.UID
 	// heals counts, per FleetBundle uid, the heals not yet written to its status.
 	heals map[types.UID]int64
 	// due holds when the hub first found that a pair's member must get the FleetBundle's bundle
@@ -41,8 +47,19 @@ type ledger struct {
 	due map[pair]time.Time
 }
 
+// placement is what the hub placed for a pair.
+type placement struct {
+	// cluster identifies the member's cluster (its kube-system uid, spokeprovider.State's
+	// ClusterID), so that a member name moved to another cluster (hub register --force) finds
+	// nothing placed there.
+	cluster string
+	// fleetBundle is the uid of the FleetBundle it was placed for.
+	fleetBundle types.UID
+}
+
 func newLedger() *ledger {
-	return &ledger{outcomes: map[pair]Outcome{}, placed: map[pair]types.UID{}, heals: map[types.UID]int64{}, due: map[pair]time.Time{}}
+	return &ledger{outcomes: map[pair]Outcome{}, placed: map[pair]placement{}, removed: map[pair]types.UID{},
+		heals: map[types.UID]int64{}, due: map[pair]time.Time{}}
 }
 
 // setOutcome records a pair's outcome and reports whether it changed.
@@ -67,27 +84,39 @@ func (m *ledger) outcome(p pair) Outcome {
 	return m.outcomes[p]
 }
 
-// setPlaced remembers that the hub placed a pair's bundle for the FleetBundle of uid.
-func (m *ledger) setPlaced(p pair, uid types.UID) {
+// setPlaced remembers that the hub placed (or found in place) a pair's bundle in the cluster
+// for the FleetBundle: what it removed before is no longer needed.
+func (m *ledger) setPlaced(p pair, pl placement) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.placed[p] = uid
+	m.placed[p] = pl
+	delete(m.removed, p)
 }
 
-// wasPlaced reports whether the hub placed a pair's bundle for the FleetBundle of uid.
-func (m *ledger) wasPlaced(p pair, uid types.UID) bool {
+// wasPlaced reports whether the hub placed a pair's bundle in that cluster for that FleetBundle.
+func (m *ledger) wasPlaced(p pair, pl placement) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.placed[p] == uid
+	placed, ok := m.placed[p]
+	return ok && placed == pl
 }
 
-// forget drops what is remembered of a pair: its bundle was removed by the hub.
-func (m *ledger) forget(p pair) {
+// forget drops what is remembered of a pair: its bundle of uid bundle was removed by the hub.
+func (m *ledger) forget(p pair, bundle types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.placed, p)
 	delete(m.outcomes, p)
 	delete(m.due, p)
+	m.removed[p] = bundle
+}
+
+// wasRemoved reports whether the bundle of uid bundle is the pair's bundle the hub removed last.
+func (m *ledger) wasRemoved(p pair, bundle types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	removed, ok := m.removed[p]
+	return ok && removed == bundle
 }
 
 // notePlacementDue records that a pair's member must get a write of its bundle (now, unless it
@@ -151,6 +180,11 @@ func (m *ledger) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
 	for p := range m.due {
 		if p.fb == fb {
 			delete(m.due, p)
+		}
+	}
+	for p := range m.removed {
+		if p.fb == fb {
+			delete(m.removed, p)
 		}
 	}
 	delete(m.heals, uid)

@@ -136,11 +136,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 // nothing may be written to the member: it has no MemberCluster (it is leaving the fleet, or its
 // MemberCluster is being recreated), or the FleetBundle's selector is invalid.
 func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*scope, error) {
+	// The cluster's identity is read before and after the cluster, so that what is placed is
+	// remembered of the very cluster it is written to (a member name moves to another cluster
+	// with hub register --force).
+	id := r.clusterID(req.ClusterName)
 	member, err := r.manager.GetCluster(ctx, req.ClusterName)
 	if err != nil {
 		return nil, fmt.Errorf("getting member %q: %w", req.ClusterName, err)
 	}
-	s := &scope{pair: pair{member: string(req.ClusterName), fb: req.NamespacedName}, member: member, r: r}
+	if r.clusterID(req.ClusterName) != id {
+		return nil, fmt.Errorf("member %q: %w: its cluster changed while it was read", req.ClusterName, errStale)
+	}
+	s := &scope{pair: pair{member: string(req.ClusterName), fb: req.NamespacedName}, member: member, cluster: id, r: r}
 	mc := &hubv1alpha1.MemberCluster{}
 	switch err := r.hub.Get(ctx, client.ObjectKey{Name: s.pair.member}, mc); {
 	case apierrors.IsNotFound(err):
@@ -162,6 +169,13 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 	s.fb = fb
 	s.want = wanted(fb, mc)
 	return s, nil
+}
+
+// clusterID is the identity of a member's cluster as the provider knows it (the uid of its
+// kube-system namespace), "" if it does not.
+func (r *Reconciler) clusterID(name multicluster.ClusterName) string {
+	state, _ := r.members.State(string(name))
+	return state.ClusterID
 }
 
 // wanted is the bundle a FleetBundle places in a member, or nil if it places none there: the

@@ -26,9 +26,12 @@ var errStale = errors.New("acted on a stale read")
 
 // scope is one reconcile of one pair.
 type scope struct {
-	r             *Reconciler
-	pair          pair
-	member        cluster.Cluster
+	r      *Reconciler
+	pair   pair
+	member cluster.Cluster
+	// cluster identifies the member's cluster (its kube-system uid): what the ledger remembers
+	// placing is about that cluster.
+	cluster       string
 	fb            *hubv1alpha1.FleetBundle   // nil: gone
 	memberCluster *hubv1alpha1.MemberCluster // nil: gone
 	// want is the bundle the member should hold; nil: none.
@@ -61,6 +64,18 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 		return ctrl.Result{}, fmt.Errorf("reading the placed bundle: %w", err)
 	}
 	ownership := OwnershipOf(current, s.pair.fb, s.uid())
+	if ownership == Own || ownership == Stale {
+		switch {
+		case !current.DeletionTimestamp.IsZero():
+			// Going (a finalizer holds its deletion): nothing to write until it is gone; its
+			// deletion wakes the pair.
+			return ctrl.Result{}, nil
+		case s.r.ledger.wasRemoved(s.pair, current.UID):
+			// The hub removed it moments ago and the cache has not seen it go: never take it for
+			// the hub's placement (it would count a heal once it is gone).
+			return ctrl.Result{}, fmt.Errorf("reading the placed bundle: %w: the hub removed bundle uid %s", errStale, current.UID)
+		}
+	}
 	if s.want == nil {
 		return ctrl.Result{}, s.remove(ctx, current, ownership)
 	}
@@ -88,6 +103,11 @@ func (s *scope) uid() types.UID {
 	return s.fb.UID
 }
 
+// placement is what the hub places for the pair: in the member's cluster, for the FleetBundle.
+func (s *scope) placement() placement {
+	return placement{cluster: s.cluster, fleetBundle: s.fb.UID}
+}
+
 // remove deletes the member's bundle if the hub placed it, on the condition that it is still the
 // one read (uid precondition).
 func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.ConfigBundle, ownership Ownership) error {
@@ -102,7 +122,7 @@ func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.Config
 		s.outcome = failed("removing", err)
 		return fmt.Errorf("removing the placed bundle: %w", err)
 	}
-	s.r.ledger.forget(s.pair)
+	s.r.ledger.forget(s.pair, current.UID)
 	ctrl.LoggerFrom(ctx).Info("Removed placed bundle", "stale", ownership == Stale)
 	return nil
 }
@@ -125,10 +145,10 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, terminalIfInvalid(fmt.Errorf("placing the bundle: %w", err))
 	}
 	s.observePlacementLatency()
-	if s.r.ledger.wasPlaced(s.pair, s.fb.UID) {
+	if s.r.ledger.wasPlaced(s.pair, s.placement()) {
 		s.heal(ctx, []string{"deleted"})
 	}
-	s.r.ledger.setPlaced(s.pair, s.fb.UID)
+	s.r.ledger.setPlaced(s.pair, s.placement())
 	ctrl.LoggerFrom(ctx).Info("Placed bundle")
 	return ctrl.Result{}, nil
 }
@@ -138,7 +158,7 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.ConfigBundle) error {
 	drift := Drift(s.want, current)
 	if len(drift) == 0 {
-		s.r.ledger.setPlaced(s.pair, s.fb.UID)
+		s.r.ledger.setPlaced(s.pair, s.placement())
 		return nil
 	}
 	hash := hubv1alpha1.FleetBundleTemplateHashAnnotation
@@ -156,7 +176,7 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 		s.outcome = failed("updating", err)
 		return terminalIfInvalid(fmt.Errorf("updating the placed bundle: %w", err))
 	}
-	s.r.ledger.setPlaced(s.pair, s.fb.UID)
+	s.r.ledger.setPlaced(s.pair, s.placement())
 	if !templateChanged {
 		s.heal(ctx, drift)
 	} else {

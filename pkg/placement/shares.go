@@ -118,7 +118,7 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 	}
 	if !controllerutil.ContainsFinalizer(fb, hubv1alpha1.PlacementFinalizer) {
 		controllerutil.AddFinalizer(fb, hubv1alpha1.PlacementFinalizer)
-		return r.updateFinalizers(ctx, fb)
+		return r.patchFinalizers(ctx, fb)
 	}
 	selected, err := r.countSelected(ctx, fb)
 	if err != nil {
@@ -155,7 +155,7 @@ func (r *StatusReconciler) releaseShared(ctx context.Context, fb *hubv1alpha1.Fl
 		}
 	}
 	controllerutil.RemoveFinalizer(fb, hubv1alpha1.PlacementFinalizer)
-	res, err := r.updateFinalizers(ctx, fb)
+	res, err := r.patchFinalizers(ctx, fb)
 	if err == nil {
 		r.ledger.forgetFleetBundle(client.ObjectKeyFromObject(fb), fb.UID)
 		ctrl.LoggerFrom(ctx).Info("Released FleetBundle")

@@ -116,10 +116,10 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatu
 	case selectorError(fb.Spec.ClusterSelector) != nil:
 		c.Reason = hubv1alpha1.InvalidSelectorReason
 		c.Message = truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", selectorError(fb.Spec.ClusterSelector)))
-	case n.Selected == 0:
-		c.Reason, c.Message = hubv1alpha1.NoClustersSelectedReason, "The clusterSelector selects no member"
+	case n.Selected == 0: // vacuously Ready: nothing to place, nothing to wait for
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, hubv1alpha1.NoClustersSelectedReason, "The clusterSelector selects no member: nothing is placed"
 		if fb.Spec.ClusterSelector == nil {
-			c.Message = "No clusterSelector: no member is selected ({} selects every member)"
+			c.Message = "No clusterSelector: no member is selected ({} selects every member); nothing is placed"
 		}
 	case n.Failed > 0:
 		first := st.FailedClusters[0]

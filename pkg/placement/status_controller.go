@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -90,7 +91,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	}
 	if !controllerutil.ContainsFinalizer(fb, hubv1alpha1.PlacementFinalizer) {
 		controllerutil.AddFinalizer(fb, hubv1alpha1.PlacementFinalizer)
-		return r.updateFinalizers(ctx, fb) // the update comes back as an event
+		return r.patchFinalizers(ctx, fb) // the update comes back as an event
 	}
 	pending := r.ledger.pendingHeals(fb.UID)
 	selected, err := r.selectedMembers(ctx, fb)
@@ -212,7 +213,7 @@ func (r *StatusReconciler) release(ctx context.Context, fb *hubv1alpha1.FleetBun
 		}
 	}
 	controllerutil.RemoveFinalizer(fb, hubv1alpha1.PlacementFinalizer)
-	res, err := r.updateFinalizers(ctx, fb)
+	res, err := r.patchFinalizers(ctx, fb)
 	if err == nil {
 		r.ledger.forgetFleetBundle(key, fb.UID)
 		ctrl.LoggerFrom(ctx).Info("Released FleetBundle")
@@ -220,17 +221,39 @@ func (r *StatusReconciler) release(ctx context.Context, fb *hubv1alpha1.FleetBun
 	return res, err
 }
 
-func (r *StatusReconciler) updateFinalizers(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
-	err := r.hub.Update(ctx, fb, client.FieldOwner(r.opts.FieldOwner))
+// patchFinalizers writes fb.Finalizers, and nothing else, as a JSON merge patch of
+// metadata.finalizers that carries fb's resourceVersion as an optimistic lock. An Update would
+// send the whole object back, and with it a spec re-serialised by this version of the API types
+// (a generation bump, and fields the hub's field manager would own): the hub never writes a
+// spec it does not own.
+func (r *StatusReconciler) patchFinalizers(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
+	patch, err := finalizersPatch(fb.ResourceVersion, fb.Finalizers)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	err = r.hub.Patch(ctx, fb, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(r.opts.FieldOwner))
 	switch {
 	case apierrors.IsConflict(err):
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	case apierrors.IsNotFound(err):
 		return ctrl.Result{}, nil
 	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("updating FleetBundle finalizers: %w", err)
+		return ctrl.Result{}, fmt.Errorf("patching FleetBundle finalizers: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// finalizersPatch is the JSON merge patch that sets an object's finalizers (none: null, which
+// removes the field) on the condition that its resourceVersion is still resourceVersion.
+func finalizersPatch(resourceVersion string, finalizers []string) ([]byte, error) {
+	if len(finalizers) == 0 {
+		finalizers = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": resourceVersion}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the finalizers patch: %w", err)
+	}
+	return patch, nil
 }
 
 // toItself maps a FleetBundle to its own status request.

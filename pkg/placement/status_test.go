@@ -75,7 +75,7 @@ func TestComputeStatus(t *testing.T) {
 				t.Errorf("failedClusters (-want +got):\n%s", diff)
 			}
 			c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition)
-			if c == nil || c.Reason != tc.reason || (c.Status == metav1.ConditionTrue) != (tc.reason == hubv1alpha1.AllReadyReason) {
+			if c == nil || c.Reason != tc.reason || (c.Status == metav1.ConditionTrue) != (tc.reason == hubv1alpha1.AllReadyReason || tc.reason == hubv1alpha1.NoClustersSelectedReason) {
 				t.Errorf("Ready = %+v, want reason %s", c, tc.reason)
 			}
 			if st.ObservedGeneration != fb.Generation {

@@ -19,7 +19,11 @@ const (
 	// message names the first of them and status.failedClusters lists them.
 	ClustersFailedReason = "ClustersFailed"
 
-	// NoClustersSelectedReason (False): the selector selects no member (or is absent).
+	// NoClustersSelectedReason (True): the selector selects no member (or is absent), so there is
+	// nothing to place and nothing is waited for: the FleetBundle is vacuously Ready, as a
+	// Deployment scaled to 0 is available. Health checks that read the Ready condition (kstatus,
+	// used by Flux, kpt and Argo CD-style tools) read Current, not InProgress forever; the
+	// reason says that nothing is placed, and status.clusters.selected is 0.
 	NoClustersSelectedReason = "NoClustersSelected"
 
 	// NameTooLongReason (False): the FleetBundle's namespace and name, joined by a dot, are
@@ -97,7 +101,7 @@ const MaxFailedClusters = 10
 type ConfigBundleTemplate struct {
 	// metadata holds the labels and annotations of the placed ConfigBundles.
 	// +optional
-	Metadata TemplateMetadata `json:"metadata,omitempty"`
+	Metadata TemplateMetadata `json:"metadata,omitzero"` // omitzero, not omitempty (which never omits a struct): absent stays absent
 
 	// spec is the spec of the placed ConfigBundles, with the rules of a ConfigBundle's spec:
 	// the message size bounds, and no change once immutable is true.
@@ -248,7 +252,7 @@ type FleetBundleStatus struct {
 	Replicas []FleetBundleReplicaStatus `json:"replicas,omitempty"`
 
 	// conditions hold Ready: True when every selected member holds the bundle and it is Ready
-	// there.
+	// there (AllReady), or when none is selected (NoClustersSelected).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
