@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -173,7 +174,8 @@ func (r *MemberClusterReconciler) getOrCreate(ctx context.Context, name string, 
 }
 
 // recordTransitions records an Event on the MemberCluster for each condition whose status or
-// reason the write changed: Normal when it became True, Warning otherwise.
+// reason the write changed: Normal when it became True or its reason is a routine step of a join
+// (hubv1alpha1.RoutineReasons), Warning otherwise.
 func (r *MemberClusterReconciler) recordTransitions(before, after *hubv1alpha1.MemberCluster) {
 	for _, t := range []string{hubv1alpha1.ReadyCondition, hubv1alpha1.CredentialsValidCondition} {
 		was, now := meta.FindStatusCondition(before.Status.Conditions, t), meta.FindStatusCondition(after.Status.Conditions, t)
@@ -181,7 +183,7 @@ func (r *MemberClusterReconciler) recordTransitions(before, after *hubv1alpha1.M
 			continue
 		}
 		eventType := corev1.EventTypeWarning
-		if now.Status == metav1.ConditionTrue {
+		if now.Status == metav1.ConditionTrue || slices.Contains(hubv1alpha1.RoutineReasons, now.Reason) {
 			eventType = corev1.EventTypeNormal
 		}
 		r.recorder.Eventf(after, nil, eventType, now.Reason, t, "Member %s: %s is %s (%s): %s", after.Name, t, now.Status, now.Reason, now.Message)

@@ -2,7 +2,10 @@ package placement
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // placementLatency is, per member, the time from the hub finding that the member must get a
@@ -15,6 +18,40 @@ var placementLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1 ms to about 33 s
 }, []string{"cluster"})
 
+// The FleetBundles' counts as their status says them (status.clusters), one series per
+// FleetBundle, exported by the replica that writes that status: the leader, or with --sharded
+// the elected replica, whose status is the sum of every replica's share. A FleetBundle's series
+// go with it. Alert on configbundle_fleetbundle_failed > 0 for 10m (FleetBundleFailing).
+var (
+	fleetBundleSelected = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_fleetbundle_selected",
+		Help: "Members the FleetBundle's clusterSelector selects (status.clusters.selected).",
+	}, []string{"namespace", "name"})
+	fleetBundleReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_fleetbundle_ready",
+		Help: "Selected members where the FleetBundle's bundle is Ready (status.clusters.ready).",
+	}, []string{"namespace", "name"})
+	fleetBundleFailed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_fleetbundle_failed",
+		Help: "Selected members where placement or the FleetBundle's bundle failed, or that are not Ready (status.clusters.failed; status.failedClusters names them).",
+	}, []string{"namespace", "name"})
+)
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(placementLatency)
+	ctrlmetrics.Registry.MustRegister(placementLatency, fleetBundleSelected, fleetBundleReady, fleetBundleFailed)
+}
+
+// setFleetBundleMetrics publishes a FleetBundle's counts from its status.
+func setFleetBundleMetrics(fb *hubv1alpha1.FleetBundle) {
+	n := fb.Status.Clusters
+	fleetBundleSelected.WithLabelValues(fb.Namespace, fb.Name).Set(float64(n.Selected))
+	fleetBundleReady.WithLabelValues(fb.Namespace, fb.Name).Set(float64(n.Ready))
+	fleetBundleFailed.WithLabelValues(fb.Namespace, fb.Name).Set(float64(n.Failed))
+}
+
+// deleteFleetBundleMetrics removes the series of a FleetBundle that is gone.
+func deleteFleetBundleMetrics(key types.NamespacedName) {
+	for _, g := range []*prometheus.GaugeVec{fleetBundleSelected, fleetBundleReady, fleetBundleFailed} {
+		g.DeleteLabelValues(key.Namespace, key.Name)
+	}
 }

@@ -68,6 +68,7 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, opts Options) erro
 		return err
 	}
 	s := &StatusReconciler{manager: mgr, hub: local.GetClient(), members: members, opts: opts, ledger: shared,
+		transitions: newTransitions(r.recorder),
 		writes:      statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval},
 		shareWrites: statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval}}
 	return s.setup(n)

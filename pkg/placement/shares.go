@@ -37,6 +37,9 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if fb.DeletionTimestamp.IsZero() {
+		r.transitions.observe(fb, healthOf(fb, mine))
+	}
 	prev := shareOf(fb.Status.Replicas, r.opts.Replica.ID)
 	share := Share(fb, r.opts.Replica.ID, mine, prev, pending)
 	if prev == nil || !equality.Semantic.DeepEqual(*prev, share) {
@@ -106,6 +109,7 @@ func Totals(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplica
 // reconcileTotals (on the elected replica) adds the finalizer, writes the totals of the live
 // replicas' shares and drops the others, or releases a FleetBundle being deleted.
 func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
+	setFleetBundleMetrics(fb)
 	live := r.opts.Replica.LiveReplicas()
 	var shares []hubv1alpha1.FleetBundleReplicaStatus
 	for _, s := range fb.Status.Replicas {

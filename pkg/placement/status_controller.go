@@ -42,6 +42,8 @@ type StatusReconciler struct {
 	members Members
 	opts    Options
 	ledger  *ledger
+	// transitions records the Events of the members' failures and recoveries.
+	transitions *transitions
 
 	// writes spaces out the status writes of each FleetBundle that change only its counts;
 	// shareWrites the writes of this replica's share of it (sharded replicas).
@@ -79,6 +81,8 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	case apierrors.IsNotFound(err):
 		r.writes.Forget(req.NamespacedName)
 		r.shareWrites.Forget(req.NamespacedName)
+		r.transitions.forget(req.NamespacedName)
+		deleteFleetBundleMetrics(req.NamespacedName)
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading FleetBundle: %w", err)
@@ -86,6 +90,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if r.opts.Replica.Sharded() {
 		return r.reconcileShare(ctx, fb)
 	}
+	setFleetBundleMetrics(fb)
 	if !fb.DeletionTimestamp.IsZero() {
 		return r.release(ctx, fb)
 	}
@@ -98,6 +103,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.transitions.observe(fb, healthOf(fb, selected))
 	want := ComputeStatus(fb, selected, pending, metav1.Now())
 	if equality.Semantic.DeepEqual(want, fb.Status) {
 		return ctrl.Result{}, nil

@@ -175,17 +175,7 @@ func credentialsOf(name string) func(Gomega) string {
 // memberEvents returns the Events the hub recorded on a MemberCluster (cluster-scoped objects'
 // Events live in the namespace default).
 func memberEvents(name string) func(Gomega) []eventsv1.Event {
-	return func(g Gomega) []eventsv1.Event {
-		list := &eventsv1.EventList{}
-		g.Expect(fl.Hub.List(context.Background(), list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
-		var out []eventsv1.Event
-		for _, e := range list.Items {
-			if e.Regarding.Kind == "MemberCluster" && e.Regarding.Name == name {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
+	return fl.EventsOn("MemberCluster", "", name)
 }
 
 // shortLivedToken creates, in a member, a ServiceAccount with cluster-admin rights and a token of

@@ -126,6 +126,19 @@ func updateTemplate(g Gomega, fb *hubv1alpha1.FleetBundle, msg string) error {
 	})
 }
 
+// fleetBundleEvents returns a function reading the Events of reason on a FleetBundle.
+func fleetBundleEvents(fb *hubv1alpha1.FleetBundle, reason string) func(Gomega) []eventsv1.Event {
+	return func(g Gomega) []eventsv1.Event {
+		var out []eventsv1.Event
+		for _, e := range fl.EventsOn("FleetBundle", fb.Namespace, fb.Name)(g) {
+			if e.Reason == reason {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+}
+
 // failedCluster matches a failedClusters entry.
 func failedCluster(cluster, reason string) OmegaMatcher {
 	return And(HaveField("Cluster", cluster), HaveField("Reason", reason))
@@ -261,17 +274,8 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 	g.Expect(fl.Member("m1").Client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID})).To(Succeed())
 	g.Eventually(placed("m1", fb)).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Heals", BeEquivalentTo(2)))
-	g.Eventually(func(g Gomega) []string {
-		list := &eventsv1.EventList{}
-		g.Expect(fl.Hub.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.Kind == "FleetBundle" && e.Regarding.Name == "web" && e.Reason == hubv1alpha1.PlacedBundleHealedEvent {
-				notes = append(notes, e.Note)
-			}
-		}
-		return notes
-	}).WithTimeout(timeout).WithPolling(interval).Should(ContainElements(ContainSubstring("m1"), ContainSubstring("deleted")))
+	g.Eventually(fleetBundleEvents(fb, hubv1alpha1.PlacedBundleHealedEvent)).WithTimeout(timeout).WithPolling(interval).Should(
+		ContainElements(HaveField("Note", ContainSubstring("m1")), HaveField("Note", ContainSubstring("deleted"))))
 
 	// The conflict goes (with its ConfigMap, as the garbage collector these members lack would
 	// remove it), the namespace comes: placement proceeds in both.

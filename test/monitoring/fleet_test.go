@@ -29,9 +29,10 @@ const (
 )
 
 // monitored is a hub binary managing two members on real control planes, in the state the test
-// scrapes: a FleetBundle placed in both members; m1 healthy, with drift healed and one fight; m2
-// with a ConfigBundle whose ConfigMap a ResourceQuota keeps refusing (CreateFailed, retried:
-// reconcile errors and a failed bundle).
+// scrapes: a FleetBundle placed in both members, and another that cannot be placed in m2 (a local
+// ConfigBundle of its name there: Conflict); m1 healthy, with drift healed and one fight; m2 with
+// a ConfigBundle whose ConfigMap a ResourceQuota keeps refusing (CreateFailed, retried: reconcile
+// errors and a failed bundle).
 type monitored struct {
 	*fleet.Fleet
 }
@@ -104,6 +105,14 @@ func (f *monitored) makeHistory(t *testing.T) {
 	for _, c := range []client.Client{m1, m2} {
 		poll(t, timeout, "the placed ConfigMap", configMapSays(c, fleet.NewBundle("monitoring", "placed", ""), "placed"))
 	}
+	// Both: a FleetBundle that m2's own bundle of its name keeps out (Conflict).
+	if err := m2.Create(ctx, fleet.NewBundle("monitoring", "conflicted", "m2's own")); err != nil {
+		t.Fatal(err)
+	}
+	conflicted := fleet.NewFleetBundle("monitoring", "conflicted", map[string]string{"monitoring": "yes"}, configbundlev1alpha1.ConfigBundleSpec{Message: "placed"})
+	if err := f.Hub.Create(ctx, conflicted); err != nil {
+		t.Fatal(err)
+	}
 
 	// m1: a bundle, and drift healed often enough to be a fight.
 	b := fleet.NewBundle("monitoring", "web", "hello")
@@ -163,6 +172,10 @@ var historyShown = []string{
 	`configbundle_member_probe_duration_seconds_count{cluster="m2"}`,
 	`configbundle_placement_latency_seconds_count{cluster="m1"}`,
 	`configbundle_placement_latency_seconds_count{cluster="m2"}`,
+	`configbundle_fleetbundle_failed{name="placed",namespace="monitoring"} 0`,
+	`configbundle_fleetbundle_selected{name="conflicted",namespace="monitoring"} 2`,
+	`configbundle_fleetbundle_ready{name="conflicted",namespace="monitoring"} 1`,
+	`configbundle_fleetbundle_failed{name="conflicted",namespace="monitoring"} 1`,
 }
 
 // scrapeShowing scrapes the hub once its metrics show every line of want. Series the hub does

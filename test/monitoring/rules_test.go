@@ -42,7 +42,7 @@ func TestRulesCheck(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"ConfigBundleHubAbsent", "ConfigBundleMemberNotReady", "ConfigBundleMemberCredentialsExpiring",
-		"ConfigBundleHealRateHigh", "ConfigBundleReconcileErrors", "ConfigBundleMemberFailedBundles"} {
+		"ConfigBundleHealRateHigh", "ConfigBundleReconcileErrors", "ConfigBundleMemberFailedBundles", "FleetBundleFailing"} {
 		if !alerts[want] {
 			t.Errorf("no alert %s", want)
 		}

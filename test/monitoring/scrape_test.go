@@ -107,11 +107,12 @@ func TestExpressionsAgainstRealScrape(t *testing.T) {
 }
 
 // wantFiring is which alerts the fleet of startFleet fires (with the history laid out as
-// described at span), and for which members.
+// described at span), and for which members (or FleetBundles, namespace/name).
 var wantFiring = map[string][]string{
 	"ConfigBundleFightingWriter":      {"m1"},
 	"ConfigBundleReconcileErrors":     {"m2"},
 	"ConfigBundleMemberFailedBundles": {"m2"},
+	"FleetBundleFailing":              {"monitoring/conflicted"},
 }
 
 // checkAlerts evaluates each alert's expression, compares what fires with wantFiring and
@@ -128,7 +129,7 @@ func (ev *evaluator) checkAlerts(t *testing.T, exprs []expression) {
 			t.Errorf("%s: %v", e.Source, err)
 			continue
 		}
-		for _, c := range clusters(v) {
+		for _, c := range firingFor(v) {
 			if !slices.Contains(firing[e.Alert.Alert], c) {
 				firing[e.Alert.Alert] = append(firing[e.Alert.Alert], c)
 			}
@@ -193,6 +194,22 @@ func clusters(v parser.Value) []string {
 	var out []string
 	for _, s := range vec {
 		out = append(out, s.Metric.Get("cluster"))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// firingFor returns what each series of an instant vector is about, sorted: its member (the
+// label cluster) or else its FleetBundle (namespace/name).
+func firingFor(v parser.Value) []string {
+	vec, _ := v.(promql.Vector)
+	var out []string
+	for _, s := range vec {
+		about := s.Metric.Get("cluster")
+		if about == "" && s.Metric.Has("name") {
+			about = s.Metric.Get("namespace") + "/" + s.Metric.Get("name")
+		}
+		out = append(out, about)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

@@ -91,6 +91,20 @@ const (
 	// PlacedBundleHealedEvent: a placed ConfigBundle had been edited or deleted in a member and
 	// was restored; the message names the member and what changed.
 	PlacedBundleHealedEvent = "PlacedBundleHealed"
+
+	// ClusterFailingEvent (Warning): a selected member started failing for the FleetBundle, or
+	// now fails for another reason (a Conflict, NamespaceMissing, PlacementFailed, the placed
+	// bundle's Ready=False reason such as ConfigMapConflict, or the member's own reason when it is
+	// not Ready, such as Unreachable or Forbidden). The related object is the member's
+	// MemberCluster, the action the failure's reason, and the note names the member, the reason
+	// and its message. One per transition of each member, as the replica that manages the member
+	// observes it; a member that is only joining (NotJoined, Connecting) raises none.
+	ClusterFailingEvent = "ClusterFailing"
+
+	// ClusterRecoveredEvent (Normal): a member that was failing for the FleetBundle no longer is;
+	// the action and the note name the reason it recovered from. A member that stops being
+	// selected, or leaves the fleet, while failing raises none.
+	ClusterRecoveredEvent = "ClusterRecovered"
 )
 
 // MaxFailedClusters is the most entries of a FleetBundle's status.failedClusters; the total is

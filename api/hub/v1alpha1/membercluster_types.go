@@ -13,7 +13,8 @@ const (
 	// working with the previous one. The message says why the new one failed.
 	RotationFailedReason = "RotationFailed"
 
-	// ConnectingReason (False): the hub is connecting to the member for the first time.
+	// ConnectingReason (False): the hub is connecting to the member for the first time. A
+	// routine step of a join: its Event is Normal.
 	ConnectingReason = "Connecting"
 
 	// UnreachableReason (False): the member did not answer (connection, or consecutive health
@@ -68,9 +69,21 @@ const (
 	ExpiredReason = "Expired"
 
 	// ExpiryUnknownReason (Unknown): the credential does not say when it expires (a token that
-	// is not a JWT, for example) or the member is not connected yet.
+	// is not a JWT, for example) or the member is not connected yet. Not a failure: its Event is
+	// Normal.
 	ExpiryUnknownReason = "ExpiryUnknown"
 )
+
+// The Events recorded on a MemberCluster: one each time its Ready or CredentialsValid condition
+// changes status or reason, with the condition's reason as the Event's reason. Normal when the
+// condition became True or its reason is a routine step (RoutineReasons), Warning otherwise (a
+// real failure: Unreachable, Forbidden, InvalidKubeconfig, CRDMissing, DuplicateCluster,
+// Expired, ExpiresSoon, ...).
+
+// RoutineReasons are the reasons of a MemberCluster condition that is not True that are steps of
+// a normal join, not failures: a member connecting for the first time, and a credential that does
+// not say when it expires (or not yet). Their Events are Normal.
+var RoutineReasons = []string{ConnectingReason, ExpiryUnknownReason}
 
 // MaxFailedBundles is the most failing bundles a MemberCluster lists in status.failedBundles;
 // status.bundles.failed counts them all.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,6 +118,25 @@ func FleetBundleReady(reason string) gomega.OmegaMatcher {
 		}
 		return "no Ready condition"
 	}, gomega.Equal(reason))
+}
+
+// EventsOn polls the events.k8s.io Events on the hub regarding the object of kind, namespace and
+// name (a cluster-scoped object's Events are in the namespace default), for Eventually.
+func (f *Fleet) EventsOn(kind, namespace, name string) func(gomega.Gomega) []eventsv1.Event {
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	return func(g gomega.Gomega) []eventsv1.Event {
+		list := &eventsv1.EventList{}
+		g.Expect(f.Hub.List(context.Background(), list, client.InNamespace(namespace))).To(gomega.Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Kind == kind && e.Regarding.Name == name {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
 }
 
 // MustBlackHole starts a netproxy.BlackHole, failing the test on error, and closes it when the
