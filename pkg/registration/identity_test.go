@@ -103,7 +103,7 @@ func TestDuplicateClusterIsRefusedUnlessForced(t *testing.T) {
 	}
 
 	// Unregistering the second revokes its token, and only its.
-	g.Expect(registration.Unregister(ctx, baseOptions("dup-second"))).To(Succeed())
+	g.Expect(unregister(ctx, baseOptions("dup-second"))).To(Succeed())
 	g.Eventually(identify(second)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
 	g.Expect(identify(first)()).To(Succeed(), "the first registration's token still works")
 	g.Expect(first.List(ctx, &corev1.ConfigMapList{})).To(Succeed(), "and is still granted the member role")
@@ -145,7 +145,7 @@ func TestUnregisterRefusesAndChangesNothing(t *testing.T) {
 			g := NewWithT(t)
 			ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
 			defer cancel()
-			err := registration.Unregister(ctx, tc.opts)
+			err := unregister(ctx, tc.opts)
 			g.Expect(err).To(MatchError(tc.want))
 			t.Logf("error: %v", err)
 			g.Expect(err.Error()).To(ContainSubstring("nothing was changed"))
@@ -232,19 +232,19 @@ func TestLegacyRegistrations(t *testing.T) {
 	// Registering old-a again gives it its own identity; the legacy one stays: old-b may use it.
 	_, err := registration.Register(ctx, baseOptions("old-a"))
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = registration.Unregister(context.Background(), baseOptions("old-a")) })
+	t.Cleanup(func() { _ = unregister(context.Background(), baseOptions("old-a")) })
 	oldA := memberClientFor(g, kubeconfigOf(g, "old-a"))
 	g.Expect(identify(oldA)()).To(Succeed())
 	g.Expect(identify(legacy)()).To(Succeed(), "the legacy token still works")
 
 	// old-b cannot be unregistered while its cluster is unknown.
-	err = registration.Unregister(ctx, baseOptions("old-b"))
+	err = unregister(ctx, baseOptions("old-b"))
 	g.Expect(err).To(MatchError(registration.ErrUnknownCluster))
 
 	// Once it is known, unregistering old-b removes the legacy identity, which nothing uses any
 	// more, and revokes its token; old-a's keeps working.
 	reportCluster(t, g, "old-b", id)
-	g.Expect(registration.Unregister(ctx, baseOptions("old-b"))).To(Succeed())
+	g.Expect(unregister(ctx, baseOptions("old-b"))).To(Succeed())
 	g.Expect(memberAdmin.Get(ctx, client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 	g.Expect(memberAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.LegacyServiceAccountName}, &corev1.ServiceAccount{})).
 		To(Satisfy(apierrors.IsNotFound))

@@ -44,6 +44,12 @@ func baseOptions(name string) registration.Options {
 	}
 }
 
+// unregister is registration.Unregister, for the tests that check its error alone.
+func unregister(ctx context.Context, opts registration.Options) error {
+	_, err := registration.Unregister(ctx, opts)
+	return err
+}
+
 // register registers opts and unregisters it when the test ends.
 func register(t *testing.T, opts registration.Options) *registration.Result {
 	t.Helper()
@@ -57,7 +63,7 @@ func register(t *testing.T, opts registration.Options) *registration.Result {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 		defer cancel()
-		if err := registration.Unregister(ctx, opts); err != nil && !errors.Is(err, registration.ErrNotRegistered) {
+		if err := unregister(ctx, opts); err != nil && !errors.Is(err, registration.ErrNotRegistered) {
 			t.Errorf("cleaning up: %v", err)
 		}
 	})
@@ -481,7 +487,7 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
 	defer cancel()
-	g.Expect(registration.Unregister(ctx, opts)).To(Succeed())
+	g.Expect(unregister(ctx, opts)).To(Succeed())
 
 	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "member-gone"}, &corev1.Secret{})).
 		To(Satisfy(apierrors.IsNotFound), "the hub Secret is deleted")
@@ -509,7 +515,7 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 		return hub.Get(t.Context(), client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{})
 	}).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
 
-	err := registration.Unregister(ctx, opts)
+	err := unregister(ctx, opts)
 	g.Expect(err).To(MatchError(registration.ErrNotRegistered), "unregistering twice is refused: it is not a member any more")
 	t.Logf("error: %v", err)
 }
@@ -524,7 +530,7 @@ func TestUnregisterUnreachableMember(t *testing.T) {
 	lost.Member.Host = "https://127.0.0.1:1"
 	ctx, cancel := context.WithTimeout(t.Context(), unreachableTimeout)
 	defer cancel()
-	err := registration.Unregister(ctx, lost)
+	err := unregister(ctx, lost)
 	g.Expect(err).To(HaveOccurred())
 	t.Logf("error: %v", err)
 	g.Expect(err.Error()).To(And(
@@ -542,7 +548,7 @@ func TestUnregisterUnreachableMember(t *testing.T) {
 
 	// The member is no longer registered: what was left behind is removed by hand, as the error
 	// says.
-	g.Expect(registration.Unregister(ctx, opts)).To(MatchError(registration.ErrNotRegistered))
+	g.Expect(unregister(ctx, opts)).To(MatchError(registration.ErrNotRegistered))
 	ns := hubv1alpha1.DefaultSecretNamespace
 	for _, obj := range []client.Object{
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterRoleBindingName("member-lost")}},
@@ -608,7 +614,7 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 
 	t.Run("unregister with an invalid name", func(t *testing.T) {
 		g := NewWithT(t)
-		err := registration.Unregister(t.Context(), baseOptions("Not_A_Name"))
+		err := unregister(t.Context(), baseOptions("Not_A_Name"))
 		g.Expect(err).To(MatchError(ContainSubstring(`invalid member name "Not_A_Name"`)))
 	})
 }
