@@ -711,7 +711,9 @@ func TestUnregisterRemovePlaced(t *testing.T) {
 		g.Expect(memberAdmin.Create(t.Context(), b)).To(Succeed())
 		return b
 	}
-	placedBy := func(fb string) map[string]string { return map[string]string{hubv1alpha1.FleetBundleLabel: "fleet." + fb} }
+	placedBy := func(fb string) map[string]string {
+		return map[string]string{hubv1alpha1.FleetBundleLabel: "fleet." + fb}
+	}
 	uid := map[string]string{hubv1alpha1.FleetBundleUIDAnnotation: "1b2c"}
 	removed := []*configbundlev1alpha1.ConfigBundle{bundle("web", placedBy("web"), uid), bundle("api", placedBy("api"), uid)}
 	kept := []*configbundlev1alpha1.ConfigBundle{
