@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
@@ -35,9 +39,20 @@ func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
 		}
 	}
 	_, stdout, _ := run(t, "register", "--help")
-	for _, flag := range []string{"--member-context", "--hub-kubeconfig", "--label", "--wait", "--force", "--timeout"} {
+	for _, flag := range []string{"--member-context", "--hub-kubeconfig", "--label", "--wait", "--force", "--timeout", "--allow-hub-as-member", "--server", "--token-duration"} {
 		if !strings.Contains(stdout, flag) {
 			t.Errorf("hub register --help does not mention %s", flag)
+		}
+	}
+	_, stdout, _ = run(t, "unregister", "--help")
+	for _, flag := range []string{"--member-context", "--hub-kubeconfig", "--secret-namespace", "--timeout", "--remove-placed"} {
+		if !strings.Contains(stdout, flag) {
+			t.Errorf("hub unregister --help does not mention %s", flag)
+		}
+	}
+	for _, flag := range []string{"--server", "--token-duration", "--secret-key", "--label", "--wait", "--force", "--allow-hub-as-member"} {
+		if strings.Contains(stdout, flag) {
+			t.Errorf("hub unregister --help offers %s, which unregister would ignore", flag)
 		}
 	}
 }
@@ -64,6 +79,17 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"register", "eu-1", "--label", "no-value"}, "want KEY=VALUE"},
 		{[]string{"register", "eu-1", "--label", "env=a", "--label", "env=b"}, "given twice"},
 		{[]string{"unregister", "eu-1", "--force"}, "unknown flag: --force"},
+		// unregister has no flag it would ignore.
+		{[]string{"unregister", "eu-1", "--server", "https://10.0.0.1:6443"}, "unknown flag: --server"},
+		{[]string{"unregister", "eu-1", "--server=https://10.0.0.1:6443"}, "unknown flag: --server"},
+		{[]string{"unregister", "eu-1", "--token-duration", "1h"}, "unknown flag: --token-duration"},
+		{[]string{"unregister", "-token-duration=1h", "eu-1"}, "unknown flag: --token-duration"},
+		{[]string{"unregister", "eu-1", "--secret-key", "kc"}, "unknown flag: --secret-key"},
+		{[]string{"unregister", "eu-1", "--label", "env=prod"}, "unknown flag: --label"},
+		{[]string{"unregister", "eu-1", "--wait"}, "unknown flag: --wait"},
+		{[]string{"unregister", "eu-1", "--allow-hub-as-member"}, "unknown flag: --allow-hub-as-member"},
+		{[]string{"register", "eu-1", "--remove-placed"}, "unknown flag: --remove-placed"},
+		{[]string{"register", "eu-1", "--allow-hub-as-member=maybe"}, "invalid argument"},
 		{[]string{"version", "extra"}, "unknown command"},
 		{[]string{"--probe-interval=often"}, "invalid argument"},
 		{[]string{"status", "--fleet-bundle", "web"}, "want NAMESPACE/NAME"},
@@ -215,6 +241,78 @@ func TestCheckMaxAge(t *testing.T) {
 			t.Errorf("checkMaxAge(%s, %v) = %v, want accepted", tc.maxAge, tc.fleet, err)
 		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)):
 			t.Errorf("checkMaxAge(%s, %v) = %v, want an error saying %q", tc.maxAge, tc.fleet, err, tc.says)
+		}
+	}
+}
+
+// writeKubeconfig writes a kubeconfig with the contexts named, each of its own cluster and user,
+// the current one current, and returns its path.
+func writeKubeconfig(t *testing.T, current string, contexts ...string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	for _, name := range contexts {
+		kc.Clusters[name] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "t"}
+		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	kc.CurrentContext = current
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestMissingContextListsTheContexts: a context that is not in the kubeconfig, named by a flag
+// or the kubeconfig's current one, fails (exit 1) naming the kubeconfig and its contexts,
+// sorted, before anything is contacted.
+func TestMissingContextListsTheContexts(t *testing.T) {
+	kc := writeKubeconfig(t, "kind-hub", "kind-member-2", "kind-hub", "kind-member-1")
+	noCurrent := writeKubeconfig(t, "gone", "b", "a")
+	const contexts = "its contexts: kind-hub, kind-member-1, kind-member-2"
+	for _, tc := range []struct {
+		args []string
+		says []string
+	}{
+		{[]string{"register", "eu-1", "--member-kubeconfig", kc, "--member-context", "kind-member-3", "--hub-kubeconfig", kc},
+			[]string{"member kubeconfig", `no context "kind-member-3" in ` + kc, contexts}},
+		{[]string{"register", "eu-1", "--member-kubeconfig", kc, "--member-context", "kind-member-1", "--hub-kubeconfig", kc, "--hub-context", "hub"},
+			[]string{"hub kubeconfig", `no context "hub" in ` + kc, contexts}},
+		{[]string{"unregister", "eu-1", "--member-kubeconfig", kc, "--member-context", "member-1", "--hub-kubeconfig", kc},
+			[]string{"member kubeconfig", `no context "member-1"`, contexts}},
+		{[]string{"status", "--hub-kubeconfig", kc, "--hub-context", "kind-hubb"},
+			[]string{"hub kubeconfig", `no context "kind-hubb"`, contexts}},
+		{[]string{"status", "--hub-kubeconfig", noCurrent},
+			[]string{"hub kubeconfig", `no context "gone" in ` + noCurrent, "its contexts: a, b"}},
+	} {
+		code, stdout, stderr := run(t, tc.args...)
+		if code != exitFailure || stdout != "" {
+			t.Errorf("hub %s: exit %d, stdout %q; want exit 1 and no output", strings.Join(tc.args, " "), code, stdout)
+		}
+		for _, want := range tc.says {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("hub %s: stderr %q does not say %q", strings.Join(tc.args, " "), stderr, want)
+			}
+		}
+	}
+}
+
+func TestContextsThere(t *testing.T) {
+	many := make([]string, 0, 25)
+	for i := range 25 {
+		many = append(many, fmt.Sprintf("ctx-%02d", 24-i))
+	}
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{nil, "it has no contexts"},
+		{[]string{"b"}, "its contexts: b"},
+		{[]string{"kind-member-2", "kind-hub", "kind-member-1"}, "its contexts: kind-hub, kind-member-1, kind-member-2"},
+		{many, "its contexts: ctx-00, ctx-01, ctx-02, ctx-03, ctx-04, ctx-05, ctx-06, ctx-07, ctx-08, ctx-09, ctx-10, ctx-11, ctx-12, ctx-13, ctx-14, ctx-15, ctx-16, ctx-17, ctx-18, ctx-19 and 5 more"},
+	} {
+		if got := contextsThere(tc.names); got != tc.want {
+			t.Errorf("contextsThere(%v) = %q, want %q", tc.names, got, tc.want)
 		}
 	}
 }

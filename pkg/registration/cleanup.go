@@ -5,21 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-// cleanUpMember deletes what the registration has in the member, the cluster id: its
-// ClusterRoleBinding, ServiceAccount and token Secrets; the legacy ServiceAccount and binding if
-// no other registration may use them; and the ClusterRole if no binding refers to it any more.
-// It goes on past failures and names what it left behind.
-func (o *options) cleanUpMember(ctx context.Context, member client.Client, members registry, id string) error {
+// cleanUpMember deletes what the registration has in the member, the cluster id: with
+// RemovePlaced first the bundles the hub placed there (once the hub has let go of the member);
+// then its ClusterRoleBinding, ServiceAccount and token Secrets; the legacy ServiceAccount and
+// binding if no other registration may use them; and the ClusterRole if no binding refers to it
+// any more. It goes on past failures and names what it left behind.
+func (o *options) cleanUpMember(ctx context.Context, c *clients, members registry, id string, res *Unregistration) error {
 	var (
 		left []string
 		errs []error
@@ -30,7 +35,15 @@ func (o *options) cleanUpMember(ctx context.Context, member client.Client, membe
 			errs = append(errs, fmt.Errorf("deleting %s: %w", what, err))
 		}
 	}
-	what := o.memberObjects()
+	member := c.member
+	if o.RemovePlaced {
+		var err error
+		if res.DeletedMemberCluster, err = o.awaitRelease(ctx, c.hub); err == nil {
+			res.RemovedPlaced, err = removePlaced(ctx, member)
+		}
+		record(placedObjects, err)
+	}
+	what := o.identityObjects()
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleBindingName(o.Name)}}
 	record(what[0], o.deleteOwned(ctx, member, binding))
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: o.MemberNamespace, Name: ServiceAccountName(o.Name)}}
@@ -48,15 +61,91 @@ func (o *options) cleanUpMember(ctx context.Context, member client.Client, membe
 	return nil
 }
 
+// placedObjects names the bundles the hub placed in a member.
+const placedObjects = "the ConfigBundles FleetBundles placed (labelled " + hubv1alpha1.FleetBundleLabel + ")"
+
 // memberObjects names what a registration may have in the member: its ClusterRoleBinding,
-// ServiceAccount and token Secrets, and the shared ClusterRole.
+// ServiceAccount and token Secrets, and the shared ClusterRole; with RemovePlaced, the placed
+// bundles first.
 func (o *options) memberObjects() []string {
+	if o.RemovePlaced {
+		return append([]string{placedObjects}, o.identityObjects()...)
+	}
+	return o.identityObjects()
+}
+
+// identityObjects names the registration's identity in the member.
+func (o *options) identityObjects() []string {
 	return []string{
 		"ClusterRoleBinding " + ClusterRoleBindingName(o.Name),
 		"ServiceAccount " + o.MemberNamespace + "/" + ServiceAccountName(o.Name),
 		fmt.Sprintf("token Secrets %s/%s* (annotated %s=%s; their tokens stay valid while they exist)", o.MemberNamespace, tokenSecretGenerateName(o.Name), RegistrationAnnotation, o.Name),
 		"ClusterRole " + RBACName + " (unless another registration binds it)",
 	}
+}
+
+// releaseTimeout bounds how long Unregister waits for the hub to let go of the member (delete its
+// MemberCluster, having dropped the member) before it removes the placed bundles. A running hub
+// does within a second; one that is not running never does. A variable for the tests.
+var releaseTimeout = 15 * time.Second
+
+// awaitRelease waits until the hub has let go of the member, whose Secret is gone, so that it
+// places nothing there again once the placed bundles are removed: the hub deletes the
+// MemberCluster Name (of this Secret namespace) once it has dropped the member, and places
+// nothing in a member without one. If the MemberCluster is still there after releaseTimeout (no
+// hub is running), awaitRelease deletes it itself (uid precondition), and says so.
+func (o *options) awaitRelease(ctx context.Context, hub client.Client) (deleted bool, err error) {
+	mc := &hubv1alpha1.MemberCluster{}
+	gone := func(ctx context.Context) (bool, error) {
+		err := hub.Get(ctx, client.ObjectKey{Name: o.Name}, mc)
+		switch {
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			return true, nil
+		case err != nil:
+			return false, fmt.Errorf("reading MemberCluster %s on the hub: %w", o.Name, err)
+		}
+		return mc.Spec.SecretRef.Namespace != o.SecretNamespace, nil // another Secret's: not this member's
+	}
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, releaseTimeout, true, gone)
+	if err == nil || ctx.Err() != nil || !wait.Interrupted(err) {
+		return false, err
+	}
+	if err := deleteExactly(ctx, hub, mc); err != nil {
+		return false, fmt.Errorf("no hub let go of the member within %s, and deleting its MemberCluster %s failed: %w", releaseTimeout, o.Name, err)
+	}
+	return true, nil
+}
+
+// removePlaced deletes the ConfigBundles FleetBundles placed in the member: those with
+// FleetBundleLabel and FleetBundleUIDAnnotation, each as it was listed (uid precondition: one
+// replaced meanwhile by another is left alone). It returns how many it deleted. A member that
+// does not serve ConfigBundles holds none.
+func removePlaced(ctx context.Context, member client.Client) (int, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(configbundlev1alpha1.GroupVersion.WithKind("ConfigBundleList"))
+	if err := member.List(ctx, list, client.HasLabels{hubv1alpha1.FleetBundleLabel}); meta.IsNoMatchError(err) {
+		return 0, nil
+	} else if err != nil {
+		return 0, fmt.Errorf("listing them: %w", err)
+	}
+	removed := 0
+	var errs []error
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Annotations[hubv1alpha1.FleetBundleUIDAnnotation] == "" {
+			continue // not the hub's (the hub would report it as a Conflict)
+		}
+		b.SetGroupVersionKind(configbundlev1alpha1.GroupVersion.WithKind("ConfigBundle")) // list items carry none
+		uid := b.UID
+		switch err := member.Delete(ctx, b, client.Preconditions{UID: &uid}); {
+		case err == nil:
+			removed++
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone, or another one now
+		default:
+			errs = append(errs, fmt.Errorf("%s/%s: %w", b.Namespace, b.Name, err))
+		}
+	}
+	return removed, errors.Join(errs...)
 }
 
 // deleteOwned deletes obj, as it is now, if it is the registration's.

@@ -124,6 +124,25 @@ func (o *options) mayRegister(members registry, id string) error {
 	return nil
 }
 
+// notTheHub refuses the cluster id if it is the hub cluster itself, unless AllowHubAsMember. It
+// reads the hub's identity the way the member's is read.
+func (o *options) notTheHub(ctx context.Context, hub client.Client, id string) error {
+	if o.AllowHubAsMember {
+		return nil
+	}
+	hubID, err := clusterID(ctx, hub)
+	if err != nil {
+		return fmt.Errorf("reading the hub's identity (%s), to check that the member is not the hub cluster itself; nothing was changed: %w", o.Hub.Host, err)
+	}
+	if hubID != id {
+		return nil
+	}
+	return fmt.Errorf("refused, nothing was changed: %w (both are the cluster with kube-system uid %s; member %s, hub %s). "+
+		"Point --member-kubeconfig or --member-context at the member cluster (without them, the member's kubeconfig is $KUBECONFIG's current context, as the hub's is), "+
+		"or use --allow-hub-as-member for a hub that manages itself as a member",
+		ErrHubAsMember, id, o.memberURL, o.Hub.Host)
+}
+
 // registeredSecret returns the Secret of the member Name, or refuses if there is none.
 func (o *options) registeredSecret(members registry) (*corev1.Secret, error) {
 	self := members.find(o.Name)

@@ -103,7 +103,7 @@ func TestDuplicateClusterIsRefusedUnlessForced(t *testing.T) {
 	}
 
 	// Unregistering the second revokes its token, and only its.
-	g.Expect(registration.Unregister(ctx, baseOptions("dup-second"))).To(Succeed())
+	g.Expect(unregister(ctx, baseOptions("dup-second"))).To(Succeed())
 	g.Eventually(identify(second)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
 	g.Expect(identify(first)()).To(Succeed(), "the first registration's token still works")
 	g.Expect(first.List(ctx, &corev1.ConfigMapList{})).To(Succeed(), "and is still granted the member role")
@@ -145,7 +145,7 @@ func TestUnregisterRefusesAndChangesNothing(t *testing.T) {
 			g := NewWithT(t)
 			ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
 			defer cancel()
-			err := registration.Unregister(ctx, tc.opts)
+			err := unregister(ctx, tc.opts)
 			g.Expect(err).To(MatchError(tc.want))
 			t.Logf("error: %v", err)
 			g.Expect(err.Error()).To(ContainSubstring("nothing was changed"))
@@ -232,19 +232,19 @@ func TestLegacyRegistrations(t *testing.T) {
 	// Registering old-a again gives it its own identity; the legacy one stays: old-b may use it.
 	_, err := registration.Register(ctx, baseOptions("old-a"))
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = registration.Unregister(context.Background(), baseOptions("old-a")) })
+	t.Cleanup(func() { _ = unregister(context.Background(), baseOptions("old-a")) })
 	oldA := memberClientFor(g, kubeconfigOf(g, "old-a"))
 	g.Expect(identify(oldA)()).To(Succeed())
 	g.Expect(identify(legacy)()).To(Succeed(), "the legacy token still works")
 
 	// old-b cannot be unregistered while its cluster is unknown.
-	err = registration.Unregister(ctx, baseOptions("old-b"))
+	err = unregister(ctx, baseOptions("old-b"))
 	g.Expect(err).To(MatchError(registration.ErrUnknownCluster))
 
 	// Once it is known, unregistering old-b removes the legacy identity, which nothing uses any
 	// more, and revokes its token; old-a's keeps working.
 	reportCluster(t, g, "old-b", id)
-	g.Expect(registration.Unregister(ctx, baseOptions("old-b"))).To(Succeed())
+	g.Expect(unregister(ctx, baseOptions("old-b"))).To(Succeed())
 	g.Expect(memberAdmin.Get(ctx, client.ObjectKey{Name: registration.RBACName}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 	g.Expect(memberAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.LegacyServiceAccountName}, &corev1.ServiceAccount{})).
 		To(Satisfy(apierrors.IsNotFound))
@@ -293,4 +293,36 @@ func makeLegacyRegistration(t *testing.T, g Gomega, names ...string) client.Clie
 	c := memberClientFor(g, kubeconfig)
 	g.Eventually(identify(c)).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	return c
+}
+
+// The hub cluster itself is refused as a member, changing nothing, unless AllowHubAsMember.
+func TestHubAsMemberIsRefusedUnlessAllowed(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	defer cancel()
+	self := baseOptions("hub-itself")
+	self.Member = rest.CopyConfig(hubCP.Config)
+	self.Force = true // does not allow it
+
+	_, err := registration.Register(ctx, self)
+	g.Expect(err).To(MatchError(registration.ErrHubAsMember))
+	g.Expect(err.Error()).To(And(ContainSubstring("refused, nothing was changed"), ContainSubstring("--member-context"), ContainSubstring("--allow-hub-as-member")))
+	t.Logf("error: %v", err)
+	sa := client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName("hub-itself")}
+	g.Expect(hubAdmin.Get(ctx, sa, &corev1.ServiceAccount{})).To(Satisfy(apierrors.IsNotFound), "no identity in the hub cluster")
+	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Name: registration.ClusterRoleBindingName("hub-itself")}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "hub-itself"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+
+	// Allowed, it is a member like any other; unregistering it removes nothing placed (the hub
+	// cluster serves no ConfigBundles).
+	self.Force, self.AllowHubAsMember = false, true
+	res, err := registration.Register(ctx, self)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.ClusterID).NotTo(BeEmpty())
+	g.Expect(hubAdmin.Get(ctx, sa, &corev1.ServiceAccount{})).To(Succeed())
+	self.RemovePlaced = true
+	gone, err := registration.Unregister(ctx, self)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*gone).To(Equal(registration.Unregistration{}))
+	g.Expect(hubAdmin.Get(ctx, sa, &corev1.ServiceAccount{})).To(Satisfy(apierrors.IsNotFound))
 }

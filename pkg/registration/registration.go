@@ -69,6 +69,9 @@ var (
 	ErrOtherCluster = errors.New("the member credentials reach another cluster than the registered one")
 	// ErrUnknownCluster: Unregister cannot tell which cluster the name is registered for.
 	ErrUnknownCluster = errors.New("the registered cluster is unknown")
+	// ErrHubAsMember: Register was asked to register the hub cluster itself (the member's
+	// kube-system uid is the hub's) without Options.AllowHubAsMember.
+	ErrHubAsMember = errors.New("the member is the hub cluster itself")
 )
 
 // Options of Register, Unregister and WaitReady; each field documents its default.
@@ -80,13 +83,15 @@ type Options struct {
 
 	// Member holds admin-ish credentials for the member cluster: enough to create namespaces,
 	// ServiceAccounts, Secrets, ClusterRoles and ClusterRoleBindings, to request ServiceAccount
-	// tokens, and to read the namespace kube-system. Required (but by WaitReady). It is copied,
-	// never modified, and never written anywhere.
+	// tokens, and to read the namespace kube-system (with RemovePlaced, also to list and delete
+	// ConfigBundles). Required (but by WaitReady). It is copied, never modified, and never
+	// written anywhere.
 	Member *rest.Config
 
 	// Hub holds credentials for the hub cluster: enough to list, apply and delete Secrets in
-	// SecretNamespace (and to create it when it is missing), and to list and apply
-	// MemberClusters. Required.
+	// SecretNamespace (and to create it when it is missing), to list, apply and delete
+	// MemberClusters, and (Register, unless AllowHubAsMember) to read the namespace kube-system,
+	// the hub's own identity. Required.
 	Hub *rest.Config
 
 	// Server is the API server URL written into the Secret's kubeconfig, for addresses only the
@@ -128,8 +133,24 @@ type Options struct {
 	// Force lets Register register a cluster that is already a member under another name (the
 	// hub then manages it once, and reports the second name as DuplicateCluster), and point a
 	// registered name at another cluster than the one it was registered for (whose identity for
-	// the name is then left behind). Defaults to false: Register refuses both.
+	// the name is then left behind). Defaults to false: Register refuses both. Force does not
+	// allow the hub cluster itself: see AllowHubAsMember.
 	Force bool
+
+	// AllowHubAsMember lets Register register the hub cluster itself (the member's kube-system
+	// uid is the hub's): a hub that manages itself as a member, for single-cluster setups.
+	// Defaults to false: Register refuses it (ErrHubAsMember) and changes nothing, since a member
+	// kubeconfig left to its default is the hub's, and registering it by mistake would make the
+	// hub install the ConfigBundle CRD and reconcile bundles in the hub cluster. Register only.
+	AllowHubAsMember bool
+
+	// RemovePlaced makes Unregister delete the ConfigBundles that FleetBundles placed in the
+	// member (those with FleetBundleLabel and FleetBundleUIDAnnotation, each deleted as it was
+	// listed, with a uid precondition), once the hub has let go of the member and before the
+	// hub's access is revoked; their ConfigMaps go with them (garbage collection). Defaults to
+	// false: they stay in the member, as every other ConfigBundle does, no longer healed.
+	// Unregister only.
+	RemovePlaced bool
 }
 
 // Result describes a registration.
@@ -147,6 +168,16 @@ type Result struct {
 	// RevokedTokens counts the token Secrets of previous registrations of Name in this member
 	// that Register deleted, revoking their tokens.
 	RevokedTokens int
+}
+
+// Unregistration describes what Unregister removed.
+type Unregistration struct {
+	// RemovedPlaced counts the placed ConfigBundles Unregister deleted in the member
+	// (Options.RemovePlaced).
+	RemovedPlaced int
+	// DeletedMemberCluster says that Unregister deleted the MemberCluster Name itself, since no
+	// hub did within releaseTimeout (none was running) (Options.RemovePlaced).
+	DeletedMemberCluster bool
 }
 
 // verifyTimeout bounds how long Register waits for a freshly issued credential to be accepted by
@@ -240,8 +271,9 @@ func (o *options) validateForRegister() error {
 // Register registers the member opts.Name with the hub:
 //
 //  1. it reads the member's identity, the uid of its kube-system namespace, and refuses (changing
-//     nothing) if another registered member is the same cluster (ErrDuplicateCluster), or if
-//     Name is registered for another cluster (ErrOtherCluster), unless opts.Force;
+//     nothing) if it is the hub's own (ErrHubAsMember), unless opts.AllowHubAsMember; if another
+//     registered member is the same cluster (ErrDuplicateCluster), or if Name is registered for
+//     another cluster (ErrOtherCluster), unless opts.Force;
 //  2. in the member, it server-side applies (field manager FieldOwner, forced) the namespace
 //     MemberNamespace if missing, the ClusterRole RBACName with exactly the rules of
 //     config.MemberClusterRole, and the registration's own ServiceAccount
@@ -285,6 +317,9 @@ func (o *options) register(ctx context.Context) (*Result, error) {
 	id, err := clusterID(ctx, c.member)
 	if err != nil {
 		return nil, fmt.Errorf("reading the member's identity (%s): %w", o.memberURL, err)
+	}
+	if err := o.notTheHub(ctx, c.hub, id); err != nil {
+		return nil, err
 	}
 	members, err := o.registeredMembers(ctx, c.hub)
 	if err != nil {
@@ -347,55 +382,70 @@ func (o *options) applySecret(ctx context.Context, hub client.Client, cred *cred
 // status.clusterID). The registered cluster is the Secret's ClusterIDAnnotation, else the
 // MemberCluster's status.clusterID.
 //
-// Otherwise it deletes the hub Secret, then, in the member, the registration's
-// ClusterRoleBinding, ServiceAccount and token Secrets (which revokes every token issued for it),
-// the legacy ServiceAccount and ClusterRoleBinding once no registration on the hub may use them,
-// and the ClusterRole RBACName once no binding refers to it. Objects already gone are skipped.
-// Namespaces and everything else, such as the ConfigBundles and ConfigMaps the hub reconciled,
-// are left untouched. Labels, Force, Server, SecretKey and TokenDuration are not used.
+// Otherwise, in this order:
+//
+//  1. it deletes the hub Secret, so that the hub drops the member: it stops reconciling and
+//     placing there, and deletes the MemberCluster Name;
+//  2. with RemovePlaced, it waits until the hub has let go (the MemberCluster is gone; one that
+//     outlives releaseTimeout, when no hub is running, it deletes itself), so that no hub places
+//     them again, and then deletes, with Member, the ConfigBundles FleetBundles placed in the
+//     member, each with a uid precondition;
+//  3. in the member, it deletes the registration's ClusterRoleBinding, ServiceAccount and token
+//     Secrets (which revokes every token issued for it), the legacy ServiceAccount and
+//     ClusterRoleBinding once no registration on the hub may use them, and the ClusterRole
+//     RBACName once no binding refers to it.
+//
+// Objects already gone are skipped. Namespaces and everything else, such as the ConfigBundles
+// and ConfigMaps the hub reconciled (the placed ones too, without RemovePlaced), are left
+// untouched. Labels, Force, AllowHubAsMember, Server, SecretKey and TokenDuration are not used.
 //
 // If the hub Secret cannot be deleted, the member is not touched. If the member cannot be
 // reached (nor its identity read), the hub Secret is still deleted, since nothing in any member
-// is changed, and the error names what was left behind in the member.
-func Unregister(ctx context.Context, opts Options) error {
+// is changed, and the error names what was left behind in the member. Past the hub Secret, a
+// failed step does not stop the next ones: the error names what was left behind.
+func Unregister(ctx context.Context, opts Options) (*Unregistration, error) {
 	o, err := opts.complete(false)
 	if err != nil {
-		return fmt.Errorf("unregistering member: %w", err)
+		return nil, fmt.Errorf("unregistering member: %w", err)
 	}
-	if err := o.unregister(ctx); err != nil {
-		return fmt.Errorf("unregistering member %q: %w", o.Name, err)
+	res, err := o.unregister(ctx)
+	if err != nil {
+		return res, fmt.Errorf("unregistering member %q: %w", o.Name, err)
 	}
-	return nil
+	return res, nil
 }
 
-func (o *options) unregister(ctx context.Context) error {
+func (o *options) unregister(ctx context.Context) (*Unregistration, error) {
 	c, err := o.clients()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	members, err := o.registeredMembers(ctx, c.hub)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	secret, err := o.registeredSecret(members)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	id, idErr := clusterID(ctx, c.member)
 	if idErr == nil {
 		if err := o.mayUnregister(members, id); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
+	// 1. The hub forgets the member.
 	precondition := client.Preconditions{UID: &secret.UID}
 	if err := client.IgnoreNotFound(c.hub.Delete(ctx, secret, precondition)); err != nil {
-		return fmt.Errorf("deleting Secret %s/%s on the hub (%s); nothing was deleted in the member: %w", o.SecretNamespace, o.Name, o.Hub.Host, err)
+		return nil, fmt.Errorf("deleting Secret %s/%s on the hub (%s); nothing was deleted in the member: %w", o.SecretNamespace, o.Name, o.Hub.Host, err)
 	}
+	res := &Unregistration{}
 	if idErr != nil {
-		return o.leftBehind(o.memberObjects(), fmt.Errorf("reading the member's identity: %w", idErr))
+		return res, o.leftBehind(o.memberObjects(), fmt.Errorf("reading the member's identity: %w", idErr))
 	}
-	return o.cleanUpMember(ctx, c.member, members, id)
+	// 2. and 3. What the hub placed, then its access.
+	return res, o.cleanUpMember(ctx, c, members, id, res)
 }
 
 // leftBehind is the error of an unregistration that deleted the hub Secret but not all of what

@@ -44,6 +44,12 @@ func baseOptions(name string) registration.Options {
 	}
 }
 
+// unregister is registration.Unregister, for the tests that check its error alone.
+func unregister(ctx context.Context, opts registration.Options) error {
+	_, err := registration.Unregister(ctx, opts)
+	return err
+}
+
 // register registers opts and unregisters it when the test ends.
 func register(t *testing.T, opts registration.Options) *registration.Result {
 	t.Helper()
@@ -57,7 +63,7 @@ func register(t *testing.T, opts registration.Options) *registration.Result {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 		defer cancel()
-		if err := registration.Unregister(ctx, opts); err != nil && !errors.Is(err, registration.ErrNotRegistered) {
+		if err := unregister(ctx, opts); err != nil && !errors.Is(err, registration.ErrNotRegistered) {
 			t.Errorf("cleaning up: %v", err)
 		}
 	})
@@ -481,7 +487,7 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
 	defer cancel()
-	g.Expect(registration.Unregister(ctx, opts)).To(Succeed())
+	g.Expect(unregister(ctx, opts)).To(Succeed())
 
 	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "member-gone"}, &corev1.Secret{})).
 		To(Satisfy(apierrors.IsNotFound), "the hub Secret is deleted")
@@ -509,7 +515,7 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 		return hub.Get(t.Context(), client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{})
 	}).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
 
-	err := registration.Unregister(ctx, opts)
+	err := unregister(ctx, opts)
 	g.Expect(err).To(MatchError(registration.ErrNotRegistered), "unregistering twice is refused: it is not a member any more")
 	t.Logf("error: %v", err)
 }
@@ -524,7 +530,7 @@ func TestUnregisterUnreachableMember(t *testing.T) {
 	lost.Member.Host = "https://127.0.0.1:1"
 	ctx, cancel := context.WithTimeout(t.Context(), unreachableTimeout)
 	defer cancel()
-	err := registration.Unregister(ctx, lost)
+	err := unregister(ctx, lost)
 	g.Expect(err).To(HaveOccurred())
 	t.Logf("error: %v", err)
 	g.Expect(err.Error()).To(And(
@@ -542,7 +548,7 @@ func TestUnregisterUnreachableMember(t *testing.T) {
 
 	// The member is no longer registered: what was left behind is removed by hand, as the error
 	// says.
-	g.Expect(registration.Unregister(ctx, opts)).To(MatchError(registration.ErrNotRegistered))
+	g.Expect(unregister(ctx, opts)).To(MatchError(registration.ErrNotRegistered))
 	ns := hubv1alpha1.DefaultSecretNamespace
 	for _, obj := range []client.Object{
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterRoleBindingName("member-lost")}},
@@ -608,7 +614,7 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 
 	t.Run("unregister with an invalid name", func(t *testing.T) {
 		g := NewWithT(t)
-		err := registration.Unregister(t.Context(), baseOptions("Not_A_Name"))
+		err := unregister(t.Context(), baseOptions("Not_A_Name"))
 		g.Expect(err).To(MatchError(ContainSubstring(`invalid member name "Not_A_Name"`)))
 	})
 }
@@ -684,4 +690,55 @@ func expectBoundTo(g Gomega, token string, s corev1.Secret) {
 	g.Expect(json.Unmarshal(payload, &claims)).To(Succeed())
 	g.Expect(claims.Kubernetes.Secret).NotTo(BeNil(), "the token is bound to a Secret")
 	g.Expect(*claims.Kubernetes.Secret).To(Equal(struct{ Name, UID string }{s.Name, string(s.UID)}))
+}
+
+// RemovePlaced deletes exactly the bundles FleetBundles placed (label and uid annotation) before
+// the identity is revoked; without a hub to let go of the member, Unregister deletes its
+// MemberCluster itself.
+func TestUnregisterRemovePlaced(t *testing.T) {
+	g := NewWithT(t)
+	defer func(was time.Duration) { *registration.ReleaseTimeout = was }(*registration.ReleaseTimeout)
+	*registration.ReleaseTimeout = time.Second
+	opts := baseOptions("member-placed")
+	opts.Labels = map[string]string{"env": "test"} // creates its MemberCluster; no hub runs to delete it
+	register(t, opts)
+
+	const ns = "placed"
+	g.Expect(client.IgnoreAlreadyExists(memberAdmin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+	bundle := func(name string, labels, annotations map[string]string) *configbundlev1alpha1.ConfigBundle {
+		b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: name}}
+		g.Expect(memberAdmin.Create(t.Context(), b)).To(Succeed())
+		return b
+	}
+	placedBy := func(fb string) map[string]string {
+		return map[string]string{hubv1alpha1.FleetBundleLabel: "fleet." + fb}
+	}
+	uid := map[string]string{hubv1alpha1.FleetBundleUIDAnnotation: "1b2c"}
+	removed := []*configbundlev1alpha1.ConfigBundle{bundle("web", placedBy("web"), uid), bundle("api", placedBy("api"), uid)}
+	kept := []*configbundlev1alpha1.ConfigBundle{
+		bundle("local", nil, nil),
+		bundle("label-only", placedBy("label-only"), nil),
+		bundle("annotation-only", nil, uid),
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	defer cancel()
+	opts.RemovePlaced = true
+	res, err := registration.Unregister(ctx, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*res).To(Equal(registration.Unregistration{RemovedPlaced: 2, DeletedMemberCluster: true}))
+
+	for _, b := range removed {
+		g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{})).To(Satisfy(apierrors.IsNotFound), b.Name)
+	}
+	for _, b := range kept {
+		got := &configbundlev1alpha1.ConfigBundle{}
+		g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(b), got)).To(Succeed(), b.Name)
+		g.Expect(got.ResourceVersion).To(Equal(b.ResourceVersion), "%s untouched", b.Name)
+	}
+	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Name: "member-placed"}, &hubv1alpha1.MemberCluster{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(tokenSecretsOf(g, hubv1alpha1.DefaultSecretNamespace, "member-placed")).To(BeEmpty(), "and the identity is revoked")
+	g.Expect(memberAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName("member-placed")}, &corev1.ServiceAccount{})).
+		To(Satisfy(apierrors.IsNotFound))
 }
