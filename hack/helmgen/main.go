@@ -14,8 +14,12 @@
 //
 // Templating is limited to what the values promise: the namespace (every string holding
 // config/default's namespace becomes {{ .Release.Namespace }}), the image, the replica count,
-// --leader-elect or --sharded, resources, scheduling, extra arguments, the PodDisruptionBudget,
-// the metrics Service and the monitoring objects; every templated object also gets Helm's
+// --leader-elect or --sharded, the log level (--zap-log-level), resources, scheduling (priority
+// class and topology spread included), the pods' annotations and labels, the ServiceAccount's
+// annotations, extra arguments, the PodDisruptionBudget, the metrics Service and the monitoring
+// objects. Values the hub or the Deployment would refuse (--leader-elect in extraArgs with
+// sharded, --sharded without, podLabels setting a selector label) fail the rendering, saying
+// why (the helper checkValues). Every templated object also gets Helm's
 // standard labels (helm.sh/chart, app.kubernetes.io/managed-by, app.kubernetes.io/instance,
 // app.kubernetes.io/version) on its metadata, never on a selector or a pod template. With default
 // values the chart renders config/default's objects exactly, but for those four labels;
@@ -250,6 +254,14 @@ func optional(key, v string) func(string) string {
 	}
 }
 
+// optionalScalar is a block that writes `key: value`, v (a values path) quoted, only when v is
+// set.
+func optionalScalar(key, v string) func(string) string {
+	return func(ind string) string {
+		return fmt.Sprintf("{{- with %s }}\n%s%s: {{ . | quote }}\n{{- end }}", v, ind, key)
+	}
+}
+
 // listItems is a block that writes the items of the list v (a values path) at the line's place.
 func listItems(v string) func(string) string {
 	return func(ind string) string {
@@ -279,31 +291,42 @@ func replaceNamespace(v any, ns, tok string) any {
 
 // facts are what the values, the README and NOTES.txt say, read from the sources.
 type facts struct {
-	namespace       string            // config/default's namespace
-	namespaceLabels map[string]string // its Pod Security labels
-	repository      string
-	appVersion      string // the image's tag in config/default
-	digest          string
-	pullPolicy      string
-	replicas        any // config/default's
-	shardedReplicas any // config/sharded's
-	leaderArg       string
-	shardedArg      string
-	argIndex        int // of leaderArg in the container's args
-	resources       any
-	pod             map[string]any // config/default's affinity, nodeSelector, tolerations, imagePullSecrets
-	metricsService  string
-	metricsPort     any
-	metricsPortName string
-	pdb             string
-	maxUnavailable  any
-	monitors        []string // kinds of config/prometheus the chart holds
-	metricsReader   string   // a ClusterRole granting get on /metrics, if any
-	crds            []string
+	namespace          string            // config/default's namespace
+	namespaceLabels    map[string]string // its Pod Security labels
+	repository         string
+	appVersion         string // the image's tag in config/default
+	digest             string
+	pullPolicy         string
+	replicas           any // config/default's
+	shardedReplicas    any // config/sharded's
+	leaderArg          string
+	shardedArg         string
+	argIndex           int // of leaderArg in the container's args
+	resources          any
+	pod                map[string]any // config/default's values of podKeys and podScalarKeys
+	selector           []string       // the Deployment's selector's label keys, which podLabels may not set
+	serviceAccount     string         // the Deployment's serviceAccountName
+	serviceAccountSeen bool           // config/default has it
+	logFlag            string         // the hub's flag of its log level
+	metricsService     string
+	metricsPort        any
+	metricsPortName    string
+	pdb                string
+	maxUnavailable     any
+	monitors           []string // kinds of config/prometheus the chart holds
+	metricsReader      string   // a ClusterRole granting get on /metrics, if any
+	crds               []string
 }
 
-// podKeys are the pod spec fields the values may set, with config/default's as default.
-var podKeys = []string{"affinity", "imagePullSecrets", "nodeSelector", "tolerations"}
+// podKeys are the pod spec fields (maps and lists) the values may set, with config/default's as
+// default; podScalarKeys the scalar ones.
+var (
+	podKeys       = []string{"affinity", "imagePullSecrets", "nodeSelector", "tolerations", "topologySpreadConstraints"}
+	podScalarKeys = []string{"priorityClassName"}
+)
+
+// logLevelFlag is zap's flag of the hub's log level (hub/main.go binds zap's flags).
+const logLevelFlag = "--zap-log-level"
 
 // monitorValues maps the kinds config/prometheus may hold to the value that enables them.
 var monitorValues = map[string]string{"ServiceMonitor": "serviceMonitor", "PrometheusRule": "prometheusRule"}
@@ -428,6 +451,8 @@ func (g *generator) baseObjects() error {
 			err = g.deployment(o)
 		case kind(o) == "Service" && name(o) == chartName+"-metrics":
 			err = g.metricsService(o)
+		case kind(o) == "ServiceAccount" && name(o) == g.f.serviceAccount:
+			err = g.serviceAccount(o)
 		default:
 			if kind(o) == "ClusterRole" && grantsMetrics(o) {
 				g.f.metricsReader = name(o)
@@ -440,6 +465,9 @@ func (g *generator) baseObjects() error {
 	}
 	if g.f.metricsService == "" {
 		return fmt.Errorf("config/default has no Service %s-metrics", chartName)
+	}
+	if !g.f.serviceAccountSeen {
+		return fmt.Errorf("config/default has no ServiceAccount %s, the Deployment's", g.f.serviceAccount)
 	}
 	return nil
 }
@@ -467,8 +495,8 @@ func (g *generator) crd(o object) error {
 }
 
 // templateFile writes obj, with the standard labels, the release's namespace and any placeholder
-// already in it, to templates/, rendered only when cond (if any) holds; prelude follows the
-// condition.
+// already in it, to templates/, rendered only when cond (if any) holds; prelude (template text
+// that renders nothing, a check) precedes it, within the condition.
 func (g *generator) templateFile(obj object, cond, prelude string) error {
 	labels := child(obj, "metadata", "labels")
 	labels[g.tk.lines(func(ind string) string {
@@ -487,8 +515,9 @@ func (g *generator) templateFile(obj object, cond, prelude string) error {
 		return fmt.Errorf("two objects would be written to %s", file)
 	}
 	head := "{{- /* " + generatedBy + " */ -}}\n"
+	text = prelude + text
 	if cond != "" {
-		text = "{{- if " + cond + " }}\n" + prelude + text + "{{- end }}\n"
+		text = "{{- if " + cond + " }}\n" + text + "{{- end }}\n"
 	}
 	g.files[file] = head + text
 	return nil
@@ -532,10 +561,22 @@ func (g *generator) deployment(base object) error {
 	spec := child(d, "spec")
 	g.f.replicas = spec["replicas"]
 	spec["replicas"] = g.tk.expr("{{ .Values.replicaCount }}")
+	g.f.selector = slices.Sorted(maps.Keys(child(spec, "selector", "matchLabels")))
+	podMeta := child(spec, "template", "metadata")
+	if _, ok := podMeta["annotations"]; ok {
+		return errors.New("config/default's pod template has annotations: teach hack/helmgen to merge podAnnotations into them")
+	}
+	podMeta["annotations"] = g.tk.lines(optional("annotations", ".Values.podAnnotations"))
+	child(podMeta, "labels")[g.tk.lines(listItems(".Values.podLabels"))] = ""
 	pod := child(spec, "template", "spec")
+	g.f.serviceAccount = str(pod, "serviceAccountName")
 	for _, k := range podKeys {
 		g.f.pod[k] = pod[k]
 		pod[k] = g.tk.lines(optional(k, ".Values."+k))
+	}
+	for _, k := range podScalarKeys {
+		g.f.pod[k] = pod[k]
+		pod[k] = g.tk.lines(optionalScalar(k, ".Values."+k))
 	}
 	args, err := containerArgs(d)
 	if err != nil {
@@ -545,17 +586,36 @@ func (g *generator) deployment(base object) error {
 	g.f.repository, g.f.appVersion, g.f.digest = splitImage(str(c, "image"))
 	c["image"] = g.tk.expr(fmt.Sprintf(`{{ include "%s.image" . | quote }}`, chartName))
 	g.f.pullPolicy = str(c, "imagePullPolicy")
-	c["imagePullPolicy"] = g.tk.lines(func(ind string) string {
-		return "{{- with .Values.image.pullPolicy }}\n" + ind + "imagePullPolicy: {{ . }}\n{{- end }}"
-	})
+	c["imagePullPolicy"] = g.tk.lines(optionalScalar("imagePullPolicy", ".Values.image.pullPolicy"))
 	g.f.resources = c["resources"]
 	c["resources"] = g.tk.lines(optional("resources", ".Values.resources"))
 	args[g.f.argIndex] = g.tk.lines(func(ind string) string {
 		return fmt.Sprintf("{{- if .Values.sharded }}\n%s- %s\n{{- else }}\n%s- %s\n{{- end }}",
 			ind, yamlScalar(g.f.shardedArg), ind, yamlScalar(g.f.leaderArg))
 	})
-	c["args"] = append(args, g.tk.lines(listItems(".Values.extraArgs")))
-	return g.templateFile(d, "", "")
+	for _, a := range args {
+		if s, _ := a.(string); s == logLevelFlag || strings.HasPrefix(s, logLevelFlag+"=") {
+			return fmt.Errorf("config/default sets %s: teach hack/helmgen to take logLevel's default from it", logLevelFlag)
+		}
+	}
+	g.f.logFlag = logLevelFlag
+	logLevel := g.tk.lines(func(ind string) string {
+		return fmt.Sprintf("{{- with .Values.logLevel }}\n%s- {{ printf \"%s=%%v\" . | quote }}\n{{- end }}", ind, logLevelFlag)
+	})
+	c["args"] = append(args, logLevel, g.tk.lines(listItems(".Values.extraArgs")))
+	return g.templateFile(d, "", fmt.Sprintf("{{- include \"%s.checkValues\" . }}\n", chartName))
+}
+
+// serviceAccount templates the hub's ServiceAccount, with serviceAccount.annotations.
+func (g *generator) serviceAccount(base object) error {
+	sa := deepCopy(base)
+	meta := child(sa, "metadata")
+	if _, ok := meta["annotations"]; ok {
+		return fmt.Errorf("config/default's ServiceAccount %s has annotations: teach hack/helmgen to merge serviceAccount.annotations into them", name(sa))
+	}
+	meta["annotations"] = g.tk.lines(optional("annotations", ".Values.serviceAccount.annotations"))
+	g.f.serviceAccountSeen = true
+	return g.templateFile(sa, "", "")
 }
 
 func (g *generator) metricsService(base object) error {
@@ -704,14 +764,36 @@ func valueTree(f *facts) []value {
 		}},
 	}
 	vals = append(vals, monitorValueTree(f)...)
-	return append(vals,
-		value{key: "extraArgs", def: []any{}, schema: object{"type": "array", "items": object{"type": "string"}},
-			doc: "Arguments appended to the hub's (`hub --help` lists them; of a flag given twice, the last counts), for example [--probe-interval=30s]."},
-		value{key: "nodeSelector", def: orEmpty(f.pod["nodeSelector"], object{}), doc: "nodeSelector of the hub's pods."},
-		value{key: "tolerations", def: orEmpty(f.pod["tolerations"], []any{}), doc: "Tolerations of the hub's pods."},
-		value{key: "affinity", def: orEmpty(f.pod["affinity"], object{}),
+	return append(vals, podValueTree(f)...)
+}
+
+// podValueTree are the values of the hub's container arguments, ServiceAccount and pods.
+func podValueTree(f *facts) []value {
+	stringMap := object{"type": "object", "additionalProperties": object{"type": "string"}}
+	return []value{
+		{key: "logLevel", def: "", schema: object{"type": []string{"string", "integer"}, "pattern": "^(|debug|info|error|panic|[1-9][0-9]*)$", "minimum": 1},
+			doc: fmt.Sprintf("The hub's log level, its flag %s: debug, info, error, panic, or an integer above 0 for more verbose "+
+				"levels (2 shows the Kubernetes client's V(2) lines); empty: not passed, the hub's default (info), as config/default.", f.logFlag)},
+		{key: "extraArgs", def: []any{}, schema: object{"type": "array", "items": object{"type": "string"}},
+			doc: fmt.Sprintf("Arguments appended to the hub's (`hub --help` lists them; of a flag given twice, the last counts), for example "+
+				"[--probe-interval=30s]. Rendering fails on %s with sharded: true, and on %s without: set sharded instead.", f.leaderArg, f.shardedArg)},
+		{key: "serviceAccount", doc: fmt.Sprintf("The ServiceAccount %s the hub's pods run as (config/default's).", f.serviceAccount), children: []value{
+			{key: "annotations", def: object{}, schema: stringMap,
+				doc: "Annotations of the ServiceAccount, for example a cloud's workload identity (eks.amazonaws.com/role-arn: ...)."},
+		}},
+		{key: "podAnnotations", def: object{}, schema: stringMap, doc: "Annotations of the hub's pods."},
+		{key: "podLabels", def: object{}, schema: stringMap, doc: fmt.Sprintf(
+			"Labels added to the hub's pods (not to the Deployment's selector, whose %s they may not set).", strings.Join(f.selector, ", "))},
+		{key: "priorityClassName", def: orEmpty(f.pod["priorityClassName"], ""),
+			doc: "priorityClassName of the hub's pods, a PriorityClass of the cluster's; empty: none (the cluster's default), as config/default."},
+		{key: "nodeSelector", def: orEmpty(f.pod["nodeSelector"], object{}), doc: "nodeSelector of the hub's pods."},
+		{key: "tolerations", def: orEmpty(f.pod["tolerations"], []any{}), doc: "Tolerations of the hub's pods."},
+		{key: "affinity", def: orEmpty(f.pod["affinity"], object{}),
 			doc: "Affinity of the hub's pods; config/default's spreads the replicas over nodes, so that one node's failure leaves the others."},
-	)
+		{key: "topologySpreadConstraints", def: orEmpty(f.pod["topologySpreadConstraints"], []any{}),
+			doc: "topologySpreadConstraints of the hub's pods, as in a pod spec, for example to spread the replicas over zones " +
+				"(labelSelector: {matchLabels: {app.kubernetes.io/name: configbundle-hub}})."},
+	}
 }
 
 func monitorValueTree(f *facts) []value {
@@ -881,6 +963,26 @@ app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | tr
 {{- end -}}
 {{- end }}
 
+{{- /* Refuses values the hub would refuse, or the Deployment could not take: ` + f.leaderArg + ` in extraArgs
+with sharded (which runs ` + f.shardedArg + `), ` + f.shardedArg + ` in extraArgs without, podLabels setting a label of the
+Deployment's selector. */}}
+{{- define "` + chartName + `.checkValues" -}}
+{{- range .Values.extraArgs }}
+{{- $flag := regexReplaceAll "=.*" (toString .) "" }}
+{{- if and $.Values.sharded (eq $flag "` + f.leaderArg + `") }}
+{{- fail "sharded: true runs the hub with ` + f.shardedArg + `, which it refuses together with ` + f.leaderArg + ` (sharded replicas share the members, leader election makes one replica do everything): remove ` + f.leaderArg + ` from extraArgs" }}
+{{- end }}
+{{- if and (not $.Values.sharded) (eq $flag "` + f.shardedArg + `") }}
+{{- fail "extraArgs has ` + f.shardedArg + `, which the hub refuses together with the ` + f.leaderArg + ` of sharded: false: set sharded: true instead" }}
+{{- end }}
+{{- end }}
+{{- range $key := list ` + quoteAll(f.selector) + ` }}
+{{- if hasKey ($.Values.podLabels | default dict) $key }}
+{{- fail (printf "podLabels may not set %s: it is a label of the Deployment's selector" $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- /* Whether to create the PodDisruptionBudget: podDisruptionBudget.enabled, or sharded when it is null. */}}
 {{- define "` + chartName + `.podDisruptionBudget" -}}
 {{- $enabled := .Values.podDisruptionBudget.enabled -}}
@@ -888,6 +990,15 @@ app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | tr
 {{- if $enabled }}true{{ end -}}
 {{- end }}
 `
+}
+
+// quoteAll is strs as quoted template strings separated by spaces.
+func quoteAll(strs []string) string {
+	quoted := make([]string, len(strs))
+	for i, s := range strs {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(quoted, " ")
 }
 
 func notes(f *facts) string {

@@ -280,16 +280,40 @@ func (d *demo) summary(ctx context.Context) error {
 }
 
 func (d *demo) keep() {
-	d.say("\n==> The fleet keeps running until you press Ctrl-C. Point kubectl at it:")
-	d.say("    export KUBECONFIG=%s", d.fl.HubPlane.KubeconfigPath)
+	d.say("\n==> The fleet keeps running until you press Ctrl-C. Point kubectl and hub at it (contexts %s; %s is the current one):", strings.Join(d.contexts(), ", "), fleet.HubName)
+	d.say("    export KUBECONFIG=%s", d.kubeconfig())
 	d.say("    kubectl get memberclusters -o wide; kubectl get fleet; kubectl wait --for=condition=Ready fleet/default")
 	if d.fb != nil {
 		d.say("    kubectl get fleetbundles -A; kubectl label memberclusters %s %s=%s --overwrite    # places %s there again", d.members[1].Name, envKey, prodEnv, d.fb.Name)
 	}
 	for _, m := range d.members {
-		d.say("    kubectl --kubeconfig %s get configbundles -A    # %s", m.Plane.KubeconfigPath, m.Name)
+		d.say("    kubectl --context %s get configbundles -A", m.Name)
+	}
+	d.say("    %[1]s register %[2]s --member-context %[2]s --hub-context %[3]s --wait    # rotates %[2]s's token", d.opts.HubBinary, d.members[0].Name, fleet.HubName)
+	if p := d.fl.HubProcess(fleet.HubName); p != nil {
+		d.say("    hub metrics: curl -s http://%s/metrics | grep ^configbundle_", p.MetricsAddr)
 	}
 	d.say("    hub log: %s", d.fl.LogPath(fleet.HubName))
+}
+
+// contexts are the names of the contexts of kubeconfig(): the hub's, then the members'.
+func (d *demo) contexts() []string {
+	names := []string{fleet.HubName}
+	for _, m := range d.members {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+// kubeconfig is a KUBECONFIG value, the list of the control planes' kubeconfig files, that
+// merges them: each file has one cluster, user and context named after its plane, so none
+// collide, and the first file's (the hub's) is the current context.
+func (d *demo) kubeconfig() string {
+	paths := []string{d.fl.HubPlane.KubeconfigPath}
+	for _, m := range d.members {
+		paths = append(paths, m.Plane.KubeconfigPath)
+	}
+	return strings.Join(paths, string(os.PathListSeparator))
 }
 
 func (d *demo) cleanup() error {

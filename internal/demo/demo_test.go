@@ -3,20 +3,37 @@ package demo_test
 import (
 	"bytes"
 	"context"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/demo"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/internal/testing/hubprocess"
+	"configbundle.dev/hub/pkg/hubmanager"
 )
 
 // demoTimeout bounds the whole tour on a loaded two-core machine.
 const demoTimeout = 8 * time.Minute
 
-// TestDemo takes the same tour as `make demo`, with its three members (placement needs a member
-// left unselected), so that the demo cannot rot.
+// TestDemo takes the same tour as `make demo DEMO_ARGS=--keep`, with its three members
+// (placement needs a member left unselected), and tries what it prints for the kept fleet, so
+// that the demo cannot rot.
 func TestDemo(t *testing.T) {
 	if err := controlplane.CheckAssets(); err != nil {
 		t.Fatal(err)
@@ -27,9 +44,25 @@ func TestDemo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()
-	var out bytes.Buffer
-	if err := demo.Run(ctx, demo.Options{Out: &out, HubBinary: bin}); err != nil {
-		t.Fatalf("demo failed: %v\n%s", err, out.String())
+	// As `make demo DEMO_ARGS=--keep`: the fleet keeps running once the tour is over, and the
+	// commands it prints are tried on it before it is stopped.
+	out, finished := &syncBuffer{}, make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(finished)
+		runErr = demo.Run(ctx, demo.Options{Out: out, HubBinary: bin, Keep: true})
+	}()
+	defer func() { cancel(); <-finished }() // the demo stops its fleet whatever the test's outcome
+	select {
+	case <-finished:
+		t.Fatalf("demo failed: %v\n%s", runErr, out.String())
+	case <-out.seen("    hub log: "):
+	}
+	checkKeptFleet(t, out.String())
+	cancel()
+	<-finished
+	if runErr != nil {
+		t.Fatalf("demo failed: %v\n%s", runErr, out.String())
 	}
 	t.Log(out.String())
 	// Compared with the runs of spaces of the tables collapsed.
@@ -61,6 +94,104 @@ func TestDemo(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the demo's output lacks %q", want)
+		}
+	}
+}
+
+// checkKeptFleet tries what the demo prints for the kept fleet: its KUBECONFIG has a working
+// context for the hub and for every member, each reaching its own cluster (a member's is the
+// cluster its MemberCluster's clusterID names), the register command printed works with it
+// as written, and the hub's metrics are at the address printed.
+func checkKeptFleet(t *testing.T, out string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	export := regexp.MustCompile(`(?m)^\s*export KUBECONFIG=(\S+)$`).FindStringSubmatch(out)
+	g.Expect(export).NotTo(BeNil(), "the demo prints one export KUBECONFIG=...")
+	kubeconfig := export[1]
+	raw, err := (&clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(kubeconfig)}).Load()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(raw.CurrentContext).To(Equal("hub"))
+	g.Expect(slices.Sorted(maps.Keys(raw.Contexts))).To(Equal([]string{"hub", "member-1", "member-2", "member-3"}))
+
+	scheme, err := hubmanager.Scheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	uids := map[string]string{} // context: the uid of its cluster's kube-system
+	var mcs hubv1alpha1.MemberClusterList
+	for name := range raw.Contexts {
+		cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+		g.Expect(err).NotTo(HaveOccurred())
+		c, err := client.New(cfg, client.Options{Scheme: scheme})
+		g.Expect(err).NotTo(HaveOccurred())
+		ns := &corev1.Namespace{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns)).To(Succeed(), "context %s", name)
+		uids[name] = string(ns.UID)
+		if name == "hub" {
+			g.Expect(c.List(ctx, &mcs)).To(Succeed(), "the hub context reaches the hub cluster")
+		}
+	}
+	g.Expect(mcs.Items).To(HaveLen(3))
+	for _, mc := range mcs.Items {
+		g.Expect(uids[mc.Name]).To(Equal(mc.Status.ClusterID), "context %s reaches member %s", mc.Name, mc.Name)
+	}
+	g.Expect(uids).To(HaveLen(4))
+	g.Expect(slices.Compact(slices.Sorted(maps.Values(uids)))).To(HaveLen(4), "four contexts, four clusters")
+
+	register := regexp.MustCompile(`(?m)^\s*(\S+ register member-1 [^#]*?)\s*#`).FindStringSubmatch(out)
+	g.Expect(register).NotTo(BeNil(), "the demo prints a register command")
+	args := strings.Fields(register[1])
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	regOut, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s:\n%s", register[1], regOut)
+
+	metrics := regexp.MustCompile(`curl -s http://(\S+)/metrics`).FindStringSubmatch(out)
+	g.Expect(metrics).NotTo(BeNil(), "the demo prints the hub's metrics address")
+	scrape, err := fleet.Scrape(metrics[1])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(scrape).To(ContainSubstring(`configbundle_member_bundles{cluster="member-1"}`))
+}
+
+// syncBuffer is the demo's output, written by the demo and read by the test at once.
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	waiters map[string]chan struct{}
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.b.Write(p)
+	s.notify()
+	return n, err
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// seen is closed once the output contains text.
+func (s *syncBuffer) seen(text string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	if s.waiters == nil {
+		s.waiters = map[string]chan struct{}{}
+	}
+	s.waiters[text] = ch
+	s.notify()
+	return ch
+}
+
+// notify closes the channels of the texts the output contains; s.mu is held.
+func (s *syncBuffer) notify() {
+	for text, ch := range s.waiters {
+		if strings.Contains(s.b.String(), text) {
+			close(ch)
+			delete(s.waiters, text)
 		}
 	}
 }

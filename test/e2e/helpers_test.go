@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -66,6 +68,14 @@ func columns(t *metav1.Table, priority int32) (names []string) {
 	return names
 }
 
+// columnNames returns the names of all a table's columns, in the order of its rows' cells.
+func columnNames(t *metav1.Table) (names []string) {
+	for _, c := range t.ColumnDefinitions {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
 func TestPrinterColumns(t *testing.T) {
 	g := NewWithT(t)
 	joined(t, "m1")
@@ -83,6 +93,12 @@ func TestPrinterColumns(t *testing.T) {
 	g.Expect(m1).NotTo(BeNil())
 	g.Expect(m1[1:3]).To(Equal([]any{"True", "Connected"}))
 	g.Expect(m1[3]).To(HavePrefix("v1.36"))
+	// The credential hub register made expires in a year: -o wide says when (a date column shows
+	// the age of a past time, and "<invalid>" for a future one).
+	expiry := fl.MemberCluster("m1")(g).Status.CredentialsExpiry
+	g.Expect(expiry).NotTo(BeNil())
+	g.Expect(expiry.Time).To(BeTemporally(">", time.Now()))
+	g.Expect(m1[slices.Index(columnNames(mcs), "Credentials-Expiry")]).To(Equal(expiry.UTC().Format(time.RFC3339)))
 
 	fleets := table(g, "/apis/hub.configbundle.dev/v1alpha1/fleets")
 	g.Expect(columns(fleets, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Clusters", "Clusters-Ready", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
@@ -105,4 +121,9 @@ func TestPrinterColumns(t *testing.T) {
 		t.Logf("kubectl get %s:\n%s", resource, out)
 		g.Expect(strings.Fields(string(out))[:2]).To(Equal(strings.Fields(header)[:2]))
 	}
+	out, err := exec.Command(kubectl, "--kubeconfig", fl.HubPlane.KubeconfigPath, "get", "mc", "m1", "-o", "wide").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	t.Logf("kubectl get mc m1 -o wide:\n%s", out)
+	g.Expect(string(out)).To(ContainSubstring(expiry.UTC().Format(time.RFC3339)))
+	g.Expect(string(out)).NotTo(ContainSubstring("<invalid>"))
 }

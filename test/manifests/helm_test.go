@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"flag"
 	"io"
 	"io/fs"
 	"maps"
@@ -16,10 +17,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +31,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 )
 
@@ -189,7 +193,8 @@ func hasPrometheus(t *testing.T) bool {
 }
 
 func TestHelmLint(t *testing.T) {
-	for _, set := range []string{"", "sharded=true,replicaCount=3", "serviceMonitor.enabled=true,prometheusRule.enabled=true"} {
+	for _, set := range []string{"", "sharded=true,replicaCount=3", "serviceMonitor.enabled=true,prometheusRule.enabled=true",
+		"podAnnotations.a=b,podLabels.team=platform,serviceAccount.annotations.a=b,priorityClassName=platform-critical,logLevel=debug"} {
 		t.Run("values "+set, func(t *testing.T) {
 			args := []string{"lint", "--strict", chartDir}
 			if set != "" {
@@ -352,6 +357,67 @@ func TestHelmValues(t *testing.T) {
 		_, err := runHelm(t, "template", release, chartDir, "--set", "serviceMonitor.enabled=true,metrics.service.enabled=false")
 		g.Expect(err).To(MatchError(ContainSubstring("serviceMonitor.enabled needs metrics.service.enabled")))
 	})
+	t.Run("pod annotations and labels", func(t *testing.T) {
+		g := NewWithT(t)
+		d := deployment(t, "podAnnotations.example\\.com/owner=platform,podLabels.team=platform")
+		g.Expect(d.Spec.Template.Annotations).To(Equal(map[string]string{"example.com/owner": "platform"}))
+		g.Expect(d.Spec.Template.Labels).To(Equal(map[string]string{"app.kubernetes.io/name": hubName, "team": "platform"}))
+		g.Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{"app.kubernetes.io/name": hubName}), "the selector stays")
+		g.Expect(d.Annotations).To(BeEmpty(), "on the pods, not on the Deployment")
+		_, err := runHelm(t, "template", release, chartDir, "--set", "podLabels.app\\.kubernetes\\.io/name=other")
+		g.Expect(err).To(MatchError(ContainSubstring("podLabels may not set app.kubernetes.io/name: it is a label of the Deployment's selector")))
+	})
+	t.Run("serviceAccount.annotations", func(t *testing.T) {
+		const role = "arn:aws:iam::111122223333:role/configbundle-hub"
+		objs := helmTemplate(t, namespace, "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn="+role)
+		sa := find(t, objs, "ServiceAccount", namespace, hubName)
+		NewWithT(t).Expect(sa.GetAnnotations()).To(Equal(map[string]string{"eks.amazonaws.com/role-arn": role}))
+		NewWithT(t).Expect(convert[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, hubName)).Spec.Template.Spec.ServiceAccountName).
+			To(Equal(sa.GetName()), "the ServiceAccount the pods run as")
+	})
+	t.Run("priorityClassName and topologySpreadConstraints", func(t *testing.T) {
+		g := NewWithT(t)
+		pod := deployment(t, "priorityClassName=platform-critical",
+			"topologySpreadConstraints[0].maxSkew=1,topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+			"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+			"topologySpreadConstraints[0].labelSelector.matchLabels.app\\.kubernetes\\.io/name="+hubName).Spec.Template.Spec
+		g.Expect(pod.PriorityClassName).To(Equal("platform-critical"))
+		g.Expect(pod.TopologySpreadConstraints).To(Equal([]corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": hubName}},
+		}}))
+	})
+	t.Run("logLevel is the hub's --zap-log-level", func(t *testing.T) {
+		g := NewWithT(t)
+		base := convert[appsv1.Deployment](t, find(t, render(t, "default"), "Deployment", namespace, hubName)).Spec.Template.Spec.Containers[0].Args
+		g.Expect(base).NotTo(ContainElement(HavePrefix("--zap-log-level")), "the default passes no level, as config/default")
+		for level, enabled := range map[string]zapcore.Level{"debug": zapcore.DebugLevel, "error": zapcore.ErrorLevel, "2": zapcore.Level(-2)} {
+			args := deployment(t, "logLevel="+level, "extraArgs={--probe-interval=30s}").Spec.Template.Spec.Containers[0].Args
+			g.Expect(args).To(Equal(append(slices.Clone(base), "--zap-log-level="+level, "--probe-interval=30s")), "before extraArgs, which may override it")
+			// The flag is zap's, as the hub binds it (hub/main.go), and sets that level.
+			fs := flag.NewFlagSet("hub", flag.ContinueOnError)
+			var zapOpts zap.Options
+			zapOpts.BindFlags(fs)
+			g.Expect(fs.Parse(args[len(args)-2 : len(args)-1])).To(Succeed())
+			g.Expect(zapOpts.Level).NotTo(BeNil())
+			g.Expect(zapOpts.Level.Enabled(enabled)).To(BeTrue(), level)
+			g.Expect(zapOpts.Level.Enabled(enabled-1)).To(BeFalse(), level)
+		}
+		_, err := runHelm(t, "template", release, chartDir, "--set", "logLevel=verbose")
+		g.Expect(err).To(MatchError(ContainSubstring("logLevel")), "the schema refuses a level zap does not know")
+	})
+	t.Run("sharded refuses --leader-elect in extraArgs", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, arg := range []string{"--leader-elect", "--leader-elect=true"} {
+			_, err := runHelm(t, "template", release, chartDir, "--set", "sharded=true,replicaCount=3", "--set", "extraArgs={"+arg+"}")
+			g.Expect(err).To(MatchError(ContainSubstring("sharded: true runs the hub with --sharded, which it refuses together with --leader-elect")), arg)
+			g.Expect(err).To(MatchError(ContainSubstring("remove --leader-elect from extraArgs")), arg)
+		}
+		_, err := runHelm(t, "template", release, chartDir, "--set", "extraArgs={--sharded}")
+		g.Expect(err).To(MatchError(ContainSubstring("extraArgs has --sharded")), "and --sharded without sharded: true")
+		g.Expect(deployment(t, "sharded=true", "extraArgs={--leader-election-namespace=x}").Spec.Template.Spec.Containers[0].Args).
+			To(ContainElement("--sharded"), "a flag that only begins alike is no --leader-elect")
+	})
 	t.Run("the schema refuses a misspelt value", func(t *testing.T) {
 		_, err := runHelm(t, "template", release, chartDir, "--set", "shard=true")
 		NewWithT(t).Expect(err).To(MatchError(ContainSubstring("shard")))
@@ -433,7 +499,7 @@ func monitoringCRDs() []*apiextensionsv1.CustomResourceDefinition {
 // monitoring CRDs, then server-side applies as a dry run every object the chart renders into it,
 // with default values, sharded, and with every optional object and value on.
 func TestHelmServerAcceptsChart(t *testing.T) {
-	const ns = "hub-helm"
+	const ns, priorityClass = "hub-helm", "platform-critical"
 	cp := controlPlane(t, "dry")
 	c := adminClient(t, cp)
 	g := NewWithT(t)
@@ -462,6 +528,9 @@ func TestHelmServerAcceptsChart(t *testing.T) {
 			"serviceMonitor.enabled=true,prometheusRule.enabled=true,serviceMonitor.labels.release=prom,prometheusRule.labels.release=prom",
 			"image.tag=v1.2.3,image.pullPolicy=IfNotPresent,imagePullSecrets[0].name=regcred,extraArgs={--probe-interval=30s}",
 			"podDisruptionBudget.enabled=true,nodeSelector.role=hub,tolerations[0].key=hub,tolerations[0].operator=Exists",
+			"podAnnotations.example\\.com/owner=platform,podLabels.team=platform,serviceAccount.annotations.example\\.com/role=hub",
+			"priorityClassName=" + priorityClass + ",logLevel=debug",
+			"topologySpreadConstraints[0].maxSkew=1,topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone,topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
 		},
 	}
 	objs := map[string][]*unstructured.Unstructured{}
@@ -470,6 +539,8 @@ func TestHelmServerAcceptsChart(t *testing.T) {
 		prerequisites = append(prerequisites, objs[name]...) // the CRDs among them
 	}
 	installPrerequisites(t, c, prerequisites)
+	// The priorityClassName of "everything on" names a PriorityClass that exists, as admission requires.
+	g.Expect(c.Create(t.Context(), &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: priorityClass}, Value: 1000})).To(Succeed())
 
 	for _, name := range slices.Sorted(maps.Keys(renders)) {
 		t.Run(name, func(t *testing.T) {

@@ -214,7 +214,7 @@ type MemberClusterStatus struct {
 // +kubebuilder:printcolumn:name="Placed",type=integer,JSONPath=`.status.bundles.placed`,priority=1
 // +kubebuilder:printcolumn:name="Last-Seen",type=date,JSONPath=`.status.lastSeenTime`,priority=1
 // +kubebuilder:printcolumn:name="Credentials",type=string,JSONPath=`.status.conditions[?(@.type=="CredentialsValid")].reason`,priority=1
-// +kubebuilder:printcolumn:name="Credentials-Expiry",type=date,JSONPath=`.status.credentialsExpiry`,priority=1
+// +kubebuilder:printcolumn:name="Credentials-Expiry",type=string,JSONPath=`.status.credentialsExpiry`,priority=1
 // +kubebuilder:printcolumn:name="Replica",type=string,JSONPath=`.status.replica`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MemberCluster struct {

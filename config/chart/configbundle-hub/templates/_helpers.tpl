@@ -18,6 +18,26 @@ app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | tr
 {{- end -}}
 {{- end }}
 
+{{- /* Refuses values the hub would refuse, or the Deployment could not take: --leader-elect in extraArgs
+with sharded (which runs --sharded), --sharded in extraArgs without, podLabels setting a label of the
+Deployment's selector. */}}
+{{- define "configbundle-hub.checkValues" -}}
+{{- range .Values.extraArgs }}
+{{- $flag := regexReplaceAll "=.*" (toString .) "" }}
+{{- if and $.Values.sharded (eq $flag "--leader-elect") }}
+{{- fail "sharded: true runs the hub with --sharded, which it refuses together with --leader-elect (sharded replicas share the members, leader election makes one replica do everything): remove --leader-elect from extraArgs" }}
+{{- end }}
+{{- if and (not $.Values.sharded) (eq $flag "--sharded") }}
+{{- fail "extraArgs has --sharded, which the hub refuses together with the --leader-elect of sharded: false: set sharded: true instead" }}
+{{- end }}
+{{- end }}
+{{- range $key := list "app.kubernetes.io/name" }}
+{{- if hasKey ($.Values.podLabels | default dict) $key }}
+{{- fail (printf "podLabels may not set %s: it is a label of the Deployment's selector" $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- /* Whether to create the PodDisruptionBudget: podDisruptionBudget.enabled, or sharded when it is null. */}}
 {{- define "configbundle-hub.podDisruptionBudget" -}}
 {{- $enabled := .Values.podDisruptionBudget.enabled -}}
