@@ -86,7 +86,8 @@ func TestJoinReconcileAndReport(t *testing.T) {
 			f.Status.Conditions, f.Status.HeartbeatTime = nil, nil
 			return f.Status
 		},
-			Equal(hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 3, Ready: 3}, Bundles: hubv1alpha1.BundleCounts{Total: 4, Ready: 3, Failed: 1}})),
+			Equal(hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 3, Ready: 3}, Bundles: hubv1alpha1.BundleCounts{Total: 4, Ready: 3, Failed: 1},
+				HeartbeatIntervalSeconds: int64(heartbeatInterval / time.Second)})),
 	))
 
 	// The conflict resolves; a heal in m1 is counted on its MemberCluster and on the Fleet.
