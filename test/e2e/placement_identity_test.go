@@ -57,7 +57,7 @@ func specFields(g Gomega, fb *hubv1alpha1.FleetBundle) map[string]string {
 			continue
 		}
 		var fields map[string]json.RawMessage
-		g.Expect(json.Unmarshal(f.FieldsV1.Raw, &fields)).To(Succeed())
+		g.Expect(json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields)).To(Succeed())
 		if spec, ok := fields["f:spec"]; ok {
 			out[f.Manager+"/"+string(f.Operation)+"/"+f.Subresource] = string(spec)
 		}
