@@ -86,8 +86,8 @@ func (o *options) identityObjects() []string {
 
 // releaseTimeout bounds how long Unregister waits for the hub to let go of the member (delete its
 // MemberCluster, having dropped the member) before it removes the placed bundles. A running hub
-// does within a second; one that is not running never does.
-const releaseTimeout = 15 * time.Second
+// does within a second; one that is not running never does. A variable for the tests.
+var releaseTimeout = 15 * time.Second
 
 // awaitRelease waits until the hub has let go of the member, whose Secret is gone, so that it
 // places nothing there again once the placed bundles are removed: the hub deletes the

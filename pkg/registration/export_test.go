@@ -4,4 +4,5 @@ package registration
 var (
 	BuildKubeconfig = buildKubeconfig
 	Verify          = verify
+	ReleaseTimeout  = &releaseTimeout
 )

@@ -294,3 +294,35 @@ func makeLegacyRegistration(t *testing.T, g Gomega, names ...string) client.Clie
 	g.Eventually(identify(c)).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	return c
 }
+
+// The hub cluster itself is refused as a member, changing nothing, unless AllowHubAsMember.
+func TestHubAsMemberIsRefusedUnlessAllowed(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	defer cancel()
+	self := baseOptions("hub-itself")
+	self.Member = rest.CopyConfig(hubCP.Config)
+	self.Force = true // does not allow it
+
+	_, err := registration.Register(ctx, self)
+	g.Expect(err).To(MatchError(registration.ErrHubAsMember))
+	g.Expect(err.Error()).To(And(ContainSubstring("refused, nothing was changed"), ContainSubstring("--member-context"), ContainSubstring("--allow-hub-as-member")))
+	t.Logf("error: %v", err)
+	sa := client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName("hub-itself")}
+	g.Expect(hubAdmin.Get(ctx, sa, &corev1.ServiceAccount{})).To(Satisfy(apierrors.IsNotFound), "no identity in the hub cluster")
+	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Name: registration.ClusterRoleBindingName("hub-itself")}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "hub-itself"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+
+	// Allowed, it is a member like any other; unregistering it removes nothing placed (the hub
+	// cluster serves no ConfigBundles).
+	self.Force, self.AllowHubAsMember = false, true
+	res, err := registration.Register(ctx, self)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.ClusterID).NotTo(BeEmpty())
+	g.Expect(hubAdmin.Get(ctx, sa, &corev1.ServiceAccount{})).To(Succeed())
+	self.RemovePlaced = true
+	gone, err := registration.Unregister(ctx, self)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*gone).To(Equal(registration.Unregistration{}))
+	g.Expect(hubAdmin.Get(ctx, sa, &corev1.ServiceAccount{})).To(Satisfy(apierrors.IsNotFound))
+}

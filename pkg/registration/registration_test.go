@@ -691,3 +691,54 @@ func expectBoundTo(g Gomega, token string, s corev1.Secret) {
 	g.Expect(claims.Kubernetes.Secret).NotTo(BeNil(), "the token is bound to a Secret")
 	g.Expect(*claims.Kubernetes.Secret).To(Equal(struct{ Name, UID string }{s.Name, string(s.UID)}))
 }
+
+// RemovePlaced deletes exactly the bundles FleetBundles placed (label and uid annotation) before
+// the identity is revoked; without a hub to let go of the member, Unregister deletes its
+// MemberCluster itself.
+func TestUnregisterRemovePlaced(t *testing.T) {
+	g := NewWithT(t)
+	defer func(was time.Duration) { *registration.ReleaseTimeout = was }(*registration.ReleaseTimeout)
+	*registration.ReleaseTimeout = time.Second
+	opts := baseOptions("member-placed")
+	opts.Labels = map[string]string{"env": "test"} // creates its MemberCluster; no hub runs to delete it
+	register(t, opts)
+
+	const ns = "placed"
+	g.Expect(client.IgnoreAlreadyExists(memberAdmin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+	bundle := func(name string, labels, annotations map[string]string) *configbundlev1alpha1.ConfigBundle {
+		b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: name}}
+		g.Expect(memberAdmin.Create(t.Context(), b)).To(Succeed())
+		return b
+	}
+	placedBy := func(fb string) map[string]string {
+		return map[string]string{hubv1alpha1.FleetBundleLabel: "fleet." + fb}
+	}
+	uid := map[string]string{hubv1alpha1.FleetBundleUIDAnnotation: "1b2c"}
+	removed := []*configbundlev1alpha1.ConfigBundle{bundle("web", placedBy("web"), uid), bundle("api", placedBy("api"), uid)}
+	kept := []*configbundlev1alpha1.ConfigBundle{
+		bundle("local", nil, nil),
+		bundle("label-only", placedBy("label-only"), nil),
+		bundle("annotation-only", nil, uid),
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	defer cancel()
+	opts.RemovePlaced = true
+	res, err := registration.Unregister(ctx, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*res).To(Equal(registration.Unregistration{RemovedPlaced: 2, DeletedMemberCluster: true}))
+
+	for _, b := range removed {
+		g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{})).To(Satisfy(apierrors.IsNotFound), b.Name)
+	}
+	for _, b := range kept {
+		got := &configbundlev1alpha1.ConfigBundle{}
+		g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(b), got)).To(Succeed(), b.Name)
+		g.Expect(got.ResourceVersion).To(Equal(b.ResourceVersion), "%s untouched", b.Name)
+	}
+	g.Expect(hubAdmin.Get(ctx, client.ObjectKey{Name: "member-placed"}, &hubv1alpha1.MemberCluster{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(tokenSecretsOf(g, hubv1alpha1.DefaultSecretNamespace, "member-placed")).To(BeEmpty(), "and the identity is revoked")
+	g.Expect(memberAdmin.Get(ctx, client.ObjectKey{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName("member-placed")}, &corev1.ServiceAccount{})).
+		To(Satisfy(apierrors.IsNotFound))
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,13 +15,16 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/pkg/registration"
 )
@@ -268,4 +272,133 @@ func TestHelpAndVersion(t *testing.T) {
 	// The running hub says which build it is.
 	g.Eventually(fl.Metrics).WithTimeout(timeout).WithPolling(interval).Should(MatchRegexp(
 		`configbundle_build_info\{gitCommit="[^"]+",goVersion="` + runtime.Version() + `",version="[^"]+"\} 1`))
+}
+
+// registerWrites returns the writes hub register and unregister (user agent
+// registration.FieldOwner) made to the hub cluster since from, and those of the CRD
+// configbundles.configbundle.dev by anyone (the hub installs it in a member that joins).
+func registerWrites(g Gomega, from time.Time) []string {
+	return writesBetween(g, fl.HubPlane, from, time.Now().Add(time.Hour), func(w controlplane.Write) bool {
+		return w.UserAgent == registration.FieldOwner || w.Resource == "customresourcedefinitions" && w.Name == configBundleCRD
+	})
+}
+
+// configBundleCRD is the member CRD's name.
+const configBundleCRD = "configbundles.configbundle.dev"
+
+// configBundleCRDObject is the ConfigBundle CRD, as metadata.
+func configBundleCRDObject() *metav1.PartialObjectMetadata {
+	crd := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: configBundleCRD}}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return crd
+}
+
+// hubServesConfigBundles says whether the hub cluster has the ConfigBundle CRD.
+func hubServesConfigBundles(g Gomega) bool {
+	err := fl.Hub.Get(context.Background(), client.ObjectKey{Name: configBundleCRD}, configBundleCRDObject())
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return true
+}
+
+// `hub register NAME` without member flags used to register the hub cluster itself ($KUBECONFIG
+// is the member's kubeconfig as well as the hub's), and the hub then installed the ConfigBundle
+// CRD on the hub. It is refused, writing nothing, unless --allow-hub-as-member.
+func TestRegisterRefusesTheHubClusterItself(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	t.Setenv("KUBECONFIG", fl.HubPlane.KubeconfigPath) // an operator's shell, pointed at the hub
+	g.Expect(hubServesConfigBundles(g)).To(BeFalse(), "the hub cluster starts without the member CRD")
+	sa := client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("self")}
+
+	began := time.Now()
+	code, stdout, stderr := hubCommand(t, "register", "self")
+	g.Expect(code).To(Equal(1))
+	g.Expect(stdout).To(BeEmpty())
+	g.Expect(stderr).To(And(ContainSubstring("refused, nothing was changed"), ContainSubstring("the member is the hub cluster itself"),
+		ContainSubstring("--member-kubeconfig"), ContainSubstring("--member-context"), ContainSubstring("--allow-hub-as-member")))
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "self"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(fl.Hub.Get(ctx, sa, &corev1.ServiceAccount{})).To(Satisfy(apierrors.IsNotFound), "no identity in the hub cluster either")
+	g.Consistently(func(g Gomega) {
+		g.Expect(hubServesConfigBundles(g)).To(BeFalse(), "no member CRD installed on the hub")
+		g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Name: "self"}, &hubv1alpha1.MemberCluster{})).To(Satisfy(apierrors.IsNotFound))
+	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
+	g.Expect(registerWrites(g, began)).To(BeEmpty(), "nothing was written to the hub cluster")
+
+	// Allowed, the hub manages itself as a member: it installs the CRD in its own cluster.
+	code, stdout, _ = hubCommand(t, "register", "self", "--allow-hub-as-member", "--wait", "--timeout", joinTimeout.String())
+	t.Cleanup(func() {
+		g := NewWithT(t)
+		code, _, _ := hubCommand(t, "unregister", "self")
+		g.Expect(code).To(Equal(0))
+		g.Expect(client.IgnoreNotFound(fl.Hub.Delete(ctx, configBundleCRDObject()))).To(Succeed())
+		g.Eventually(hubServesConfigBundles).WithTimeout(timeout).WithPolling(interval).Should(BeFalse())
+	})
+	g.Expect(code).To(Equal(0))
+	g.Expect(stdout).To(And(ContainSubstring("Registered member self"), ContainSubstring("Member self is Ready (Connected)")))
+	g.Expect(hubServesConfigBundles(g)).To(BeTrue())
+	g.Expect(fl.Hub.Get(ctx, sa, &corev1.ServiceAccount{})).To(Succeed())
+}
+
+// Mistakes on the registration command lines: unregister has no flag it would ignore (it took
+// --server and --token-duration, and ignored them), and a context that is not in the kubeconfig
+// names the ones that are.
+func TestRegistrationCommandLineMistakes(t *testing.T) {
+	g := NewWithT(t)
+	for _, flag := range []string{"--server=https://10.0.0.1:6443", "--token-duration=1h"} {
+		code, stdout, stderr := hubCommand(t, "unregister", "m1", flag, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
+		g.Expect(code).To(Equal(2), flag)
+		g.Expect(stdout).To(BeEmpty())
+		g.Expect(stderr).To(ContainSubstring("unknown flag: " + strings.Split(flag, "=")[0]))
+	}
+
+	fleetConfig := fleetKubeconfig(t, "m2", "m1")
+	for _, args := range [][]string{
+		{"register", "m1", "--member-kubeconfig", fleetConfig, "--member-context", "m-1", "--hub-kubeconfig", fl.HubPlane.KubeconfigPath},
+		{"unregister", "m1", "--member-kubeconfig", fleetConfig, "--member-context", "m-1", "--hub-kubeconfig", fl.HubPlane.KubeconfigPath},
+		{"status", "--hub-kubeconfig", fleetConfig, "--hub-context", "hub"},
+	} {
+		code, stdout, stderr := hubCommand(t, args...)
+		g.Expect(code).To(Equal(1), "hub %s", strings.Join(args, " "))
+		g.Expect(stdout).To(BeEmpty())
+		g.Expect(stderr).To(And(MatchRegexp(`no context "(m-1|hub)" in `+regexp.QuoteMeta(fleetConfig)), ContainSubstring("its contexts: m1, m2")))
+	}
+}
+
+// --remove-placed deletes exactly what FleetBundles placed in the member (a bundle of the
+// member's own, and one merely labelled as placed, stay), says how many, and the hub does not
+// place them again; the member is unregistered as without it.
+func TestUnregisterRemovePlaced(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	const key, ns = "e2e.unregister/remove-placed", "remove-placed"
+	web := placedOn(t, key, ns, "placed", "m3")
+	api := newFleetBundle(t, ns, "api", key, configbundlev1alpha1.ConfigBundleSpec{Message: "placed too"})
+	everywhere(g, api, "placed too", "m3")
+	local := createBundle(g, "m3", ns, "local", "mine")
+	impostor := fleet.NewBundle(ns, "impostor", "not placed")
+	impostor.Labels = map[string]string{hubv1alpha1.FleetBundleLabel: ns + ".impostor"} // no uid annotation: not the hub's
+	g.Expect(fl.Member("m3").Client.Create(ctx, impostor)).To(Succeed())
+	t.Cleanup(func() { joined(t, "m3") }) // before the cleanups of placedOn, which need its MemberCluster
+	old := hubCredential(g, "m3", "m3")
+
+	code, stdout, _ := hubCommand(t, "unregister", "m3", "--remove-placed",
+		"--member-kubeconfig", fl.Member("m3").Plane.KubeconfigPath, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
+	g.Expect(code).To(Equal(0))
+	g.Expect(stdout).To(And(ContainSubstring("Unregistered member m3"), ContainSubstring("Removed 2 ConfigBundle(s) that FleetBundles placed in the member")))
+
+	g.Expect(placed("m3", web)(g)).To(BeNil())
+	g.Expect(placed("m3", api)(g)).To(BeNil())
+	for _, b := range []*configbundlev1alpha1.ConfigBundle{local, impostor} {
+		g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{})).To(Succeed(), "%s stays", b.Name)
+	}
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{})).To(Satisfy(apierrors.IsNotFound), "the hub let go of m3 first")
+	g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("m3")}, &corev1.ServiceAccount{})).
+		To(Satisfy(apierrors.IsNotFound))
+	g.Eventually(identify(old)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized), "the hub's token is revoked")
+	g.Consistently(func(g Gomega) {
+		g.Expect(placed("m3", web)(g)).To(BeNil())
+		g.Expect(placed("m3", api)(g)).To(BeNil())
+	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed(), "nothing is placed again")
 }
