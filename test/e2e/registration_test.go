@@ -366,9 +366,9 @@ func TestRegistrationCommandLineMistakes(t *testing.T) {
 	}
 }
 
-// --remove-placed deletes exactly what FleetBundles placed in the member (a bundle of the
-// member's own, and one merely labelled as placed, stay), says how many, and the hub does not
-// place them again; the member is unregistered as without it.
+// Unregistering leaves what FleetBundles placed in the member; --remove-placed deletes exactly
+// that (a bundle of the member's own, and one merely labelled as placed, stay), says how many,
+// and the hub does not place them again; the member is unregistered as without it.
 func TestUnregisterRemovePlaced(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	const key, ns = "e2e.unregister/remove-placed", "remove-placed"
@@ -380,12 +380,31 @@ func TestUnregisterRemovePlaced(t *testing.T) {
 	impostor.Labels = map[string]string{hubv1alpha1.FleetBundleLabel: ns + ".impostor"} // no uid annotation: not the hub's
 	g.Expect(fl.Member("m3").Client.Create(ctx, impostor)).To(Succeed())
 	t.Cleanup(func() { joined(t, "m3") }) // before the cleanups of placedOn, which need its MemberCluster
+	m3Flags := []string{"--member-kubeconfig", fl.Member("m3").Plane.KubeconfigPath, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath}
+
+	// Without --remove-placed, what FleetBundles placed stays, as it always did.
+	code, stdout, _ := hubCommand(t, append([]string{"unregister", "m3"}, m3Flags...)...)
+	g.Expect(code).To(Equal(0))
+	g.Expect(stdout).To(ContainSubstring("those FleetBundles placed too (--remove-placed deletes these)"))
+	g.Expect(placed("m3", web)(g)).NotTo(BeNil())
+	g.Expect(placed("m3", api)(g)).NotTo(BeNil())
+	// Registered again, selected from the start (a member that rejoins unselected has them removed
+	// by the hub), it holds them again.
+	out, err := fl.Register(ctx, "m3", "--label", key+"=yes", "--wait", "--timeout", joinTimeout.String())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("%s", out)
+	for _, fb := range []*hubv1alpha1.FleetBundle{web, api} { // the hub holds them again
+		g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+			fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1})))
+	}
 	old := hubCredential(g, "m3", "m3")
 
-	code, stdout, _ := hubCommand(t, "unregister", "m3", "--remove-placed",
-		"--member-kubeconfig", fl.Member("m3").Plane.KubeconfigPath, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
+	began := time.Now()
+	code, stdout, _ = hubCommand(t, append([]string{"unregister", "m3", "--remove-placed"}, m3Flags...)...)
+	t.Logf("hub unregister --remove-placed took %s", time.Since(began).Round(time.Millisecond))
 	g.Expect(code).To(Equal(0))
 	g.Expect(stdout).To(And(ContainSubstring("Unregistered member m3"), ContainSubstring("Removed 2 ConfigBundle(s) that FleetBundles placed in the member")))
+	g.Expect(stdout).NotTo(ContainSubstring("is a hub running?"), "the hub let go of m3 by itself")
 
 	g.Expect(placed("m3", web)(g)).To(BeNil())
 	g.Expect(placed("m3", api)(g)).To(BeNil())
