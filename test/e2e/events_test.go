@@ -139,7 +139,7 @@ func TestJoinRaisesNoWarningEvent(t *testing.T) {
 	mc := fl.MemberCluster("m3")(g)
 	ofThisMemberCluster := func(g Gomega) []eventsv1.Event {
 		var out []eventsv1.Event
-		for _, e := range memberEvents("m3")(g) {
+		for _, e := range fl.EventsOn("MemberCluster", "", "m3")(g) {
 			if e.Regarding.UID == mc.UID {
 				out = append(out, e)
 			}

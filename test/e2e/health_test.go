@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -105,7 +104,7 @@ func TestCredentialLifecycle(t *testing.T) {
 	g.Expect(mc.Status.CredentialsExpiry.Time).To(BeTemporally("~", token.Status.ExpirationTimestamp.Time, time.Second))
 	g.Expect(fl.Metrics(g)).To(ContainSubstring(`configbundle_member_credentials_expiry_timestamp_seconds{cluster="m3"} ` +
 		strconv.FormatFloat(float64(token.Status.ExpirationTimestamp.Unix()), 'g', -1, 64)))
-	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
+	g.Eventually(fl.EventsOn("MemberCluster", "", "m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
 		HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", hubv1alpha1.ExpiresSoonReason))))
 
 	// Revoked: once the member answers 401 (its API server trusts a token it checked for up to
@@ -125,14 +124,14 @@ func TestCredentialLifecycle(t *testing.T) {
 	t.Logf("Forbidden %v after the member first refused the token (probe interval %v)", time.Since(revoked).Round(time.Millisecond), probeInterval)
 	g.Expect(seen).NotTo(ContainElement(hubv1alpha1.UnreachableReason))
 	g.Expect(time.Since(revoked)).To(BeNumerically("<", 2*probeInterval+time.Second), "at the first probe, not after two")
-	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
+	g.Eventually(fl.EventsOn("MemberCluster", "", "m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
 		HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", hubv1alpha1.ForbiddenReason),
 		HaveField("Note", ContainSubstring("Member m3")))))
 
 	fl.MustRegister(t, "m3")
 	g.Eventually(fl.MemberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
 	g.Eventually(credentialsOf("m3")).WithTimeout(timeout).WithPolling(interval).Should(Equal("True/" + hubv1alpha1.CredentialsValidReason))
-	g.Eventually(memberEvents("m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
+	g.Eventually(fl.EventsOn("MemberCluster", "", "m3")).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
 		HaveField("Type", corev1.EventTypeNormal), HaveField("Reason", hubv1alpha1.ConnectedReason))))
 }
 
@@ -170,12 +169,6 @@ func credentialsOf(name string) func(Gomega) string {
 		}
 		return string(c.Status) + "/" + c.Reason
 	}
-}
-
-// memberEvents returns the Events the hub recorded on a MemberCluster (cluster-scoped objects'
-// Events live in the namespace default).
-func memberEvents(name string) func(Gomega) []eventsv1.Event {
-	return fl.EventsOn("MemberCluster", "", name)
 }
 
 // shortLivedToken creates, in a member, a ServiceAccount with cluster-admin rights and a token of

@@ -41,10 +41,16 @@ func TestFleetBundleFailingRule(t *testing.T) {
 
 	// The history, one sample a minute for 40 minutes (failed members, per minute).
 	start := time.Unix(0, 0).UTC()
+	failing := func(cond bool, v float64) float64 {
+		if cond {
+			return v
+		}
+		return 0
+	}
 	series := map[[2]string]func(minute int) float64{
-		{"team-a", "web"}:   func(m int) float64 { return map[bool]float64{true: 2, false: 0}[m < 30] }, // 2 members fail for 30 minutes
-		{"team-a", "flaky"}: func(m int) float64 { return map[bool]float64{true: 1, false: 0}[m%10 < 5] },  // fails 5 minutes in 10
-		{"team-b", "web"}:   func(int) float64 { return 0 },                                                // healthy
+		{"team-a", "web"}:   func(m int) float64 { return failing(m < 30, 2) },   // 2 members fail for 30 minutes
+		{"team-a", "flaky"}: func(m int) float64 { return failing(m%10 < 5, 1) }, // fails 5 minutes in 10
+		{"team-b", "web"}:   func(int) float64 { return 0 },                      // healthy
 	}
 	st := teststorage.New(t)
 	app := st.Appender(context.Background())
