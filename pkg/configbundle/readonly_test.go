@@ -20,8 +20,11 @@ import (
 	"configbundle.dev/hub/pkg/configbundle"
 )
 
-// reconcileErrors is configbundle_reconcile_errors_total of a member and a reason.
-func reconcileErrors(t *testing.T, member, reason string) float64 {
+// readonlyMember is the member of TestFaultReadOnlyCredential.
+const readonlyMember = "member-readonly"
+
+// reconcileErrors is configbundle_reconcile_errors_total of readonlyMember and a reason.
+func reconcileErrors(t *testing.T, reason string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -36,7 +39,7 @@ func reconcileErrors(t *testing.T, member, reason string) float64 {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["cluster"] == member && labels["reason"] == reason {
+			if labels["cluster"] == readonlyMember && labels["reason"] == reason {
 				return m.GetCounter().GetValue()
 			}
 		}
@@ -52,7 +55,7 @@ func reconcileErrors(t *testing.T, member, reason string) float64 {
 // the status write is forbidden.
 func TestFaultReadOnlyCredential(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
-	const name = "member-readonly"
+	const name = readonlyMember
 	admin, err := client.New(hubConfig, client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	role := &rbacv1.ClusterRole{
@@ -90,10 +93,10 @@ func TestFaultReadOnlyCredential(t *testing.T) {
 	t.Cleanup(func() { provider.Remove(name) })
 
 	// The metric counts the failure under the create's reason.
-	g.Eventually(func() float64 { return reconcileErrors(t, name, configbundlev1alpha1.CreateFailedReason) }).
+	g.Eventually(func() float64 { return reconcileErrors(t, configbundlev1alpha1.CreateFailedReason) }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">", 0))
-	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.StatusWriteFailedReason)).To(BeZero(), "the status write is not the cause")
-	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.ForbiddenReason)).To(BeZero(), "the status write is not the cause")
+	g.Expect(reconcileErrors(t, configbundlev1alpha1.StatusWriteFailedReason)).To(BeZero(), "the status write is not the cause")
+	g.Expect(reconcileErrors(t, configbundlev1alpha1.ForbiddenReason)).To(BeZero(), "the status write is not the cause")
 
 	// The error (and so the log line) leads with the create, and says the status was not written.
 	req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)}, ClusterName: multicluster.ClusterName(name)}
@@ -130,8 +133,8 @@ func TestFaultReadOnlyCredential(t *testing.T) {
 		g.Expect(unreported[0].Ready.Reason).To(Equal(configbundlev1alpha1.ForbiddenReason))
 		g.Expect(unreported[0].Ready.Message).To(ContainSubstring("matches the bundle, but the status could not be written"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.ForbiddenReason)).To(BeNumerically(">", 0))
-	g.Expect(reconcileErrors(t, name, configbundlev1alpha1.StatusWriteFailedReason)).To(BeZero(), "a forbidden status write is Forbidden")
+	g.Expect(reconcileErrors(t, configbundlev1alpha1.ForbiddenReason)).To(BeNumerically(">", 0))
+	g.Expect(reconcileErrors(t, configbundlev1alpha1.StatusWriteFailedReason)).To(BeZero(), "a forbidden status write is Forbidden")
 	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{})).To(Succeed())
 
 	// Given the rights, the hub reports the bundle in its status; then it is no longer
