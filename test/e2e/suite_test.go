@@ -69,8 +69,13 @@ func runSuite(m *testing.M) int {
 	return code
 }
 
-// startHub starts the hub process under test (again, after a test stopped it).
+// startHub starts the hub process under test (again, after a test stopped it), and waits until
+// it reports every member: a test that follows then never reads a MemberCluster's Ready left
+// by the hub that stopped.
 func startHub() error {
-	_, err := fl.StartHub(context.Background(), fleet.HubName)
-	return err
+	ctx := context.Background()
+	if _, err := fl.StartHub(ctx, fleet.HubName); err != nil {
+		return err
+	}
+	return fl.WaitReported(ctx, fleet.HubName)
 }

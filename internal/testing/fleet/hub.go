@@ -99,3 +99,30 @@ func (f *Fleet) WaitFleet(ctx context.Context) error {
 func (f *Fleet) poll(ctx context.Context, cond wait.ConditionWithContextFunc) error {
 	return wait.PollUntilContextTimeout(ctx, f.opts.Poll, f.opts.Timeout, true, cond)
 }
+
+// WaitReported waits until the hub process name reports every MemberCluster of the hub (a
+// configbundle_member_ready series each, whatever its value): the MemberClusters' status is
+// then its own view, not the one a previous hub process left behind, which a restarted hub
+// replaces (Connecting, until it has connected again).
+func (f *Fleet) WaitReported(ctx context.Context, name string) error {
+	err := f.poll(ctx, func(ctx context.Context) (bool, error) {
+		list := &hubv1alpha1.MemberClusterList{}
+		if err := f.Hub.List(ctx, list); err != nil {
+			return false, nil
+		}
+		scrape, err := f.ScrapeHub(name)
+		if err != nil {
+			return false, nil
+		}
+		for _, mc := range list.Items {
+			if Sample(scrape, `configbundle_member_ready{cluster="`+mc.Name+`"}`) < 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for hub %s to report every member: %w", name, err)
+	}
+	return nil
+}
