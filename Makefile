@@ -83,7 +83,7 @@ test: ## Build what the tests need, then run every test on real control planes, 
 	helm="$$(bash hack/helmbin.sh)"; \
 	$(GO) vet ./...; \
 	$(GO) vet -tags kind ./test/kind/...; \
-	KUBEBUILDER_ASSETS="$$dir" HELM="$$helm" rc=0; $(GO) test ./... -race -count=1 -timeout 30m $(TESTFLAGS) || rc=$$?; \
+	rc=0; KUBEBUILDER_ASSETS="$$dir" HELM="$$helm" $(GO) test ./... -race -count=1 -timeout 30m $(TESTFLAGS) || rc=$$?; \
 	(cd test/monitoring && $(GO) vet ./... && KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -count=1 -timeout 10m $(TESTFLAGS)) || rc=1; \
 	exit $$rc
 
