@@ -178,7 +178,13 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 }
 
 func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, drift []string) error {
-	heal := !s.adopting && s.changedByOthers(current)
+	heal := false
+	if !s.adopting {
+		var err error
+		if heal, err = s.changedByOthers(ctx, current); err != nil {
+			return err
+		}
+	}
 	cm := desired.DeepCopy()
 	cm.ResourceVersion = current.ResourceVersion
 	cm.Finalizers = current.Finalizers

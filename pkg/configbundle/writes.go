@@ -1,9 +1,11 @@
 package configbundle
 
 import (
+	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Who wrote a ConfigMap: the hub (a change of the bundle to follow) or someone else (drift to
@@ -29,13 +31,25 @@ func (s *scope) hadPublished() bool {
 // changedByOthers reports whether cm was written by someone else since the hub published it:
 // then a difference is drift to heal, not a change of the bundle to follow. Where nothing says
 // the hub published a ConfigMap, nobody can say who wrote it, and nothing is counted as a heal.
-func (s *scope) changedByOthers(cm *corev1.ConfigMap) bool {
+func (s *scope) changedByOthers(ctx context.Context, cm *corev1.ConfigMap) (bool, error) {
 	if !s.hadPublished() || s.published(cm) {
-		return false
+		return false, nil
 	}
 	// The ledger knows the hub's last write, when there was one since the hub started; without
-	// it, the ConfigMap's managedFields tell.
-	return s.ledger.wrote(s.req) || !s.writtenLastByHub(cm)
+	// it, the ConfigMap's managedFields tell. The cache strips them (cache.go), so a cached
+	// ConfigMap is read again from the API server: a hub restarted after its ConfigMap write and
+	// before the status write that records it would otherwise take its own write for drift.
+	if s.ledger.wrote(s.req) {
+		return true, nil
+	}
+	if cm.ManagedFields == nil {
+		live, err := s.liveConfigMap(ctx, client.ObjectKeyFromObject(cm))
+		if err != nil || live == nil {
+			return false, err // gone: the write that follows fails, and the bundle converges again
+		}
+		cm = live
+	}
+	return !s.writtenLastByHub(cm), nil
 }
 
 // writtenLastByHub reports whether the hub's field manager made the latest write of cm, as its

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/fleet"
 )
 
@@ -126,4 +127,47 @@ func TestFaultHubKilledDuringStorm(t *testing.T) {
 
 func objectMeta(key client.ObjectKey) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}
+}
+
+// TestFaultHubKilledBetweenItsWriteAndItsStatus: the hub wrote a bundle's ConfigMap and was
+// killed before the status write that records it; the bundle changed again meanwhile. The
+// restarted hub, which remembers none of its writes, follows the change without counting its
+// own write as drift: the ConfigMap's managedFields, which the cache strips, are read from the
+// API server to tell.
+func TestFaultHubKilledBetweenItsWriteAndItsStatus(t *testing.T) {
+	g, ctx, c := NewWithT(t), context.Background(), fl.Member("m1").Client
+	joined(t, "m1")
+	key := client.ObjectKeyFromObject(createBundle(g, "m1", "killed-between", "web", "v1"))
+	g.Eventually(func() error { return settled(ctx, c, key) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	fl.StopHub(fleet.HubName, syscall.SIGKILL)
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = startHub()
+		}
+	})
+	setMessage := func(message string) {
+		g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			b := &configbundlev1alpha1.ConfigBundle{}
+			if err := c.Get(ctx, key, b); err != nil {
+				return err
+			}
+			b.Spec.Message = message
+			return c.Update(ctx, b)
+		})).To(Succeed())
+	}
+	// What the hub did before it died: the bundle said v2, the hub wrote v2 into its ConfigMap,
+	// as its own field manager; the status still records the v1 ConfigMap.
+	setMessage("v2")
+	cm := &corev1.ConfigMap{}
+	g.Expect(c.Get(ctx, key, cm)).To(Succeed())
+	cm.Data[configbundlev1alpha1.MessageKey] = "v2"
+	g.Expect(c.Update(ctx, cm, client.FieldOwner(hubv1alpha1.FieldOwner))).To(Succeed())
+	setMessage("v3") // and the bundle changed again while no hub ran
+
+	g.Expect(startHub()).To(Succeed())
+	restarted = true
+	g.Eventually(func() error { return settled(ctx, c, key) }).WithTimeout(joinTimeout).WithPolling(interval).Should(Succeed())
+	g.Expect(fleet.Message(ctx, c, key)).To(Equal("v3"))
 }
