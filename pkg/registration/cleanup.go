@@ -106,8 +106,19 @@ func (o *options) awaitRelease(ctx context.Context, hub client.Client) (deleted 
 		}
 		return mc.Spec.SecretRef.Namespace != o.SecretNamespace, nil // another Secret's: not this member's
 	}
-	err = wait.PollUntilContextTimeout(ctx, pollInterval, releaseTimeout, true, gone)
-	if err == nil || ctx.Err() != nil || !wait.Interrupted(err) {
+	// The poll ends on its own deadline rather than on a context's: each request still has the
+	// caller's, and one made just before releaseTimeout is not refused for lack of time (the
+	// client's rate limiter refuses a request that would outlast its context's deadline).
+	deadline := time.Now().Add(releaseTimeout)
+	timedOut := false
+	err = wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		if done, err := gone(ctx); done || err != nil {
+			return done, err
+		}
+		timedOut = !time.Now().Before(deadline)
+		return timedOut, nil
+	})
+	if err != nil || !timedOut {
 		return false, err
 	}
 	if err := deleteExactly(ctx, hub, mc); err != nil {
