@@ -37,11 +37,12 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	health := judgeAll(fb, mine)
 	if fb.DeletionTimestamp.IsZero() {
-		r.transitions.observe(fb, healthOf(fb, mine))
+		r.transitions.observe(fb, health)
 	}
 	prev := shareOf(fb.Status.Replicas, r.opts.Replica.ID)
-	share := Share(fb, r.opts.Replica.ID, mine, prev, pending)
+	share := shareFrom(fb, r.opts.Replica.ID, mine, health, prev, pending)
 	if prev == nil || !equality.Semantic.DeepEqual(*prev, share) {
 		key := client.ObjectKeyFromObject(fb)
 		if wait := r.shareWrites.Take(key, prev == nil || prev.Clusters.Failed != share.Clusters.Failed); wait > 0 {
@@ -62,7 +63,12 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 // Share computes one replica's share of a FleetBundle's status from the selected members it
 // manages (in any order), its previous share (nil if none) and the heals not yet counted in it.
 func Share(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, prev *hubv1alpha1.FleetBundleReplicaStatus, pendingHeals int64) hubv1alpha1.FleetBundleReplicaStatus {
-	st := ComputeStatus(fb, mine, 0, metav1.Time{})
+	return shareFrom(fb, replica, mine, judgeAll(fb, mine), prev, pendingHeals)
+}
+
+// shareFrom is Share from the judgement of each of mine (judgeAll).
+func shareFrom(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, health []Health, prev *hubv1alpha1.FleetBundleReplicaStatus, pendingHeals int64) hubv1alpha1.FleetBundleReplicaStatus {
+	st := statusOf(fb, health, 0, metav1.Time{})
 	share := hubv1alpha1.FleetBundleReplicaStatus{
 		Replica: replica, ObservedGeneration: fb.Generation,
 		Clusters: st.Clusters, FailedClusters: st.FailedClusters, Heals: pendingHeals,

@@ -30,17 +30,11 @@ type MemberView struct {
 	Bundle *configbundlev1alpha1.ConfigBundle
 }
 
-// memberResult is where the bundle stands in one member.
-type memberResult struct {
-	applied, ready bool
-	failure        *hubv1alpha1.ClusterFailure
-}
-
 // judge says where a FleetBundle's bundle stands in one selected member: the member's own
 // unreadiness first, then placement's failure, then the placed bundle's Ready condition.
-func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBundle, m MemberView) memberResult {
-	fail := func(o Outcome) memberResult {
-		return memberResult{failure: &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: o.Reason, Message: truncate(o.Message)}}
+func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBundle, m MemberView) Health {
+	fail := func(o Outcome) Health {
+		return Health{Cluster: m.Name, Failure: &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: o.Reason, Message: truncate(o.Message)}}
 	}
 	switch {
 	case m.NotReady.Reason != "":
@@ -48,42 +42,56 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 	case m.Placement.Reason != "":
 		return fail(m.Placement)
 	case OwnershipOf(m.Bundle, types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}, fb.UID) != Own:
-		return memberResult{}
+		return Health{Cluster: m.Name}
 	}
-	res := memberResult{applied: len(Drift(desired, m.Bundle)) == 0}
+	res := Health{Cluster: m.Name, Applied: len(Drift(desired, m.Bundle)) == 0}
 	ready := meta.FindStatusCondition(m.Bundle.Status.Conditions, configbundlev1alpha1.ReadyCondition)
 	switch {
 	case ready == nil || m.Bundle.Status.ObservedGeneration != m.Bundle.Generation:
 	case ready.Status == metav1.ConditionTrue:
-		res.ready = res.applied
+		res.Ready = res.Applied
 	case ready.Status == metav1.ConditionFalse:
-		res.failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: ready.Reason, Message: truncate(ready.Message)}
+		res.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: ready.Reason, Message: truncate(ready.Message)}
 	}
 	return res
+}
+
+// judgeAll says where a FleetBundle's bundle stands in each of its selected members: what its
+// status and its Events are computed from.
+func judgeAll(fb *hubv1alpha1.FleetBundle, selected []MemberView) []Health {
+	desired := Desired(fb)
+	hs := make([]Health, 0, len(selected))
+	for _, m := range selected {
+		hs = append(hs, judge(fb, desired, m))
+	}
+	return hs
 }
 
 // ComputeStatus computes a FleetBundle's status from its selected members (in any order) and
 // the heals not yet counted in its status, at now. Conditions keep their lastTransitionTime
 // unless their status changes.
 func ComputeStatus(fb *hubv1alpha1.FleetBundle, selected []MemberView, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+	return statusOf(fb, judgeAll(fb, selected), pendingHeals, now)
+}
+
+// statusOf is ComputeStatus from the judgement of each selected member (judgeAll).
+func statusOf(fb *hubv1alpha1.FleetBundle, health []Health, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
 	st := hubv1alpha1.FleetBundleStatus{
 		ObservedGeneration: fb.Generation,
 		Heals:              fb.Status.Heals + pendingHeals,
 		Conditions:         slices.Clone(fb.Status.Conditions),
 	}
-	st.Clusters.Selected = int32(len(selected))
-	desired := Desired(fb)
+	st.Clusters.Selected = int32(len(health))
 	var failures []hubv1alpha1.ClusterFailure
-	for _, m := range selected {
-		res := judge(fb, desired, m)
-		if res.applied {
+	for _, h := range health {
+		if h.Applied {
 			st.Clusters.Applied++
 		}
-		if res.ready {
+		if h.Ready {
 			st.Clusters.Ready++
 		}
-		if res.failure != nil {
-			failures = append(failures, *res.failure)
+		if h.Failure != nil {
+			failures = append(failures, *h.Failure)
 		}
 	}
 	st.Clusters.Failed = int32(len(failures))

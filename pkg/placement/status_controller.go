@@ -103,8 +103,9 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.transitions.observe(fb, healthOf(fb, selected))
-	want := ComputeStatus(fb, selected, pending, metav1.Now())
+	health := judgeAll(fb, selected)
+	r.transitions.observe(fb, health)
+	want := statusOf(fb, health, pending, metav1.Now())
 	if equality.Semantic.DeepEqual(want, fb.Status) {
 		return ctrl.Result{}, nil
 	}

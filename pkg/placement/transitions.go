@@ -19,6 +19,8 @@ type Health struct {
 	Cluster string
 	// Failure is the member's failure; nil if it does not fail.
 	Failure *hubv1alpha1.ClusterFailure
+	// Applied is whether the member holds the bundle as the template says.
+	Applied bool
 	// Ready is whether the bundle is Ready there, as the template says.
 	Ready bool
 }
@@ -111,17 +113,6 @@ func (t *transitions) observe(fb *hubv1alpha1.FleetBundle, now []Health) {
 		t.recorder.Eventf(regarding, related, corev1.EventTypeWarning, hubv1alpha1.ClusterFailingEvent, c.Failure.Reason,
 			"%s", truncate(fmt.Sprintf("Member %s: %s: %s", c.Cluster, c.Failure.Reason, c.Failure.Message)))
 	}
-}
-
-// healthOf says where a FleetBundle's bundle stands in each of the selected members.
-func healthOf(fb *hubv1alpha1.FleetBundle, selected []MemberView) []Health {
-	desired := Desired(fb)
-	hs := make([]Health, 0, len(selected))
-	for _, m := range selected {
-		res := judge(fb, desired, m)
-		hs = append(hs, Health{Cluster: m.Name, Failure: res.failure, Ready: res.ready})
-	}
-	return hs
 }
 
 // forget drops what is remembered of a FleetBundle that is gone.
