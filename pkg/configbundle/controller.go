@@ -26,6 +26,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/pkg/fairqueue"
 )
 
 // What the reconciler needs in each member cluster.
@@ -72,6 +73,7 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 			ReconciliationTimeout:   opts.ReconcileTimeout,
 			NeedLeaderElection:      ptr.To(!opts.Replica.Sharded()),
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBaseDelay, opts.RetryMaxDelay),
+			NewQueue:                opts.newQueue,
 			LogConstructor: func(req *mcreconcile.Request) logr.Logger {
 				log := mgr.GetLogger().WithValues("controller", ControllerName)
 				if req != nil {
@@ -87,6 +89,18 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 		return nil, fmt.Errorf("building the %s controller: %w", ControllerName, err)
 	}
 	return r, nil
+}
+
+// newQueue is the controller's work queue: fair across member clusters, so that one member's
+// backlog does not delay another's heals (package fairqueue).
+func (o Options) newQueue(name string, rateLimiter workqueue.TypedRateLimiter[mcreconcile.Request]) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
+	return fairqueue.New(fairqueue.Options[mcreconcile.Request]{
+		MemberOf:             func(req mcreconcile.Request) string { return string(req.ClusterName) },
+		MaxInFlightPerMember: o.MaxConcurrentReconcilesPerMember,
+		RateLimiter:          rateLimiter,
+		Name:                 name,
+		MemberMetrics:        queueMetrics{},
+	})
 }
 
 // Start implements mcmanager.Runnable: the Reconciler has nothing to run of its own, it waits

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/pkg/fairqueue"
 )
 
 // Metrics of the reconciler, per member cluster, registered with controller-runtime's registry
@@ -41,10 +42,41 @@ var (
 		Help:    "Time from the hub seeing a managed ConfigMap change (watch event) to the heal being written.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1 ms to about 33 s
 	}, []string{"cluster"})
+
+	memberQueueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_member_queue_depth",
+		Help: "ConfigBundles of a member cluster waiting in the work queue for a worker (ready now; delayed retries and resyncs are not counted).",
+	}, []string{"cluster"})
+
+	memberQueueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "configbundle_member_queue_wait_seconds",
+		Help:    "Time a ConfigBundle of a member cluster waited in the work queue, from ready to handed to a worker.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1 ms to about 33 s
+	}, []string{"cluster"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(reconcilesTotal, reconcileErrorsTotal, healsTotal, fightsTotal, healLatency)
+	ctrlmetrics.Registry.MustRegister(reconcilesTotal, reconcileErrorsTotal, healsTotal, fightsTotal, healLatency, memberQueueDepth, memberQueueWait)
+}
+
+// queueMetrics are the work queue's figures of each member cluster; a member's series are
+// deleted when its part of the queue is dropped, empty and idle (within a ResyncPeriod of the
+// member leaving).
+type queueMetrics struct{}
+
+var _ fairqueue.MemberMetrics = queueMetrics{}
+
+func (queueMetrics) Depth(cluster string, depth int) {
+	memberQueueDepth.WithLabelValues(cluster).Set(float64(depth))
+}
+
+func (queueMetrics) Waited(cluster string, wait time.Duration) {
+	memberQueueWait.WithLabelValues(cluster).Observe(wait.Seconds())
+}
+
+func (queueMetrics) Forget(cluster string) {
+	memberQueueDepth.DeleteLabelValues(cluster)
+	memberQueueWait.DeleteLabelValues(cluster)
 }
 
 // recordMetrics counts a reconcile and, when it healed, the heal, its latency and the fight it

@@ -45,9 +45,15 @@ type Options struct {
 	// RetryMaxDelay caps the retry delay. Defaults to DefaultRetryMaxDelay (1 minute).
 	RetryMaxDelay time.Duration
 
-	// MaxConcurrentReconciles is the number of workers shared by all member clusters.
-	// Defaults to DefaultMaxConcurrentReconciles (8).
+	// MaxConcurrentReconciles is the number of workers shared by all member clusters, handed
+	// out fairly across them (package fairqueue). Defaults to DefaultMaxConcurrentReconciles (8).
 	MaxConcurrentReconciles int
+
+	// MaxConcurrentReconcilesPerMember caps the workers one member cluster holds at once, so
+	// that a member with a backlog (a storm, the initial list of thousands of bundles, a
+	// fighting writer) or a slow one leaves workers to the others. Defaults to half of
+	// MaxConcurrentReconciles, rounded up (4 of the default 8).
+	MaxConcurrentReconcilesPerMember int
 
 	// ReconcileTimeout bounds one reconcile, so that a hanging member cannot hold a worker.
 	// Defaults to DefaultReconcileTimeout (30 seconds).
@@ -97,6 +103,7 @@ func (o *Options) defaults() {
 	o.RetryBaseDelay = cmp.Or(max(o.RetryBaseDelay, 0), DefaultRetryBaseDelay)
 	o.RetryMaxDelay = cmp.Or(max(o.RetryMaxDelay, 0), DefaultRetryMaxDelay)
 	o.MaxConcurrentReconciles = cmp.Or(max(o.MaxConcurrentReconciles, 0), DefaultMaxConcurrentReconciles)
+	o.MaxConcurrentReconcilesPerMember = cmp.Or(max(o.MaxConcurrentReconcilesPerMember, 0), (o.MaxConcurrentReconciles+1)/2)
 	o.ReconcileTimeout = cmp.Or(max(o.ReconcileTimeout, 0), DefaultReconcileTimeout)
 	o.FieldOwner = cmp.Or(o.FieldOwner, DefaultFieldOwner)
 	o.NotConnectedRetry = cmp.Or(max(o.NotConnectedRetry, 0), DefaultNotConnectedRetry)
