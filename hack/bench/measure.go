@@ -133,6 +133,7 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 	p("\nConfigBundle Hub benchmark — %s — %s", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.Machine)
 	if !cfg.ScaleOnly {
 		r.printHeal(p, cfg)
+		r.printBacklog(p)
 		r.printConvergence(p, cfg)
 		r.printCost(p)
 		r.printJoin(p, cfg)

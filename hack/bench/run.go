@@ -47,6 +47,9 @@ type benchConfig struct {
 	// other phase.
 	Scale     scaleConfig
 	ScaleOnly bool
+	// BacklogBundles are created at once in one member while another's heals are measured
+	// (backlog.go); 0 skips it.
+	BacklogBundles int
 	// Capacity, if set, makes the run the capacity probe alone (capacity.go): up to Capacity
 	// slim members, CapacityStep at a time.
 	Capacity, CapacityStep int
@@ -55,13 +58,13 @@ type benchConfig struct {
 func fullConfig() benchConfig {
 	return benchConfig{Members: 16, ThroughputMembers: 4, BundlesPerMember: 1000, Unmanaged: 10000,
 		HealMembers: 2, Drifts: 320, Rounds: 5, BlackHoles: 2, PausedShare: 0.2, PollInterval: 10 * time.Second, Quiet: 70 * time.Second,
-		Placements: 50, FleetBundles: 100, Scale: fullScaleConfig(), CapacityStep: 20}
+		Placements: 50, FleetBundles: 100, Scale: fullScaleConfig(), CapacityStep: 20, BacklogBundles: 5000}
 }
 
 func smokeConfig() benchConfig {
 	return benchConfig{Members: 4, ThroughputMembers: 2, BundlesPerMember: 20, Unmanaged: 200,
 		HealMembers: 2, Drifts: 24, Rounds: 2, BlackHoles: 1, PausedShare: 0.25, PollInterval: 10 * time.Second, Quiet: 3 * time.Second,
-		Placements: 4, FleetBundles: 5, Scale: smokeScaleConfig(), CapacityStep: 2}
+		Placements: 4, FleetBundles: 5, Scale: smokeScaleConfig(), CapacityStep: 2, BacklogBundles: 100}
 }
 
 // results are the figures of a run.
@@ -93,6 +96,7 @@ type results struct {
 	HealedAllDrifts bool
 
 	Placement placementResults
+	Backlog   backlogResults
 
 	Scale scaleResults
 }
@@ -146,7 +150,7 @@ func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(stri
 		return err
 	}
 	for _, phase := range []func(context.Context, benchConfig, *results, func(string, ...any)) error{
-		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement,
+		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement, f.measureBacklog,
 	} {
 		if err := phase(ctx, cfg, res, say); err != nil {
 			return err

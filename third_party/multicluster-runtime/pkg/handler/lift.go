@@ -24,6 +24,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -73,25 +74,57 @@ type clusterHandler[object client.Object] struct {
 
 // Create implements EventHandler.
 func (e *clusterHandler[object]) Create(ctx context.Context, evt event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	e.h.Create(ctx, evt, clusterQueue{q: q, cl: e.clusterName})
+	e.h.Create(ctx, evt, clusterQueueFor(q, e.clusterName))
 }
 
 // Update implements EventHandler.
 func (e *clusterHandler[object]) Update(ctx context.Context, evt event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	e.h.Update(ctx, evt, clusterQueue{q: q, cl: e.clusterName})
+	e.h.Update(ctx, evt, clusterQueueFor(q, e.clusterName))
 }
 
 // Delete implements EventHandler.
 func (e *clusterHandler[object]) Delete(ctx context.Context, evt event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	e.h.Delete(ctx, evt, clusterQueue{q: q, cl: e.clusterName})
+	e.h.Delete(ctx, evt, clusterQueueFor(q, e.clusterName))
 }
 
 // Generic implements EventHandler.
 func (e *clusterHandler[object]) Generic(ctx context.Context, evt event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	e.h.Generic(ctx, evt, clusterQueue{q: q, cl: e.clusterName})
+	e.h.Generic(ctx, evt, clusterQueueFor(q, e.clusterName))
 }
 
 var _ workqueue.TypedRateLimitingInterface[reconcile.Request] = &clusterQueue{}
+
+// clusterQueueFor is q seen by a handler of cluster cl. A priority queue stays one, so that the
+// priorities controller-runtime's handlers give reach it (the items of an initial list at
+// handler.LowPriority, behind the cluster's changes).
+func clusterQueueFor(q workqueue.TypedRateLimitingInterface[mcreconcile.Request], cl multicluster.ClusterName) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	cq := clusterQueue{q: q, cl: cl}
+	if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
+		return priorityClusterQueue{clusterQueue: cq, pq: pq}
+	}
+	return cq
+}
+
+var _ priorityqueue.PriorityQueue[reconcile.Request] = priorityClusterQueue{}
+
+// priorityClusterQueue is a clusterQueue of a priority queue.
+type priorityClusterQueue struct {
+	clusterQueue
+	pq priorityqueue.PriorityQueue[mcreconcile.Request]
+}
+
+func (c priorityClusterQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	lifted := make([]mcreconcile.Request, 0, len(items))
+	for _, item := range items {
+		lifted = append(lifted, mcreconcile.Request{Request: item, ClusterName: c.cl})
+	}
+	c.pq.AddWithOpts(o, lifted...)
+}
+
+func (c priorityClusterQueue) GetWithPriority() (reconcile.Request, int, bool) {
+	it, priority, shutdown := c.pq.GetWithPriority()
+	return it.Request, priority, shutdown
+}
 
 type clusterQueue struct {
 	q  workqueue.TypedRateLimitingInterface[mcreconcile.Request]
