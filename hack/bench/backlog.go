@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	fixture "configbundle.dev/hub/internal/testing/fleet"
 )
 
@@ -70,7 +66,7 @@ func (f *fleet) measureBacklog(ctx context.Context, cfg benchConfig, res *result
 	start := time.Now()
 	created := make(chan error, 1)
 	go func() {
-		err := createBundles(ctx, busy, cfg.BacklogBundles)
+		err := fixture.CreateBundles(ctx, busy.Client, backlogNS, "backlog", "backlog", cfg.BacklogBundles, backlogCreators)
 		b.Created = time.Since(start)
 		created <- err
 	}()
@@ -81,36 +77,11 @@ func (f *fleet) measureBacklog(ctx context.Context, cfg benchConfig, res *result
 	return errors.Join(err, f.deleteBacklog(ctx, busy))
 }
 
-// createBundles creates n bundles in backlogNS of m, backlogCreators at a time.
-func createBundles(ctx context.Context, m *member, n int) error {
-	names := make(chan string)
-	errs := make([]error, backlogCreators)
-	var wg sync.WaitGroup
-	for i := range backlogCreators {
-		wg.Go(func() {
-			for name := range names {
-				if err := m.Client.Create(ctx, fixture.NewBundle(backlogNS, name, "backlog")); err != nil && errs[i] == nil {
-					errs[i] = fmt.Errorf("creating bundle %s in %s: %w", name, m.Name, err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		names <- fmt.Sprintf("backlog-%05d", i)
-	}
-	close(names)
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
 // deleteBacklog deletes the bundles of backlogNS of m and their ConfigMaps, and waits until the
 // hub's configbundle queue is empty.
 func (f *fleet) deleteBacklog(ctx context.Context, m *member) error {
-	if err := m.Client.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(backlogNS)); err != nil {
+	if err := fixture.DeleteBundles(ctx, m.Client, backlogNS); err != nil {
 		return fmt.Errorf("deleting the backlog of %s: %w", m.Name, err)
-	}
-	if err := m.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(backlogNS)); err != nil {
-		return fmt.Errorf("deleting the backlog's ConfigMaps of %s: %w", m.Name, err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, settlePoll, waitTimeout, true, func(context.Context) (bool, error) {
 		metrics, err := scrape(f.hub().MetricsAddr)
