@@ -60,7 +60,10 @@ func TestSmoke(t *testing.T) {
 	}
 	checkPlacement(t, cfg, &res.Placement)
 	checkScale(t, cfg, &res.Scale)
-	for _, want := range []string{"6. Scale curve", "1. Heal latency", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
+	if b := res.Backlog; len(b.Alone) != cfg.Drifts || len(b.During) != cfg.Drifts || b.AloneErrors+b.DuringErrors != 0 {
+		t.Errorf("backlog: %d and %d of %d drifts healed alone and during the backlog (errors %d / %d)", len(b.Alone), len(b.During), cfg.Drifts, b.AloneErrors, b.DuringErrors)
+	}
+	for _, want := range []string{"6. Scale curve", "1. Heal latency", "1b. Heal latency during another member's backlog", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
 		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q", want)

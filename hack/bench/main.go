@@ -110,6 +110,7 @@ func parseFlags() (benchConfig, error) {
 		"rounds":       "Rounds of the heal measurement, each the hub's turn then the floor's.",
 		"placements":   "FleetBundle template changes of the placement latency run (and as many of the floor's); 0 skips the placement phase.",
 		"fleetbundles": "FleetBundles created at once, each placed in every member, for the hub's memory per FleetBundle.",
+		"backlog":      "ConfigBundles created at once in the last member while the first one's heals are measured; 0 skips the backlog phase.",
 	} {
 		sizes[name] = flag.Int(name, 0, usage+" (default: the configuration's)")
 	}
@@ -138,6 +139,8 @@ func parseFlags() (benchConfig, error) {
 			cfg.Placements = *sizes["placements"]
 		case "fleetbundles":
 			cfg.FleetBundles = *sizes["fleetbundles"]
+		case "backlog":
+			cfg.BacklogBundles = *sizes["backlog"]
 		case "quiet":
 			cfg.Quiet = *quiet
 		}

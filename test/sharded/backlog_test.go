@@ -28,6 +28,7 @@ const (
 // replica, one gets 5,000 bundles at once while the other's ConfigMap is tampered with every
 // second; every heal in the quiet member takes less than 2 s.
 func TestQuietMemberHealsDuringBacklogOnTheSameReplica(t *testing.T) {
+	RegisterTestingT(t)
 	g, ctx := NewWithT(t), context.Background()
 	owners := settledOwners(t, "r0", "r1", "r2")
 	var quiet, busy string
