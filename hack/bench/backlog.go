@@ -80,7 +80,7 @@ func (f *fleet) measureBacklog(ctx context.Context, cfg benchConfig, res *result
 // deleteBacklog deletes the bundles of backlogNS of m and their ConfigMaps, and waits until the
 // hub's configbundle queue is empty.
 func (f *fleet) deleteBacklog(ctx context.Context, m *member) error {
-	if err := fixture.DeleteBundles(ctx, m.Client, backlogNS); err != nil {
+	if err := fixture.DeleteBundles(ctx, m.Client, backlogNS, waitTimeout); err != nil {
 		return fmt.Errorf("deleting the backlog of %s: %w", m.Name, err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, settlePoll, waitTimeout, true, func(context.Context) (bool, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
@@ -41,13 +42,24 @@ func CreateBundles(ctx context.Context, c client.Client, ns, prefix, message str
 }
 
 // DeleteBundles deletes every bundle of namespace ns and every ConfigMap there (members of the
-// fixture run no garbage collector unless asked to).
-func DeleteBundles(ctx context.Context, c client.Client, ns string) error {
-	if err := c.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(ns)); err != nil {
-		return fmt.Errorf("deleting the bundles of %s: %w", ns, err)
-	}
-	if err := c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns)); err != nil {
-		return fmt.Errorf("deleting the ConfigMaps of %s: %w", ns, err)
+// fixture run no garbage collector unless asked to), and waits until no bundle is left, at most
+// timeout. A deletion of thousands may outlast the API server's request timeout: it goes on in
+// the API server, and is asked for again until done.
+func DeleteBundles(ctx context.Context, c client.Client, ns string, timeout time.Duration) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		last = errors.Join(
+			c.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(ns)),
+			c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns)))
+		list := &configbundlev1alpha1.ConfigBundleList{}
+		if err := c.List(ctx, list, client.InNamespace(ns), client.Limit(1)); err != nil {
+			last = errors.Join(last, err)
+			return false, nil
+		}
+		return len(list.Items) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("deleting the bundles of %s: %w (last: %w)", ns, err, last)
 	}
 	return nil
 }
