@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -29,6 +31,11 @@ type backlogResults struct {
 	Alone, During             latencies
 	AloneErrors, DuringErrors int
 	Created                   time.Duration // the time the busy member's bundles took to create
+	// QueueWaitP99 bounds the p99 of the quiet member's waits in the hub's work queue during
+	// the backlog (the bucket of configbundle_member_queue_wait_seconds it falls in); the rest
+	// of a heal is the machine, not the queue. QueueWaits is their number.
+	QueueWaitP99 time.Duration
+	QueueWaits   uint64
 }
 
 // missed says whether the goal was missed.
@@ -63,6 +70,10 @@ func (f *fleet) measureBacklog(ctx context.Context, cfg benchConfig, res *result
 	if err := fixture.EnsureNamespace(ctx, busy.Client, backlogNS); err != nil {
 		return err
 	}
+	before, err := scrape(f.hub().MetricsAddr)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	created := make(chan error, 1)
 	go func() {
@@ -72,6 +83,9 @@ func (f *fleet) measureBacklog(ctx context.Context, cfg benchConfig, res *result
 	}()
 	b.During, b.DuringErrors, err = f.drifts(ctx, quiet, cfg.Drifts)
 	err = errors.Join(err, <-created)
+	if after, serr := scrape(f.hub().MetricsAddr); serr == nil {
+		b.QueueWaitP99, b.QueueWaits = waitP99(before, after, b.Quiet)
+	}
 
 	say("backlog: deleting %d bundles of %s, waiting until the hub's queue is empty", cfg.BacklogBundles, b.Busy)
 	return errors.Join(err, f.deleteBacklog(ctx, busy))
@@ -93,6 +107,35 @@ func (f *fleet) deleteBacklog(ctx context.Context, m *member) error {
 	return nil
 }
 
+// waitP99 is the upper bound of the bucket of configbundle_member_queue_wait_seconds that holds
+// the p99 of the waits of member between the scrapes before and after, and their number.
+func waitP99(before, after metrics, member string) (time.Duration, uint64) {
+	// bucketsOf is the cumulative count by upper bound, and the count (+Inf).
+	bucketsOf := func(m metrics) (map[float64]uint64, uint64) {
+		for _, s := range m["configbundle_member_queue_wait_seconds"].GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "cluster" && l.GetValue() == member {
+					out := map[float64]uint64{}
+					for _, b := range s.GetHistogram().GetBucket() {
+						out[b.GetUpperBound()] = b.GetCumulativeCount()
+					}
+					return out, s.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+		return map[float64]uint64{}, 0
+	}
+	b, bn := bucketsOf(before)
+	a, an := bucketsOf(after)
+	total := an - bn
+	for _, le := range slices.Sorted(maps.Keys(a)) {
+		if n := a[le] - b[le]; total > 0 && float64(n) >= 0.99*float64(total) {
+			return time.Duration(le * float64(time.Second)), total
+		}
+	}
+	return 0, total
+}
+
 func (r *results) printBacklog(p printer) {
 	b := r.Backlog
 	if b.Bundles == 0 {
@@ -107,5 +150,6 @@ func (r *results) printBacklog(p printer) {
 	if b.missed() {
 		verdict = "FAIL"
 	}
+	p("%s's waits in the hub's work queue during the backlog: p99 at most %s (%d waits; configbundle_member_queue_wait_seconds)", b.Quiet, ms(b.QueueWaitP99), b.QueueWaits)
 	p("p99 during / alone: %.2fx (goal: at most %.1fx, every drift healed): %s", ratio(b.During.pct(99), b.Alone.pct(99)), goalBacklogP99, verdict)
 }
