@@ -113,6 +113,10 @@ func TestJoinReconcileAndReport(t *testing.T) {
 		ContainSubstring(`configbundle_member_probe_duration_seconds_count{cluster="m1"}`),
 		ContainSubstring(`configbundle_member_last_probe_success_timestamp_seconds{cluster="m1"}`),
 		ContainSubstring(`configbundle_build_info{`),
+		// The work queue, fair across members, counts per member and as controller-runtime's.
+		ContainSubstring(`configbundle_member_queue_wait_seconds_count{cluster="m1"}`),
+		ContainSubstring(`configbundle_member_queue_depth{cluster="m1"}`),
+		ContainSubstring(`workqueue_adds_total{controller="configbundle",name="configbundle"}`),
 		// Workers are set on the controller itself: v0.24.1 ignores the manager's options.
 		ContainSubstring(`controller_runtime_max_concurrent_reconciles{controller="configbundle"} 8`),
 	))
