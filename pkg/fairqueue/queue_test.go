@@ -1,6 +1,7 @@
 package fairqueue
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 	"strconv"
@@ -374,5 +375,77 @@ func TestWorkqueueMetricsAreControllerRuntimes(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v (all of the queue's: %v)", k, got[k], v, got)
 		}
+	}
+}
+
+// TestConcurrentWorkers runs workers against adders, as a controller does: no item is ever
+// handed out to two workers at once, no member holds more than its cap, and every item added is
+// handed out after its last add.
+func TestConcurrentWorkers(t *testing.T) {
+	const (
+		workers, adders, addsEach, limit = 8, 4, 500, 2
+	)
+	q := New(Options[string]{MemberOf: memberOf, MaxInFlightPerMember: limit})
+	var mu sync.Mutex
+	inFlight := map[string]bool{}
+	perMember := map[string]int{}
+	pending := map[string]bool{} // added and not handed out since
+	var errs []string
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				item, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				mu.Lock()
+				if inFlight[item] {
+					errs = append(errs, item+" handed out twice at once")
+				}
+				inFlight[item] = true
+				perMember[memberOf(item)]++
+				if perMember[memberOf(item)] > limit {
+					errs = append(errs, memberOf(item)+" over its cap")
+				}
+				delete(pending, item)
+				mu.Unlock()
+				runtime.Gosched()
+				mu.Lock()
+				inFlight[item] = false
+				perMember[memberOf(item)]--
+				mu.Unlock()
+				q.Done(item)
+			}
+		})
+	}
+	var adding sync.WaitGroup
+	for a := range adders {
+		adding.Go(func() {
+			for i := range addsEach {
+				item := fmt.Sprintf("m%d/%d", (a+i)%5, i%50)
+				mu.Lock()
+				pending[item] = true
+				mu.Unlock()
+				q.Add(item)
+			}
+		})
+	}
+	adding.Wait()
+	for deadline := time.Now().Add(asyncTimeout); ; runtime.Gosched() {
+		mu.Lock()
+		left := len(pending)
+		mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d items added never handed out after their last add", left)
+		}
+	}
+	q.ShutDownWithDrain()
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d faults, the first: %s", len(errs), errs[0])
 	}
 }

@@ -5,7 +5,8 @@
 // replicas run from the hub binary (package hubprocess), started, stopped and restarted by
 // name. Beside them it has the steps those harnesses all take: register a member with `hub
 // register`, put and delete a kubeconfig Secret, make a ConfigBundle and a FleetBundle, tamper
-// with a managed ConfigMap, label a member, read a MemberCluster and the Fleet and wait for a
+// with a managed ConfigMap, create and delete a backlog of thousands of bundles and measure heals
+// meanwhile (backlog.go), label a member, read a MemberCluster and the Fleet and wait for a
 // Ready reason, scrape a hub's metrics and read a sample.
 //
 // Programs (the demo, the benchmark) use the methods, which take a context and return
