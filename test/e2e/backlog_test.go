@@ -41,6 +41,7 @@ func TestQuietMemberHealsDuringAnotherMembersBacklog(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	joined(t, quiet, busy)
 	var keys []client.ObjectKey
+	t.Cleanup(func() { g.Expect(fleet.DeleteBundles(ctx, fl.Member(quiet).Client, ns, cleanupTimeout)).To(Succeed()) })
 	for i := range 3 {
 		keys = append(keys, client.ObjectKeyFromObject(createBundle(g, quiet, ns, fmt.Sprintf("quiet-%d", i), "desired")))
 	}
