@@ -36,6 +36,7 @@ type connection struct {
 	cancel    context.CancelFunc
 	clusterID string
 	version   string
+	crds      *crdWatch // nil without Options.CRDs
 	expiry    time.Time // of the credential; zero if it does not say
 	// dialer makes every TCP connection of the connection's clients, cache included, so that
 	// they can all be closed at once (CloseAll) when the member stops answering.
@@ -130,7 +131,8 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	}
 
 	opts := append([]cluster.Option{func(o *cluster.Options) { o.NewClient = p.newClient }}, p.opts.ClusterOptions...)
-	cl, err := cluster.New(p.fenced(name, cfg), opts...)
+	fenced := p.fenced(name, cfg)
+	cl, err := cluster.New(fenced, opts...)
 	if err != nil {
 		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
 	}
@@ -152,6 +154,12 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 			p.log.Error(err, "Member cluster stopped", "cluster", name)
 		}
 	}()
+	if len(p.opts.CRDs) > 0 {
+		conn.crds, err = p.watchCRDs(ctx, conn.ctx, name, fenced, cl.GetHTTPClient())
+		if err != nil {
+			return nil, &connectError{reason: hubv1alpha1.UnreachableReason, err: err}
+		}
+	}
 	if err := p.warm(ctx, cl); err != nil {
 		return nil, err
 	}
