@@ -87,7 +87,9 @@ func TestFaultCRDSchemaStrippedIsRestored(t *testing.T) {
 
 	stripped := stripCRD(g, memberB)
 	at := time.Now()
-	g.Eventually(func(g Gomega) *apiextensionsv1.CustomResourceValidation { return liveCRD(g, memberB).Spec.Versions[0].Schema }).
+	g.Eventually(func(g Gomega) *apiextensionsv1.CustomResourceValidation {
+		return liveCRD(g, memberB).Spec.Versions[0].Schema
+	}).
 		WithTimeout(crdTimeout).WithPolling(interval).Should(Equal(memberCRDs[0].Spec.Versions[0].Schema), "the hub restores the schema")
 	t.Logf("schema restored %v after it was stripped", time.Since(at).Round(time.Millisecond))
 	g.Eventually(memberEvents("crd-strip", hubv1alpha1.CRDRestoredEvent)).WithTimeout(crdTimeout).WithPolling(interval).
@@ -114,7 +116,7 @@ func TestCRDTheHubMayNotRestoreIsSaid(t *testing.T) {
 	opts := testOptions()
 	opts.CRDs, opts.InstallCRDs = memberCRDs, true
 	f := startProvider(t, opts)
-	f.createSecret("crd-readonly", readOnlyCRDKubeconfig(t, memberB, "crd-readonly"))
+	f.createSecret("crd-readonly", crdUserKubeconfig(t, memberB, "crd-readonly", "get", "list", "watch"))
 	f.waitReady(g, "crd-readonly")
 	t.Cleanup(func() { restoreCRD(t, memberB) })
 
@@ -233,6 +235,21 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 }
 
 // liveCRD reads the ConfigBundle CRD of a member.
+// TestCRDTheHubMayNotWatchIsSaid: a member whose role predates the watch of the CRD (get, create
+// and patch only) is Ready, its message saying that the hub cannot watch the CRD and how to
+// grant it; the probes still see a deletion.
+func TestCRDTheHubMayNotWatchIsSaid(t *testing.T) {
+	g := NewWithT(t)
+	opts := testOptions()
+	opts.CRDs, opts.InstallCRDs = memberCRDs, true
+	f := startProvider(t, opts)
+	f.createSecret("crd-nowatch", crdUserKubeconfig(t, memberB, "crd-nowatch", "get", "create", "patch"))
+	f.waitReady(g, "crd-nowatch")
+	g.Eventually(f.state("crd-nowatch")).WithTimeout(crdTimeout).WithPolling(interval).Should(And(beReady(hubv1alpha1.ConnectedReason),
+		HaveField("Message", And(ContainSubstring("cannot watch its CRD "+memberCRDs[0].Name), ContainSubstring("register the member again")))))
+	t.Logf("said: %s", f.state("crd-nowatch")().Message)
+}
+
 func liveCRD(g Gomega, cp *controlplane.ControlPlane) *apiextensionsv1.CustomResourceDefinition {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	g.Expect(crdClient(g, cp).Get(context.Background(), client.ObjectKey{Name: memberCRDs[0].Name}, crd)).To(Succeed())
@@ -269,9 +286,9 @@ func memberEvents(member, reason string) func(Gomega) []eventsv1.Event {
 	}
 }
 
-// readOnlyCRDKubeconfig provisions a user of cp with the member ClusterRole but for writing the
-// CRD (it may get, list and watch it) and returns its kubeconfig.
-func readOnlyCRDKubeconfig(t *testing.T, cp *controlplane.ControlPlane, user string) []byte {
+// crdUserKubeconfig provisions a user of cp with the member ClusterRole whose CRD rule grants
+// only verbs, and returns its kubeconfig.
+func crdUserKubeconfig(t *testing.T, cp *controlplane.ControlPlane, user string, verbs ...string) []byte {
 	t.Helper()
 	g := NewWithT(t)
 	role, err := hubconfig.MemberClusterRole()
@@ -279,7 +296,7 @@ func readOnlyCRDKubeconfig(t *testing.T, cp *controlplane.ControlPlane, user str
 	role.Name = user
 	for i, r := range role.Rules {
 		if slices.Contains(r.APIGroups, apiextensionsv1.GroupName) {
-			role.Rules[i].Verbs = []string{"get", "list", "watch"}
+			role.Rules[i].Verbs = verbs
 		}
 	}
 	c := memberClients[cp]
