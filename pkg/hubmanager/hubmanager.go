@@ -345,8 +345,9 @@ func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica)
 // memberRights are the rights the hub's credential must have in every member, which the
 // provider checks when connecting and at every probe: those of the ClusterRole `hub register`
 // grants (config.MemberClusterRole, the reconciler's and the provider's RBAC markers), but for
-// its CRD rule, which only installing a missing CRD needs (a member where that is refused is
-// CRDMissing, saying so).
+// its CRD rule, which only keeping the CRD needs: a member where that is refused is not
+// Forbidden but says so (CRDMissing where its CRD is missing, a note in its Ready message where
+// the hub may not watch or restore it).
 func memberRights() ([]authorizationv1.ResourceAttributes, error) {
 	role, err := config.MemberClusterRole()
 	if err != nil {
