@@ -43,6 +43,7 @@ func TestFaultMemberCRDIsKept(t *testing.T) {
 	c, crds := fl.Member(keptMember).Client, crdClient(g)
 	const ns = "crd-kept"
 	ensureNamespace(g, keptMember, ns)
+	t.Cleanup(func() { removeKeptBundles(t, ns) })
 	createKeptBundles(g, ns, "before")
 	g.Eventually(func(g Gomega) int64 { return fl.MemberCluster(keptMember)(g).Status.Bundles.Ready }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">=", keptBundles))
@@ -92,13 +93,15 @@ func TestFaultMemberCRDIsKept(t *testing.T) {
 	// Every bundle created again gets its ConfigMap right, the stale ones included.
 	recreated := time.Now()
 	createKeptBundles(g, ns, "after")
+	created := time.Now()
 	for i := range keptBundles {
 		b := fleet.NewBundle(ns, fmt.Sprintf("b%02d", i), "")
 		g.Eventually(fl.Member(keptMember).Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal(fmt.Sprintf("after %d", i)))
 	}
 	g.Eventually(func(g Gomega) hubv1alpha1.BundleCounts { return fl.MemberCluster(keptMember)(g).Status.Bundles }).
 		WithTimeout(timeout).WithPolling(interval).Should(And(HaveField("Total", BeNumerically(">=", keptBundles)), HaveField("Failed", BeZero())))
-	t.Logf("%d bundles created again: ConfigMaps right and counted %v later", keptBundles, time.Since(recreated).Round(time.Millisecond))
+	t.Logf("%d bundles created again in %v: ConfigMaps right and counted %v after the last", keptBundles,
+		created.Sub(recreated).Round(time.Millisecond), time.Since(created).Round(time.Millisecond))
 	list := &configbundlev1alpha1.ConfigBundleList{}
 	g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 	for _, b := range list.Items {
@@ -113,6 +116,19 @@ func createKeptBundles(g Gomega, ns, prefix string) {
 		g.Eventually(func() error { return fl.Member(keptMember).Client.Create(context.Background(), b) }).
 			WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	}
+}
+
+// removeKeptBundles deletes the bundles of TestFaultMemberCRDIsKept and their ConfigMaps, and
+// waits until the MemberCluster counts them no more: the tests that follow count keptMember's.
+func removeKeptBundles(t *testing.T, ns string) {
+	g, ctx, c := NewWithT(t), context.Background(), fl.Member(keptMember).Client
+	g.Expect(c.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(ns))).To(Succeed())
+	g.Expect(c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns))).To(Succeed())
+	g.Eventually(func(g Gomega) bool {
+		all := &configbundlev1alpha1.ConfigBundleList{}
+		g.Expect(c.List(ctx, all)).To(Succeed())
+		return fl.MemberCluster(keptMember)(g).Status.Bundles.Total == int64(len(all.Items))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the MemberCluster counts the bundles left")
 }
 
 // crdClient is a client of keptMember's CRDs.
