@@ -130,16 +130,10 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 		return nil, err
 	}
 
-	opts := append([]cluster.Option{func(o *cluster.Options) { o.NewClient = p.newClient }}, p.opts.ClusterOptions...)
 	fenced := p.fenced(name, cfg)
-	cl, err := cluster.New(fenced, opts...)
+	cl, err := p.newCluster(ctx, fenced)
 	if err != nil {
-		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
-	}
-	for _, i := range p.indexes() {
-		if err := cl.GetFieldIndexer().IndexField(ctx, i.obj, i.field, i.extract); err != nil {
-			return nil, fmt.Errorf("indexing %s: %w", i.field, err)
-		}
+		return nil, err
 	}
 	conn.cluster = cl
 	conn.ctx, conn.cancel = context.WithCancel(p.ctx)
@@ -164,6 +158,21 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 		return nil, err
 	}
 	return conn, nil
+}
+
+// newCluster builds a member's cluster from its (fenced) config, with the indexes set so far.
+func (p *Provider) newCluster(ctx context.Context, cfg *rest.Config) (cluster.Cluster, error) {
+	opts := append([]cluster.Option{func(o *cluster.Options) { o.NewClient = p.newClient }}, p.opts.ClusterOptions...)
+	cl, err := cluster.New(cfg, opts...)
+	if err != nil {
+		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
+	}
+	for _, i := range p.indexes() {
+		if err := cl.GetFieldIndexer().IndexField(ctx, i.obj, i.field, i.extract); err != nil {
+			return nil, fmt.Errorf("indexing %s: %w", i.field, err)
+		}
+	}
+	return cl, nil
 }
 
 // warm starts the informers of WarmTypes on a started cluster's cache and waits until every one
