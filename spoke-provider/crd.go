@@ -57,9 +57,10 @@ type appliedCRD struct {
 }
 
 // watchCRDs starts a watch of the member's CRDs on the connection, which runs until connCtx
-// ends, and waits (within ctx) until each has listed its CRD or failed to: then the watch, where it works, is what
-// says whether the member serves them. Its events enqueue the member for keepCRDs. cfg is the
-// member's (fenced) config and httpClient the HTTP client of its cluster.
+// ends, and waits (within ctx) until each has listed its CRD or failed to: then the watch,
+// where it works, is what says whether the member serves them. Its events enqueue the member
+// for keepCRDs. cfg is the member's (fenced) config and httpClient the HTTP client of its
+// cluster.
 func (p *Provider) watchCRDs(ctx, connCtx context.Context, name string, cfg *rest.Config, httpClient *http.Client) (*crdWatch, error) {
 	cs, err := apiextensionsclient.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
@@ -106,6 +107,7 @@ func (w *crdWatch) settled() bool {
 	return true
 }
 
+// watchFailed records an error of a CRD's watch, which the informer had synced to rv then.
 func (w *crdWatch) watchFailed(crd string, err error, rv string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -218,50 +220,63 @@ func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconci
 // and restores it when it differs from want. A CRD missing on a connection was deleted: joining
 // made sure it was served.
 func (p *Provider) keepCRD(ctx context.Context, conn *connection, want *apiextensionsv1.CustomResourceDefinition) crdVerdict {
-	w := conn.crds
-	live, synced, watchErr := w.observe(want.Name)
+	live, synced, watchErr := conn.crds.observe(want.Name)
 	switch {
 	case watchErr != nil && !synced:
-		return crdVerdict{note: fmt.Sprintf("the hub cannot watch its CRD %s, so a change of it goes unnoticed and its deletion is seen by the probes only (register the member again to grant list and watch of customresourcedefinitions named %s): %v",
+		return crdVerdict{note: fmt.Sprintf("the hub cannot watch its CRD %s, so a change of it goes unnoticed and its deletion "+
+			"is seen by the probes only (register the member again to grant list and watch of customresourcedefinitions named %s): %v",
 			want.Name, want.Name, watchErr)}
 	case !synced:
 		return crdVerdict{} // its first list is on its way; its events will come
 	case live == nil || !live.DeletionTimestamp.IsZero() || !established(live):
-		// Deleted, being deleted, or reinstalled and not served yet: one message for all three,
-		// so that the member says it once.
-		v := crdVerdict{missing: fmt.Sprintf("The member's CRD %s was deleted, and every ConfigBundle with it", want.Name)}
-		switch {
-		case !p.opts.InstallCRDs:
-			v.missing += "; the hub does not install CRDs (--install-crds=false)"
-			return v
-		case live != nil:
-			v.missing += "; the hub reinstalls it"
-			return v
-		}
-		cctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
-		defer cancel()
-		if err := w.apply(cctx, want, p.opts.FieldOwner); err != nil {
-			v.missing += fmt.Sprintf("; reinstalling it failed (it needs create on customresourcedefinitions named %s): %v", want.Name, err)
-			v.retry = true
-			return v
-		}
+		return p.reinstallCRD(ctx, conn.crds, want, live)
+	}
+	return p.restoreCRD(ctx, conn.crds, want, live)
+}
+
+// reinstallCRD installs want again (with InstallCRDs) once the member's copy (live, nil if none)
+// is gone. Deleted, being deleted, or reinstalled and not served yet, it says so in one message
+// for all three, so that the member says it once.
+func (p *Provider) reinstallCRD(ctx context.Context, w *crdWatch, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
+	v := crdVerdict{missing: fmt.Sprintf("The member's CRD %s was deleted, and every ConfigBundle with it", want.Name)}
+	switch {
+	case !p.opts.InstallCRDs:
+		v.missing += "; the hub does not install CRDs (--install-crds=false)"
+		return v
+	case live != nil: // being deleted, or not served yet
 		v.missing += "; the hub reinstalls it"
 		return v
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
+	defer cancel()
+	if err := w.apply(ctx, want, p.opts.FieldOwner); err != nil {
+		v.missing += fmt.Sprintf("; reinstalling it failed (it needs create on customresourcedefinitions named %s): %v", want.Name, err)
+		v.retry = true
+		return v
+	}
+	v.missing += "; the hub reinstalls it"
+	return v
+}
+
+// restoreCRD applies want again (with InstallCRDs) where the member's served copy, live,
+// differs from it, once per change.
+func (p *Provider) restoreCRD(ctx context.Context, w *crdWatch, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
 	what := crdDrift(want, live)
 	switch {
 	case what == "":
 		return crdVerdict{}
 	case !p.opts.InstallCRDs:
-		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub does not install CRDs (--install-crds=false)", want.Name, what)}
+		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub does not install CRDs (--install-crds=false)",
+			want.Name, what)}
 	case w.appliedAt(live):
-		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s) although the hub applied it: another field manager holds those fields", want.Name, what)}
+		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s) although the hub applied it: another field manager holds those fields",
+			want.Name, what)}
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 	defer cancel()
-	if err := w.apply(cctx, want, p.opts.FieldOwner); err != nil {
-		return crdVerdict{retry: true, note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub could not restore it (it needs patch on customresourcedefinitions named %s): %v",
-			want.Name, what, want.Name, err)}
+	if err := w.apply(ctx, want, p.opts.FieldOwner); err != nil {
+		return crdVerdict{retry: true, note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub could not restore it "+
+			"(it needs patch on customresourcedefinitions named %s): %v", want.Name, what, want.Name, err)}
 	}
 	return crdVerdict{restored: fmt.Sprintf("its CRD %s differed from the hub's (%s)", want.Name, what)}
 }
