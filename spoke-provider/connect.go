@@ -36,6 +36,7 @@ type connection struct {
 	cancel    context.CancelFunc
 	clusterID string
 	version   string
+	crds      *crdWatch // nil without Options.CRDs
 	expiry    time.Time // of the credential; zero if it does not say
 	// dialer makes every TCP connection of the connection's clients, cache included, so that
 	// they can all be closed at once (CloseAll) when the member stops answering.
@@ -129,15 +130,10 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 		return nil, err
 	}
 
-	opts := append([]cluster.Option{func(o *cluster.Options) { o.NewClient = p.newClient }}, p.opts.ClusterOptions...)
-	cl, err := cluster.New(p.fenced(name, cfg), opts...)
+	fenced := p.fenced(name, cfg)
+	cl, err := p.newCluster(ctx, fenced)
 	if err != nil {
-		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
-	}
-	for _, i := range p.indexes() {
-		if err := cl.GetFieldIndexer().IndexField(ctx, i.obj, i.field, i.extract); err != nil {
-			return nil, fmt.Errorf("indexing %s: %w", i.field, err)
-		}
+		return nil, err
 	}
 	conn.cluster = cl
 	conn.ctx, conn.cancel = context.WithCancel(p.ctx)
@@ -152,10 +148,31 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 			p.log.Error(err, "Member cluster stopped", "cluster", name)
 		}
 	}()
+	if len(p.opts.CRDs) > 0 {
+		conn.crds, err = p.watchCRDs(ctx, conn.ctx, name, fenced, cl.GetHTTPClient())
+		if err != nil {
+			return nil, &connectError{reason: hubv1alpha1.UnreachableReason, err: err}
+		}
+	}
 	if err := p.warm(ctx, cl); err != nil {
 		return nil, err
 	}
 	return conn, nil
+}
+
+// newCluster builds a member's cluster from its (fenced) config, with the indexes set so far.
+func (p *Provider) newCluster(ctx context.Context, cfg *rest.Config) (cluster.Cluster, error) {
+	opts := append([]cluster.Option{func(o *cluster.Options) { o.NewClient = p.newClient }}, p.opts.ClusterOptions...)
+	cl, err := cluster.New(cfg, opts...)
+	if err != nil {
+		return nil, &connectError{reason: hubv1alpha1.InvalidKubeconfigReason, err: err}
+	}
+	for _, i := range p.indexes() {
+		if err := cl.GetFieldIndexer().IndexField(ctx, i.obj, i.field, i.extract); err != nil {
+			return nil, fmt.Errorf("indexing %s: %w", i.field, err)
+		}
+	}
+	return cl, nil
 }
 
 // warm starts the informers of WarmTypes on a started cluster's cache and waits until every one

@@ -3,20 +3,31 @@ package spokeprovider_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	hubconfig "configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -25,27 +36,104 @@ import (
 const crdTimeout = 15 * time.Second
 
 // TestFaultCRDDeletedIsReinstalled: with InstallCRDs, a ConfigBundle CRD deleted from a connected
-// member is installed again at the next probe, and the member ends Ready.
+// member makes it CRDMissing at once (its watch, not the next probe, sees it), with a Warning
+// Event on its MemberCluster; the hub installs the CRD again, and the member is Ready again,
+// its bundles resynced.
 func TestFaultCRDDeletedIsReinstalled(t *testing.T) {
 	g := NewWithT(t)
 	opts := testOptions()
+	opts.ProbeInterval = time.Hour // the watch, not a probe, notices
 	opts.CRDs, opts.InstallCRDs = memberCRDs, true
 	f := startProvider(t, opts)
 	f.createSecret("crd-back", memberB.Kubeconfig())
 	f.waitReady(g, "crd-back")
 	uid := crdUID(g, memberB)
+	readies := len(f.history.readiesOf("crd-back"))
 	t.Cleanup(func() { restoreCRD(t, memberB) })
 
-	deleteCRD(g, memberB)
 	deleted := time.Now()
+	deleteCRD(g, memberB)
+	g.Eventually(func() []observation { return f.history.changesOf("crd-back") }).WithTimeout(crdTimeout).WithPolling(interval).
+		Should(ContainElement(HaveField("State", beNotReady(hubv1alpha1.CRDMissingReason))), "the member says its CRD is missing")
+	for _, o := range f.history.changesOf("crd-back") {
+		if o.State.Reason == hubv1alpha1.CRDMissingReason {
+			t.Logf("CRDMissing %v after the CRD's deletion: %s", o.At.Sub(deleted).Round(time.Millisecond), o.State.Message)
+			g.Expect(o.State.Message).To(ContainSubstring(memberCRDs[0].Name))
+			break
+		}
+	}
+	g.Eventually(memberEvents("crd-back", hubv1alpha1.CRDDeletedEvent)).WithTimeout(crdTimeout).WithPolling(interval).
+		Should(ConsistOf(HaveField("Type", corev1.EventTypeWarning)))
 	g.Eventually(func(g Gomega) types.UID { return crdUID(g, memberB) }).WithTimeout(crdTimeout).WithPolling(interval).
 		ShouldNot(Or(BeEmpty(), Equal(uid)), "the hub installs the CRD again")
-	t.Logf("CRD reinstalled %v after its deletion (probe interval %v)", time.Since(deleted).Round(time.Millisecond), probeInterval)
 	g.Eventually(f.state("crd-back")).WithTimeout(crdTimeout).WithPolling(interval).Should(beReady(hubv1alpha1.ConnectedReason))
+	t.Logf("CRD reinstalled and the member Ready %v after the CRD's deletion", time.Since(deleted).Round(time.Millisecond))
+	g.Expect(f.history.readiesOf("crd-back")).To(HaveLen(readies+1), "its bundles are resynced")
 }
 
-// TestFaultCRDDeletedIsReported: without InstallCRDs, a CRD deleted from a connected member makes it
-// not Ready (CRDMissing) at the next probe, once; restoring it makes the member Ready again.
+// TestFaultCRDSchemaStrippedIsRestored (issue 22): a member's ConfigBundle CRD whose schema was
+// stripped is applied again at once, with a CRDRestored Event on its MemberCluster, in one write;
+// the member stays Ready, and a message over the limit is refused again.
+func TestFaultCRDSchemaStrippedIsRestored(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	opts := testOptions()
+	opts.ProbeInterval = time.Hour // the watch, not a probe, notices
+	opts.CRDs, opts.InstallCRDs = memberCRDs, true
+	f := startProvider(t, opts)
+	f.createSecret("crd-strip", memberB.Kubeconfig())
+	f.waitReady(g, "crd-strip")
+	t.Cleanup(func() { restoreCRD(t, memberB) })
+	readiness := f.watchReadiness("crd-strip")
+
+	stripped := stripCRD(g, memberB)
+	at := time.Now()
+	g.Eventually(func(g Gomega) *apiextensionsv1.CustomResourceValidation {
+		return liveCRD(g, memberB).Spec.Versions[0].Schema
+	}).
+		WithTimeout(crdTimeout).WithPolling(interval).Should(Equal(memberCRDs[0].Spec.Versions[0].Schema), "the hub restores the schema")
+	t.Logf("schema restored %v after it was stripped", time.Since(at).Round(time.Millisecond))
+	g.Eventually(memberEvents("crd-strip", hubv1alpha1.CRDRestoredEvent)).WithTimeout(crdTimeout).WithPolling(interval).
+		Should(ConsistOf(And(HaveField("Type", corev1.EventTypeNormal), HaveField("Note", ContainSubstring("schema")))))
+	restored := liveCRD(g, memberB)
+	g.Expect(restored.Generation).To(Equal(stripped.Generation+1), "one write")
+	g.Consistently(func(g Gomega) string { return liveCRD(g, memberB).ResourceVersion }).WithTimeout(quietPeriod).WithPolling(100*time.Millisecond).
+		Should(Equal(restored.ResourceVersion), "no write once restored")
+	g.Expect(readiness()).To(BeEmpty(), "the member stays Ready")
+
+	big := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "configbundle.dev/v1alpha1", "kind": "ConfigBundle",
+		"metadata": map[string]any{"namespace": "default", "name": "too-big"},
+		"spec":     map[string]any{"message": strings.Repeat("x", 1400*1024)},
+	}}
+	err := memberClients[memberB].Create(ctx, big)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a 1.4 MiB message is refused: %v", err)
+}
+
+// TestCRDTheHubMayNotRestoreIsSaid: where the hub's credential may watch the CRD but not patch
+// it, a stripped schema is said in the member's Ready message, naming the CRD and the right.
+func TestCRDTheHubMayNotRestoreIsSaid(t *testing.T) {
+	g := NewWithT(t)
+	opts := testOptions()
+	opts.CRDs, opts.InstallCRDs = memberCRDs, true
+	f := startProvider(t, opts)
+	f.createSecret("crd-readonly", crdUserKubeconfig(t, memberB, "crd-readonly", "get", "list", "watch"))
+	f.waitReady(g, "crd-readonly")
+	t.Cleanup(func() { restoreCRD(t, memberB) })
+
+	stripCRD(g, memberB)
+	g.Eventually(f.state("crd-readonly")).WithTimeout(crdTimeout).WithPolling(interval).Should(And(beReady(hubv1alpha1.ConnectedReason),
+		HaveField("Message", And(ContainSubstring(memberCRDs[0].Name), ContainSubstring("could not restore"), ContainSubstring("patch")))))
+	t.Logf("said: %s", f.state("crd-readonly")().Message)
+	g.Expect(memberEvents("crd-readonly", hubv1alpha1.CRDRestoredEvent)(g)).To(BeEmpty())
+
+	restoreCRD(t, memberB)
+	g.Eventually(f.state("crd-readonly")).WithTimeout(crdTimeout).WithPolling(interval).Should(HaveField("Message", Not(ContainSubstring(memberCRDs[0].Name))),
+		"the note goes with the drift")
+}
+
+// TestFaultCRDDeletedIsReported: without InstallCRDs, a CRD deleted from a connected member makes
+// it not Ready (CRDMissing) at once, once, probes or not; restoring it makes the member Ready
+// again.
 func TestFaultCRDDeletedIsReported(t *testing.T) {
 	g := NewWithT(t)
 	opts := testOptions()
@@ -56,18 +144,23 @@ func TestFaultCRDDeletedIsReported(t *testing.T) {
 	t.Cleanup(func() { restoreCRD(t, memberB) })
 	readies := len(f.history.readiesOf("crd-gone"))
 
-	deleteCRD(g, memberB)
 	deleted := time.Now()
+	deleteCRD(g, memberB)
 	g.Eventually(f.state("crd-gone")).WithTimeout(crdTimeout).WithPolling(interval).Should(beNotReady(hubv1alpha1.CRDMissingReason))
 	t.Logf("CRDMissing reported %v after the CRD's deletion (probe interval %v)", time.Since(deleted).Round(time.Millisecond), probeInterval)
 	g.Expect(f.provider.Connected(multicluster.ClusterName("crd-gone"))).To(MatchError(spokeprovider.ErrNotConnected))
-	missing := 0
-	for _, o := range f.history.changesOf("crd-gone") {
-		if o.State.Reason == hubv1alpha1.CRDMissingReason {
-			missing++
+	g.Expect(f.state("crd-gone")().Message).To(ContainSubstring("--install-crds=false"))
+	missing := func() int {
+		n := 0
+		for _, o := range f.history.changesOf("crd-gone") {
+			if o.State.Reason == hubv1alpha1.CRDMissingReason {
+				n++
+			}
 		}
+		return n
 	}
-	g.Expect(missing).To(Equal(1), "said once")
+	g.Eventually(missing).WithTimeout(crdTimeout).WithPolling(interval).Should(Equal(1))
+	g.Consistently(missing).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(1), "said once")
 
 	restoreCRD(t, memberB)
 	restored := time.Now()
@@ -102,7 +195,8 @@ func deleteCRD(g Gomega, cp *controlplane.ControlPlane) {
 	g.Expect(c.Delete(context.Background(), &apiextensionsv1.CustomResourceDefinition{ObjectMeta: memberCRDs[0].ObjectMeta})).To(Succeed())
 }
 
-// restoreCRD creates the ConfigBundle CRD in a member if it is missing, and waits until served.
+// restoreCRD creates the ConfigBundle CRD in a member if it is missing, puts its spec back if it
+// differs, and waits until served.
 func restoreCRD(t *testing.T, cp *controlplane.ControlPlane) {
 	g := NewWithT(t)
 	c := crdClient(g, cp)
@@ -115,6 +209,11 @@ func restoreCRD(t *testing.T, cp *controlplane.ControlPlane) {
 		case apierrors.IsAlreadyExists(err):
 			existing := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), existing); err != nil {
+				return false, nil
+			}
+			if !equality.Semantic.DeepEqual(existing.Spec.Versions, crd.Spec.Versions) {
+				existing.Spec.Versions = crd.Spec.Versions
+				_ = c.Update(ctx, existing)
 				return false, nil
 			}
 			return existing.DeletionTimestamp.IsZero() && established(existing), nil
@@ -133,4 +232,89 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// liveCRD reads the ConfigBundle CRD of a member.
+// TestCRDTheHubMayNotWatchIsSaid: a member whose role predates the watch of the CRD (get, create
+// and patch only) is Ready, its message saying that the hub cannot watch the CRD and how to
+// grant it; the probes still see a deletion.
+func TestCRDTheHubMayNotWatchIsSaid(t *testing.T) {
+	g := NewWithT(t)
+	opts := testOptions()
+	opts.CRDs, opts.InstallCRDs = memberCRDs, true
+	f := startProvider(t, opts)
+	f.createSecret("crd-nowatch", crdUserKubeconfig(t, memberB, "crd-nowatch", "get", "create", "patch"))
+	f.waitReady(g, "crd-nowatch")
+	g.Eventually(f.state("crd-nowatch")).WithTimeout(crdTimeout).WithPolling(interval).Should(And(beReady(hubv1alpha1.ConnectedReason),
+		HaveField("Message", And(ContainSubstring("cannot watch its CRD "+memberCRDs[0].Name), ContainSubstring("register the member again")))))
+	t.Logf("said: %s", f.state("crd-nowatch")().Message)
+}
+
+func liveCRD(g Gomega, cp *controlplane.ControlPlane) *apiextensionsv1.CustomResourceDefinition {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	g.Expect(crdClient(g, cp).Get(context.Background(), client.ObjectKey{Name: memberCRDs[0].Name}, crd)).To(Succeed())
+	return crd
+}
+
+// stripCRD replaces the schema of every version of a member's ConfigBundle CRD with one that
+// accepts anything, as a careless member admin would, and returns the CRD stripped.
+func stripCRD(g Gomega, cp *controlplane.ControlPlane) *apiextensionsv1.CustomResourceDefinition {
+	var crd *apiextensionsv1.CustomResourceDefinition
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd = liveCRD(g, cp)
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Schema = &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object", XPreserveUnknownFields: ptr.To(true)}}
+		}
+		return crdClient(g, cp).Update(context.Background(), crd)
+	})).To(Succeed())
+	return crd
+}
+
+// memberEvents polls the Events of reason recorded on a member's MemberCluster.
+func memberEvents(member, reason string) func(Gomega) []eventsv1.Event {
+	return func(g Gomega) []eventsv1.Event {
+		list := &eventsv1.EventList{}
+		g.Expect(hubClient.List(context.Background(), list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "MemberCluster" && e.Regarding.Name == member && e.Reason == reason {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+}
+
+// crdUserKubeconfig provisions a user of cp with the member ClusterRole whose CRD rule grants
+// only verbs, and returns its kubeconfig.
+func crdUserKubeconfig(t *testing.T, cp *controlplane.ControlPlane, user string, verbs ...string) []byte {
+	t.Helper()
+	g := NewWithT(t)
+	role, err := hubconfig.MemberClusterRole()
+	g.Expect(err).NotTo(HaveOccurred())
+	role.Name = user
+	for i, r := range role.Rules {
+		if slices.Contains(r.APIGroups, apiextensionsv1.GroupName) {
+			role.Rules[i].Verbs = verbs
+		}
+	}
+	c := memberClients[cp]
+	ctx := context.Background()
+	g.Expect(c.Create(ctx, role)).To(Succeed())
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	g.Expect(c.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() {
+		_ = c.Delete(ctx, binding)
+		_ = c.Delete(ctx, role)
+	})
+	cfg, err := cp.AddUser(user, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	kc, err := controlplane.KubeconfigFor(cp.Name, cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	return kc
 }

@@ -214,3 +214,59 @@ func TestMemberFacts(t *testing.T) {
 		t.Errorf("a probe of the connection whose engagement failed changed the state")
 	}
 }
+
+// TestMemberKeepsCRDs: what the watch of a member's CRDs finds (keepCRDs), and the probes after
+// it, make of the member's published state.
+func TestMemberKeepsCRDs(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	conn := &connection{hash: "a", version: "v1.36.0", clusterID: "uid"}
+	connected := func() *member { m := newMember("ns", "m"); m.startAttempt("a"); m.activate(conn, t0); return m }
+	missing := func() *member { m := connected(); m.keepCRDs("The member's CRD was deleted", ""); return m }
+	unreachable := func() *member {
+		m := connected()
+		for range 2 {
+			m.recordProbe(conn, "", errors.New("connection refused"), t0, 2)
+		}
+		return m
+	}
+	keep := func(missing, note string) func(*member) [3]bool {
+		return func(m *member) [3]bool {
+			changed, wentMissing, recovered := m.keepCRDs(missing, note)
+			return [3]bool{changed, wentMissing, recovered}
+		}
+	}
+	probe := func(m *member) [3]bool {
+		changed, recovered := m.recordProbe(conn, "v1.36.0", nil, t0, 2)
+		return [3]bool{changed, false, recovered}
+	}
+	tests := []struct {
+		name    string
+		start   func() *member
+		input   func(*member) [3]bool
+		want    [3]bool // changed, wentMissing, recovered
+		ready   bool
+		reason  string
+		message string
+	}{
+		{"nothing to say changes nothing", connected, keep("", ""), [3]bool{}, true, hubv1alpha1.ConnectedReason, connectedMessage},
+		{"a deleted CRD is CRDMissing at once", connected, keep("The member's CRD was deleted", ""), [3]bool{true, true, false}, false, hubv1alpha1.CRDMissingReason, "The member's CRD was deleted"},
+		{"said once", missing, keep("The member's CRD was deleted", ""), [3]bool{}, false, hubv1alpha1.CRDMissingReason, "The member's CRD was deleted"},
+		{"served again: Ready, a recovery", missing, keep("", ""), [3]bool{true, false, true}, true, hubv1alpha1.ConnectedReason, connectedMessage},
+		{"a probe does not make a member missing its CRD Ready", missing, probe, [3]bool{}, false, hubv1alpha1.CRDMissingReason, "The member's CRD was deleted"},
+		{"a note goes in the Ready message", connected, keep("", "its CRD differs"), [3]bool{true, false, false}, true, hubv1alpha1.ConnectedReason, connectedMessage + "; but its CRD differs"},
+		{"an Unreachable member stays so", unreachable, keep("The member's CRD was deleted", ""), [3]bool{}, false, hubv1alpha1.UnreachableReason, ""},
+		{"and answering again, says its CRD is missing", func() *member { m := unreachable(); m.keepCRDs("The member's CRD was deleted", ""); return m },
+			probe, [3]bool{true, false, false}, false, hubv1alpha1.CRDMissingReason, "The member's CRD was deleted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := tt.start()
+			if got := tt.input(m); got != tt.want {
+				t.Errorf("changed, wentMissing, recovered = %v, want %v", got, tt.want)
+			}
+			if m.state.Ready != tt.ready || m.state.Reason != tt.reason || tt.message != "" && m.state.Message != tt.message {
+				t.Errorf("Ready, reason, message = %v, %q, %q; want %v, %q, %q", m.state.Ready, m.state.Reason, m.state.Message, tt.ready, tt.reason, tt.message)
+			}
+		})
+	}
+}

@@ -75,11 +75,16 @@ type Options struct {
 	// DefaultRequestTimeout (10 seconds).
 	RequestTimeout time.Duration
 
-	// CRDs are the CRDs a member must serve. Defaults to none.
+	// CRDs are the CRDs a member must serve. Each connection watches them in its member (one
+	// watch per CRD, by name): a CRD deleted there makes the member not Ready (CRDMissing) at
+	// once, until it is served again; one that differs from its entry here, or that the hub may
+	// not watch, is said in the member's Ready message (see InstallCRDs). Defaults to none.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 
-	// InstallCRDs applies CRDs to each member on join (server-side apply). Where that is
-	// forbidden and a CRD is absent, the member is not Ready (CRDMissing). Defaults to false.
+	// InstallCRDs applies CRDs to each member on join (server-side apply, forced, as
+	// FieldOwner), and again whenever a member's copy differs from the hub's in the fields it
+	// applies (a CRDRestored Event on its MemberCluster) or is gone. Where that is forbidden
+	// and a CRD is absent, the member is not Ready (CRDMissing). Defaults to false.
 	InstallCRDs bool
 
 	// Rights are what the member must allow the credential, cluster-wide (RightsOf turns a

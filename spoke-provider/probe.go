@@ -94,12 +94,14 @@ func (p *Provider) recordProbeLocked(name string, conn *connection, version stri
 	return true, changed, recovered, unreachable
 }
 
-// checkCRDs makes sure the member still serves the CRDs: one discovery request per probe, and
-// only when one is gone, the install of ensureCRDs (with InstallCRDs) or a CRDMissing error.
+// checkCRDs makes sure the member still serves the CRDs where the watch of them does not
+// (keepCRDs): one discovery request per probe, and only when one is gone, the install of
+// ensureCRDs (with InstallCRDs) or a CRDMissing error.
 func (p *Provider) checkCRDs(ctx context.Context, conn *connection) error {
-	if len(p.opts.CRDs) == 0 {
+	if len(p.opts.CRDs) == 0 || conn.crds.synced() {
 		return nil
 	}
+	p.enqueueCRDs(conn.name) // it may work now: its note follows
 	if missing, err := crdsMissing(conn.disc, p.opts.CRDs); err != nil || !missing {
 		return err // a failed discovery request counts as a failed probe, not as a missing CRD
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,6 +46,11 @@ type Provider struct {
 	log  logr.Logger
 	hub  client.Client
 
+	// hubReader reads the hub live, and recorder records Events there: on the MemberClusters,
+	// about their members' CRDs.
+	hubReader client.Reader
+	recorder  events.EventRecorder
+
 	started chan struct{} // closed by Start, which sets ctx and aware
 	ctx     context.Context
 	aware   multicluster.Aware
@@ -53,9 +59,12 @@ type Provider struct {
 	// retried (AddAfter); set (under mu, for Rebalance) when the controller starts, before any
 	// Reconcile.
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	// crdQueue is the member-crds controller's workqueue (requests named after members), set
+	// (under mu) when that controller starts; nil before.
+	crdQueue workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-	// mu guards members (and every field of each member), indexers, onChange, onReady and the
-	// setting of queue (read without mu once set: it is set before any Reconcile). It is held for short critical sections that never block: never across
+	// mu guards members (and every field of each member), indexers, onChange, onReady, crdQueue
+	// and the setting of queue (read without mu once set: it is set before any Reconcile). It is held for short critical sections that never block: never across
 	// a network call, the manager's Engage, or an OnChange or OnReady callback, which run once
 	// it is released. A method named xLocked is called with mu held; every other method that
 	// reads or writes what mu guards takes it once, with defer, for its whole body.
@@ -95,22 +104,38 @@ func New(opts Options) *Provider {
 // Options returns the provider's options, defaults applied.
 func (p *Provider) Options() Options { return p.opts }
 
-// SetupWithManager watches the kubeconfig Secrets through the hub (local) cluster of mgr. The
-// manager's cache should be restricted to Options.Namespace and Options.Label for Secrets (see
-// SecretCacheOptions), so that the hub reads no other Secret.
+// SetupWithManager watches the kubeconfig Secrets through the hub (local) cluster of mgr, and
+// sets up the member-crds controller, which keeps the CRDs of the connected members (keepCRDs).
+// The manager's cache should be restricted to Options.Namespace and Options.Label for Secrets
+// (see SecretCacheOptions), so that the hub reads no other Secret.
 func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
-	p.hub = mgr.GetLocalManager().GetClient()
+	local := mgr.GetLocalManager()
+	p.hub, p.hubReader = local.GetClient(), local.GetAPIReader()
+	p.recorder = local.GetEventRecorder(p.opts.FieldOwner)
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == p.opts.Namespace })
 	keepQueue := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		p.setQueue(q)
 		return nil
 	})
-	return ctrl.NewControllerManagedBy(mgr.GetLocalManager()).
+	opts := controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles, NeedLeaderElection: ptr.To(p.NeedLeaderElection())}
+	err := ctrl.NewControllerManagedBy(local).
 		Named("kubeconfig-secrets").
 		For(&corev1.Secret{}, builder.WithPredicates(inNamespace)).
 		WatchesRawSource(keepQueue).
-		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles, NeedLeaderElection: ptr.To(p.NeedLeaderElection())}).
+		WithOptions(opts).
 		Complete(p)
+	if err != nil {
+		return err
+	}
+	keepCRDQueue := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		p.setCRDQueue(q)
+		return nil
+	})
+	return ctrl.NewControllerManagedBy(local).
+		Named("member-crds").
+		WatchesRawSource(keepCRDQueue).
+		WithOptions(opts).
+		Complete(reconcile.Func(p.keepCRDs))
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: a provider that shards members
@@ -345,6 +370,7 @@ func (p *Provider) connect(name, hash string, cfg *rest.Config) {
 		log.Info("Member joined", append(took, "kubernetesVersion", conn.version)...)
 	}
 	go p.probe(name, conn)
+	p.enqueueCRDs(name)
 	p.notifyChanged(name)
 	p.notifyReady(name)
 }
@@ -493,6 +519,20 @@ func (p *Provider) setQueue(q workqueue.TypedRateLimitingInterface[reconcile.Req
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.queue = q
+}
+
+// setCRDQueue keeps the member-crds controller's workqueue.
+func (p *Provider) setCRDQueue(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.crdQueue = q
+}
+
+// crdsQueue returns the member-crds controller's workqueue, nil before the controller starts.
+func (p *Provider) crdsQueue() workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.crdQueue
 }
 
 // secretQueue returns the Secret controller's workqueue, nil before the controller starts.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -104,6 +105,34 @@ func TestForbiddenMemberIsStillCounted(t *testing.T) {
 			HaveField("Reason", hubv1alpha1.ForbiddenReason), HaveField("Message", ContainSubstring("may not update configmaps"))))),
 		HaveField("Bundles", hubv1alpha1.BundleCounts{Total: 2, Ready: 1, Failed: 1}),
 		HaveField("FailedBundles", ConsistOf(And(HaveField("Name", "refused"), HaveField("Reason", hubv1alpha1.ForbiddenReason))))))
+}
+
+// TestCRDMissingMemberIsStillCounted (issue 22): a member whose CRD was deleted is Ready=False
+// CRDMissing, and its counts follow its cache, which loses the bundles the deletion deletes:
+// they drop at once, not when the member is Ready again.
+func TestCRDMissingMemberIsStillCounted(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	newBundle(t, memberA, "doomed", metav1.ConditionTrue, "Applied")
+	state := connected(memberA, 0)
+	join(t, memberA, state)
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Bundles", hubv1alpha1.BundleCounts{Total: 1, Ready: 1}))
+
+	missing := state
+	missing.Ready, missing.Reason, missing.Message = false, hubv1alpha1.CRDMissingReason, "The member's CRD configbundles.configbundle.dev was deleted"
+	members.Set(memberA, missing)
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Conditions", haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.CRDMissingReason)))
+	list := &configbundlev1alpha1.ConfigBundleList{}
+	g.Expect(memberClients[memberA].List(ctx, list)).To(Succeed())
+	for i := range list.Items {
+		if list.Items[i].Name == "doomed" { // as the CRD's deletion deletes every bundle
+			g.Expect(memberClients[memberA].Delete(ctx, &list.Items[i])).To(Succeed())
+		}
+	}
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("Conditions", haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.CRDMissingReason)),
+		HaveField("Bundles", hubv1alpha1.BundleCounts{})))
 }
 
 // TestMemberClusterGoesWithItsMember: a member whose Secret goes loses its MemberCluster; a

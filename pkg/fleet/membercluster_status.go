@@ -61,12 +61,13 @@ func (r *MemberClusterReconciler) status(ctx context.Context, name string, state
 	return st
 }
 
-// counted reports whether a member's bundles are counted from its cache: while it is Ready, and
+// counted reports whether a member's bundles are counted from its cache: while it is Ready;
 // while it is Forbidden, when the hub may still hold its cache and the bundles whose outcome the
-// member forbade the hub to write (Options.Unreported) are to be counted as failed. An
-// unreachable member keeps the counts last observed.
+// member forbade the hub to write (Options.Unreported) are to be counted as failed; and while it
+// is CRDMissing, when its cache loses the bundles that the CRD's deletion deletes, so that the
+// counts drop with them. An unreachable member keeps the counts last observed.
 func counted(state spokeprovider.State) bool {
-	return state.Ready || state.Reason == hubv1alpha1.ForbiddenReason
+	return state.Ready || state.Reason == hubv1alpha1.ForbiddenReason || state.Reason == hubv1alpha1.CRDMissingReason
 }
 
 // credentialsCondition says whether the member's credential is valid for longer than warning.

@@ -73,8 +73,8 @@ type Options struct {
 	// spokeprovider.DefaultQPS (50) and spokeprovider.DefaultBurst (100).
 	MemberQPS   float32
 	MemberBurst int
-	// InstallCRDs applies the ConfigBundle CRD to each member when it joins. Defaults to
-	// DefaultInstallCRDs (true).
+	// InstallCRDs applies the ConfigBundle CRD to each member when it joins, and again whenever
+	// a member's copy is changed or deleted. Defaults to DefaultInstallCRDs (true).
 	InstallCRDs *bool
 	// MetricsBindAddress and HealthProbeBindAddress serve metrics and health endpoints; "0"
 	// disables one. Default to DefaultMetricsBindAddress (":8443") and
@@ -172,7 +172,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var((*float32Value)(&o.MemberQPS), "member-qps", "Requests per second the hub may send to each member (client-side limit; a bundle costs two writes).")
 	fs.IntVar(&o.MemberBurst, "member-burst", d.MemberBurst, "Burst of requests the hub may send to each member.")
 	o.InstallCRDs = ptr.To(*d.InstallCRDs)
-	fs.BoolVar(o.InstallCRDs, "install-crds", *d.InstallCRDs, "Apply the ConfigBundle CRD to each member when it joins (server-side apply).")
+	fs.BoolVar(o.InstallCRDs, "install-crds", *d.InstallCRDs, "Apply the ConfigBundle CRD to each member when it joins, and again whenever a member's copy is changed or deleted (server-side apply).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", d.MetricsBindAddress, `Address of the Prometheus metrics endpoint; "0" disables it.`)
 	fs.Var((*notBool)(&o.MetricsInsecure), "metrics-secure", "Serve metrics over HTTPS to clients the hub cluster's API server authenticates and authorizes (get on the non-resource URL /metrics); --metrics-secure=false serves plain HTTP to anyone.")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", d.MetricsCertDir, "Directory holding tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate).")
@@ -345,8 +345,9 @@ func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica)
 // memberRights are the rights the hub's credential must have in every member, which the
 // provider checks when connecting and at every probe: those of the ClusterRole `hub register`
 // grants (config.MemberClusterRole, the reconciler's and the provider's RBAC markers), but for
-// its CRD rule, which only installing a missing CRD needs (a member where that is refused is
-// CRDMissing, saying so).
+// its CRD rule, which only keeping the CRD needs: a member where that is refused is not
+// Forbidden but says so (CRDMissing where its CRD is missing, a note in its Ready message where
+// the hub may not watch or restore it).
 func memberRights() ([]authorizationv1.ResourceAttributes, error) {
 	role, err := config.MemberClusterRole()
 	if err != nil {

@@ -318,6 +318,14 @@ func TestLeastPrivilege(t *testing.T) {
 
 		// The namespace kube-system: get (its uid identifies the cluster).
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{})).To(Succeed())
+
+		// The ConfigBundle CRD: list and watch with the field selector metadata.name, which RBAC
+		// matches against resourceNames (the hub's watch of it, which keeps it).
+		byName := client.MatchingFields{"metadata.name": "configbundles.configbundle.dev"}
+		g.Expect(hub.List(ctx, &apiextensionsv1.CustomResourceDefinitionList{}, byName)).To(Succeed())
+		w, err := hub.Watch(ctx, &apiextensionsv1.CustomResourceDefinitionList{}, byName)
+		g.Expect(err).NotTo(HaveOccurred(), "watch the ConfigBundle CRD")
+		w.Stop()
 	})
 
 	t.Run("refuses everything else", func(t *testing.T) {

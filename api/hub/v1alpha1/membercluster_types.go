@@ -25,8 +25,10 @@ const (
 	// connecting or on the first probe that gets the refusal (a revoked or expired token).
 	ForbiddenReason = "Forbidden"
 
-	// CRDMissingReason (False): the ConfigBundle CRD is absent from the member and the hub may
-	// not (or was told not to) install it.
+	// CRDMissingReason (False): the ConfigBundle CRD is absent from the member, or being
+	// deleted (which deletes every ConfigBundle of the member), from the moment the hub's watch
+	// of it sees so until it is back and served again: reinstalled by the hub where it may
+	// (--install-crds, and the right to create it), or by someone else. The message says which.
 	CRDMissingReason = "CRDMissing"
 
 	// DuplicateClusterReason (False): another member already is this very cluster (same
@@ -79,6 +81,21 @@ const (
 // condition became True or its reason is a routine step (RoutineReasons), Warning otherwise (a
 // real failure: Unreachable, Forbidden, InvalidKubeconfig, CRDMissing, DuplicateCluster,
 // Expired, ExpiresSoon, ...).
+
+// The Events the hub records on a MemberCluster about the member's ConfigBundle CRD, which the hub
+// keeps as it applies it (with --install-crds): it watches the CRD in every member it is
+// connected to.
+const (
+	// CRDRestoredEvent (Normal): the member's ConfigBundle CRD differed from the hub's (its
+	// schema stripped or changed, its names, scope or versions) and the hub applied its own
+	// again (server-side apply, forced); the note says what differed.
+	CRDRestoredEvent = "CRDRestored"
+
+	// CRDDeletedEvent (Warning): the member's ConfigBundle CRD, which the hub had seen, is being
+	// deleted or is gone, and with it every ConfigBundle of the member (and, by garbage
+	// collection, their ConfigMaps). The member is not Ready (CRDMissing) until the CRD is back.
+	CRDDeletedEvent = "CRDDeleted"
+)
 
 // RoutineReasons are the reasons of a MemberCluster condition that is not True that are steps of
 // a normal join, not failures: a member connecting for the first time, and a credential that does

@@ -1,0 +1,430 @@
+package spokeprovider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// crdWatch is a connection's watch of the member's CRDs (Options.CRDs): one informer per CRD,
+// restricted to its name (RBAC matches the field selector metadata.name against the
+// resourceNames of the hub's role), through the connection's HTTP client. It costs one watch
+// per CRD and no request in steady state. Every event of it, and every error of its watch,
+// has the member's CRDs kept again (keepCRDs).
+type crdWatch struct {
+	client    apiextensionsclient.Interface
+	informers map[string]toolscache.SharedIndexInformer // by CRD name
+
+	// mu guards the fields below; it is never held across a network call.
+	mu sync.Mutex
+	// watchErrs holds, by CRD name, the last error of the CRD's watch and the resourceVersion
+	// the informer had synced to then: the error stands until the informer syncs further.
+	watchErrs map[string]watchError
+	// applied holds, by CRD name, the CRD as the hub last applied it (uid, generation): a CRD
+	// still differing at that very generation is not applied again (one write per drift).
+	applied map[string]appliedCRD
+}
+
+type watchError struct {
+	err error
+	rv  string
+}
+
+type appliedCRD struct {
+	uid        types.UID
+	generation int64
+}
+
+// watchCRDs starts a watch of the member's CRDs on the connection, which runs until connCtx
+// ends, and waits (within ctx) until each has listed its CRD or failed to: then the watch,
+// where it works, is what says whether the member serves them. Its events enqueue the member
+// for keepCRDs. cfg is the member's (fenced) config and httpClient the HTTP client of its
+// cluster.
+func (p *Provider) watchCRDs(ctx, connCtx context.Context, name string, cfg *rest.Config, httpClient *http.Client) (*crdWatch, error) {
+	cs, err := apiextensionsclient.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	w := &crdWatch{client: cs, informers: map[string]toolscache.SharedIndexInformer{},
+		watchErrs: map[string]watchError{}, applied: map[string]appliedCRD{}}
+	enqueue := func(any) { p.enqueueCRDs(name) }
+	for _, crd := range p.opts.CRDs {
+		lw := toolscache.NewListWatchFromClient(cs.ApiextensionsV1().RESTClient(), "customresourcedefinitions", metav1.NamespaceAll,
+			fields.OneTermEqualSelector("metadata.name", crd.Name))
+		inf := toolscache.NewSharedIndexInformer(lw, &apiextensionsv1.CustomResourceDefinition{}, 0, toolscache.Indexers{})
+		crdName := crd.Name
+		if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *toolscache.Reflector, err error) {
+			w.watchFailed(crdName, err, r.LastSyncResourceVersion())
+			p.enqueueCRDs(name)
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
+		}); err != nil {
+			return nil, err
+		}
+		w.informers[crd.Name] = inf
+		go inf.RunWithContext(connCtx)
+	}
+	if err := wait.PollUntilContextCancel(ctx, crdWatchPoll, true, func(context.Context) (bool, error) { return w.settled(), nil }); err != nil {
+		return nil, fmt.Errorf("watching the CRDs: %w", err)
+	}
+	return w, nil
+}
+
+// crdWatchPoll is how often watchCRDs looks whether the watches have listed their CRDs.
+const crdWatchPoll = 20 * time.Millisecond
+
+// settled reports whether every CRD's watch has listed it or failed to.
+func (w *crdWatch) settled() bool {
+	for crd := range w.informers {
+		if _, synced, err := w.observe(crd); !synced && err == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// watchFailed records an error of a CRD's watch, which the informer had synced to rv then.
+func (w *crdWatch) watchFailed(crd string, err error, rv string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.watchErrs[crd] = watchError{err: err, rv: rv}
+}
+
+// observe returns the CRD as the watch has it (nil: absent), whether its first list is done,
+// and the error of its watch, if it fails still.
+func (w *crdWatch) observe(crd string) (*apiextensionsv1.CustomResourceDefinition, bool, error) {
+	inf := w.informers[crd]
+	var watchErr error
+	w.mu.Lock()
+	if e, ok := w.watchErrs[crd]; ok && e.rv == inf.LastSyncResourceVersion() {
+		watchErr = e.err
+	} else {
+		delete(w.watchErrs, crd)
+	}
+	w.mu.Unlock()
+	obj, exists, err := inf.GetStore().GetByKey(crd)
+	if err != nil || !exists {
+		return nil, inf.HasSynced(), watchErr
+	}
+	live, _ := obj.(*apiextensionsv1.CustomResourceDefinition)
+	return live, inf.HasSynced(), watchErr
+}
+
+// synced reports whether every CRD's watch has listed it and works: the watch, not the probes'
+// discovery, then says whether the member serves them. A nil crdWatch is not synced.
+func (w *crdWatch) synced() bool {
+	if w == nil {
+		return false
+	}
+	for crd := range w.informers {
+		if _, synced, err := w.observe(crd); !synced || err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// appliedAt reports whether the hub last applied the CRD at live's uid and generation.
+func (w *crdWatch) appliedAt(live *apiextensionsv1.CustomResourceDefinition) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.applied[live.Name] == appliedCRD{uid: live.UID, generation: live.Generation}
+}
+
+// apply applies the hub's CRD (server-side apply, forced, as fieldOwner) and records what it
+// became.
+func (w *crdWatch) apply(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner string) error {
+	crd = crd.DeepCopy()
+	crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
+	crd.ResourceVersion, crd.UID, crd.ManagedFields, crd.Status = "", "", nil, apiextensionsv1.CustomResourceDefinitionStatus{}
+	body, err := json.Marshal(crd)
+	if err != nil {
+		return err
+	}
+	out, err := w.client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: fieldOwner, Force: ptr.To(true)})
+	if err != nil {
+		return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.applied[out.Name] = appliedCRD{uid: out.UID, generation: out.Generation}
+	return nil
+}
+
+// crdVerdict is what keepCRD found of one CRD in a member, and did.
+type crdVerdict struct {
+	missing  string // why the CRD counts as missing (deleted); "" if it is served
+	note     string // what the member's Ready message says of it while served
+	restored string // what differed from the hub's CRD, which the hub applied again
+	retry    bool   // keep it again after the probe interval: an apply failed
+}
+
+// keepCRDs is the Reconcile of the member-crds controller: it keeps one member's CRDs as
+// Options.CRDs has them, from what the member's watch of them sees (one request only when one
+// differs or is gone: the apply), and publishes what it found in the member's State: CRDMissing
+// while one is gone or being deleted, a note in the Ready message where the hub may not keep
+// one. Every CRD restored is a CRDRestored Event, every deletion a CRDDeleted one.
+func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	name := req.Name
+	conn := p.activeConnection(name)
+	if conn == nil || conn.crds == nil {
+		return reconcile.Result{}, nil // not connected: connecting makes sure of the CRDs
+	}
+	var missing, notes []string
+	var retry bool
+	var verdicts []crdVerdict
+	for _, want := range p.opts.CRDs {
+		v := p.keepCRD(ctx, conn, want)
+		verdicts = append(verdicts, v)
+		if v.missing != "" {
+			missing = append(missing, v.missing)
+		}
+		if v.note != "" {
+			notes = append(notes, v.note)
+		}
+		retry = retry || v.retry
+	}
+	p.publishCRDs(ctx, name, conn, strings.Join(missing, "; "), strings.Join(notes, "; "), verdicts)
+	if retry {
+		return reconcile.Result{RequeueAfter: p.opts.ProbeInterval}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// keepCRD keeps one CRD of a member: it installs it again when it is gone (with InstallCRDs),
+// and restores it when it differs from want. A CRD missing on a connection was deleted: joining
+// made sure it was served.
+func (p *Provider) keepCRD(ctx context.Context, conn *connection, want *apiextensionsv1.CustomResourceDefinition) crdVerdict {
+	live, synced, watchErr := conn.crds.observe(want.Name)
+	switch {
+	case watchErr != nil && !synced:
+		return crdVerdict{note: fmt.Sprintf("the hub cannot watch its CRD %s, so a change of it goes unnoticed and its deletion "+
+			"is seen by the probes only (register the member again to grant list and watch of customresourcedefinitions named %s): %v",
+			want.Name, want.Name, watchErr)}
+	case !synced:
+		return crdVerdict{} // its first list is on its way; its events will come
+	case live == nil || !live.DeletionTimestamp.IsZero() || !established(live):
+		return p.reinstallCRD(ctx, conn.crds, want, live)
+	}
+	return p.restoreCRD(ctx, conn.crds, want, live)
+}
+
+// reinstallCRD installs want again (with InstallCRDs) once the member's copy (live, nil if none)
+// is gone. Deleted, being deleted, or reinstalled and not served yet, it says so in one message
+// for all three, so that the member says it once.
+func (p *Provider) reinstallCRD(ctx context.Context, w *crdWatch, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
+	v := crdVerdict{missing: fmt.Sprintf("The member's CRD %s was deleted, and every ConfigBundle with it", want.Name)}
+	switch {
+	case !p.opts.InstallCRDs:
+		v.missing += "; the hub does not install CRDs (--install-crds=false)"
+		return v
+	case live != nil: // being deleted, or not served yet
+		v.missing += "; the hub reinstalls it"
+		return v
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
+	defer cancel()
+	if err := w.apply(ctx, want, p.opts.FieldOwner); err != nil {
+		v.missing += fmt.Sprintf("; reinstalling it failed (it needs create on customresourcedefinitions named %s): %v", want.Name, err)
+		v.retry = true
+		return v
+	}
+	v.missing += "; the hub reinstalls it"
+	return v
+}
+
+// restoreCRD applies want again (with InstallCRDs) where the member's served copy, live,
+// differs from it, once per change.
+func (p *Provider) restoreCRD(ctx context.Context, w *crdWatch, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
+	what := crdDrift(want, live)
+	switch {
+	case what == "":
+		return crdVerdict{}
+	case !p.opts.InstallCRDs:
+		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub does not install CRDs (--install-crds=false)",
+			want.Name, what)}
+	case w.appliedAt(live):
+		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s) although the hub applied it: another field manager holds those fields",
+			want.Name, what)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
+	defer cancel()
+	if err := w.apply(ctx, want, p.opts.FieldOwner); err != nil {
+		return crdVerdict{retry: true, note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub could not restore it "+
+			"(it needs patch on customresourcedefinitions named %s): %v", want.Name, what, want.Name, err)}
+	}
+	return crdVerdict{restored: fmt.Sprintf("its CRD %s differed from the hub's (%s)", want.Name, what)}
+}
+
+// established reports whether a CRD is established: served.
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// crdDefaulter defaults a CRD as the API server does, so that the hub's CRD compares with the
+// member's on what either says.
+var crdDefaulter = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// crdDrift says which of the fields the hub applies differ between its CRD (want) and the
+// member's (live), as "spec.group, spec.versions", or "" if none: the group, the names the hub
+// sets, the scope and the versions (an atomic list: schemas, served, storage, subresources,
+// printer columns). Metadata, and what the hub does not set (conversion, a short name someone
+// added), are not the hub's to keep.
+func crdDrift(want, live *apiextensionsv1.CustomResourceDefinition) string {
+	want = want.DeepCopy()
+	crdDefaulter.Default(want)
+	var what []string
+	if want.Spec.Group != live.Spec.Group {
+		what = append(what, "spec.group")
+	}
+	wn, ln := want.Spec.Names, live.Spec.Names
+	if wn.Plural != ln.Plural || wn.Singular != ln.Singular || wn.Kind != ln.Kind || wn.ListKind != ln.ListKind ||
+		len(wn.ShortNames) > 0 && !equality.Semantic.DeepEqual(wn.ShortNames, ln.ShortNames) ||
+		len(wn.Categories) > 0 && !equality.Semantic.DeepEqual(wn.Categories, ln.Categories) {
+		what = append(what, "spec.names")
+	}
+	if want.Spec.Scope != live.Spec.Scope {
+		what = append(what, "spec.scope")
+	}
+	if !equality.Semantic.DeepEqual(want.Spec.Versions, live.Spec.Versions) {
+		what = append(what, versionsDrift(want.Spec.Versions, live.Spec.Versions))
+	}
+	return strings.Join(what, ", ")
+}
+
+// versionsDrift names what differs between two lists of versions: the schema of a version when
+// only that does, spec.versions otherwise.
+func versionsDrift(want, live []apiextensionsv1.CustomResourceDefinitionVersion) string {
+	if len(want) != len(live) {
+		return "spec.versions"
+	}
+	var what []string
+	for i := range want {
+		w, l := want[i], live[i]
+		if w.Name != l.Name {
+			return "spec.versions"
+		}
+		if !equality.Semantic.DeepEqual(w.Schema, l.Schema) {
+			what = append(what, fmt.Sprintf("spec.versions[%s].schema", w.Name))
+		}
+		w.Schema, l.Schema = nil, nil
+		if !equality.Semantic.DeepEqual(w, l) {
+			what = append(what, fmt.Sprintf("spec.versions[%s]", w.Name))
+		}
+	}
+	return strings.Join(what, ", ")
+}
+
+// publishCRDs publishes what keepCRDs found in the member's State, if conn is still its active
+// connection, and records the Events of a deletion and of each restore.
+func (p *Provider) publishCRDs(ctx context.Context, name string, conn *connection, missing, note string, verdicts []crdVerdict) {
+	log := p.log.WithValues("cluster", name)
+	changed, wentMissing, recovered, ok := p.setCRDs(name, conn, missing, note)
+	if !ok {
+		return
+	}
+	switch {
+	case wentMissing:
+		log.Info("Member CRD deleted", "message", missing)
+	case recovered:
+		log.Info("Member CRD served again")
+	case changed:
+		log.Info("Member CRD status changed", "missing", missing, "note", note)
+	}
+	if changed {
+		p.notifyChanged(name)
+	}
+	if recovered {
+		p.notifyReady(name)
+	}
+	if wentMissing {
+		p.recordMemberEvent(ctx, name, corev1.EventTypeWarning, hubv1alpha1.CRDDeletedEvent, "ObserveCRD", "Member %s: %s", name, missing)
+	}
+	for _, v := range verdicts {
+		if v.restored != "" {
+			log.Info("Member CRD restored", "drift", v.restored)
+			p.recordMemberEvent(ctx, name, corev1.EventTypeNormal, hubv1alpha1.CRDRestoredEvent, "RestoreCRD", "Member %s: %s; the hub applied its own again", name, v.restored)
+		}
+	}
+}
+
+// setCRDs records in the member's State what keepCRDs found on conn (see member.keepCRDs). It
+// returns false if the member left or conn is no longer its active connection.
+func (p *Provider) setCRDs(name string, conn *connection, missing, note string) (changed, wentMissing, recovered, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, known := p.members[name]
+	if !known || m.active != conn {
+		return false, false, false, false
+	}
+	changed, wentMissing, recovered = m.keepCRDs(missing, note)
+	return changed, wentMissing, recovered, true
+}
+
+// activeConnection returns a member's active connection, nil if none.
+func (p *Provider) activeConnection(name string) *connection {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m, ok := p.members[name]; ok {
+		return m.active
+	}
+	return nil
+}
+
+// enqueueCRDs has a member's CRDs kept (keepCRDs).
+func (p *Provider) enqueueCRDs(name string) {
+	if q := p.crdsQueue(); q != nil {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	}
+}
+
+// recordMemberEvent records an Event on a member's MemberCluster on the hub: the one object the
+// hub publishes about it (its uid read from the hub, so that kubectl describe finds it).
+func (p *Provider) recordMemberEvent(ctx context.Context, name, eventType, reason, action, note string, args ...any) {
+	if p.recorder == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{APIVersion: hubv1alpha1.GroupVersion.String(), Kind: "MemberCluster", Name: name}
+	mc := &metav1.PartialObjectMetadata{}
+	mc.SetGroupVersionKind(hubv1alpha1.GroupVersion.WithKind("MemberCluster"))
+	if err := p.hubReader.Get(ctx, client.ObjectKey{Name: name}, mc); err == nil {
+		ref.UID = mc.UID
+	}
+	p.recorder.Eventf(ref, nil, eventType, reason, action, note, args...)
+}
