@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"time"
@@ -21,9 +22,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -38,6 +42,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/configbundle"
+	"configbundle.dev/hub/pkg/election"
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/placement"
 	"configbundle.dev/hub/pkg/sharding"
@@ -52,6 +57,12 @@ const (
 	DefaultHealthProbeBindAddress = ":8081"
 	// DefaultInstallCRDs is the default of Options.InstallCRDs.
 	DefaultInstallCRDs = true
+)
+
+// The hub connection's TCP timings, those of the members' connections.
+const (
+	hubDialTimeout = 30 * time.Second
+	hubKeepAlive   = 30 * time.Second
 )
 
 // Options configure the hub. The zero value of every field means its default, which the
@@ -238,19 +249,38 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, hubDialer := hubConnection(cfg)
 	replica := sharding.Replica{ID: opts.ReplicaID}
 	if opts.Sharded {
 		if replica, err = sharding.New(cfg, scheme, opts.shardingOptions()); err != nil {
 			return nil, err
 		}
 	}
+	lock, elector, err := newElection(cfg, opts, hubDialer.CloseAll)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case elector != nil:
+		replica = replica.ElectedBy(elector)
+	case lock != nil:
+		replica = replica.FencedBy(lock)
+	}
 	provider, err := newProvider(scheme, opts, replica)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newManager(cfg, scheme, provider, opts, replica)
+	mgr, err := newManager(cfg, scheme, provider, opts, replica, lock)
 	if err != nil {
 		return nil, err
+	}
+	if lock != nil {
+		lock.SetEventRecorder(mgr.GetLocalManager().GetEventRecorderFor(lock.Identity())) //nolint:staticcheck // resourcelock records core Events
+	}
+	if elector != nil {
+		if err := mgr.GetLocalManager().Add(elector); err != nil {
+			return nil, err
+		}
 	}
 	if replica.Sharded() {
 		if err := mgr.GetLocalManager().Add(replica.Rebalancer(provider.Rebalance)); err != nil {
@@ -370,23 +400,53 @@ func metricsOptions(opts Options) metricsserver.Options {
 	}
 }
 
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, replica sharding.Replica) (mcmanager.Manager, error) {
+// hubConnection returns a copy of cfg whose every TCP connection to the hub cluster the
+// returned dialer makes, so that they can all be closed at once when a request of the election
+// times out (a cut, a hung API server): the next requests then dial again instead of waiting on
+// a dead connection until HTTP/2's health check notices, about 45 s later.
+func hubConnection(cfg *rest.Config) (*rest.Config, *connrotation.Dialer) {
+	dialer := connrotation.NewDialer((&net.Dialer{Timeout: hubDialTimeout, KeepAlive: hubKeepAlive}).DialContext)
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = dialer.DialContext
+	return cfg, dialer
+}
+
+// newElection returns the lock of the leader-election Lease with --leader-elect or --sharded,
+// and with --sharded the elector of the replica that does the hub-wide work; nothing otherwise.
+// A request of the election that times out calls closeConns.
+func newElection(cfg *rest.Config, opts Options, closeConns func()) (*election.Lock, *election.Elector, error) {
+	if !opts.LeaderElect && !opts.Sharded {
+		return nil, nil, nil
+	}
+	timings := election.Of(opts.LeaseDuration)
+	identity := opts.ReplicaID + "_" + string(uuid.NewUUID()) // unique, and names the pod first
+	lock, err := election.NewLock(cfg, opts.SecretNamespace, hubv1alpha1.LeaderElectionID, identity, timings, closeConns)
+	if err != nil || !opts.Sharded {
+		return lock, nil, err
+	}
+	return lock, election.NewElector(lock, timings, ctrl.Log.WithName("election").WithValues("replica", opts.ReplicaID)), nil
+}
+
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, replica sharding.Replica, lock *election.Lock) (mcmanager.Manager, error) {
 	cacheOpts := cache.Options{}
 	provider.SecretCacheOptions(&cacheOpts)
-	// Sharded replicas elect one of them too, for the hub-wide work; the per-member work runs
-	// on every replica (its controllers and the provider say they need no leader election).
+	// The manager elects a leader with --leader-elect only, through lock: sharded replicas
+	// elect the one that does the hub-wide work with an Elector of their own (newElection),
+	// whose loss must not end the manager as a lost election of controller-runtime does.
+	timings := election.Of(opts.LeaseDuration)
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
-		Scheme:                        scheme,
-		Cache:                         cacheOpts,
-		Metrics:                       metricsOptions(opts),
-		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
-		LeaderElection:                opts.LeaderElect || opts.Sharded,
-		LeaderElectionID:              hubv1alpha1.LeaderElectionID,
-		LeaderElectionNamespace:       opts.SecretNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 ptr.To(opts.LeaseDuration),
-		RenewDeadline:                 ptr.To(opts.LeaseDuration * 2 / 3),
-		RetryPeriod:                   ptr.To(opts.LeaseDuration * 2 / 15),
+		Scheme:                              scheme,
+		Cache:                               cacheOpts,
+		Metrics:                             metricsOptions(opts),
+		HealthProbeBindAddress:              opts.HealthProbeBindAddress,
+		LeaderElection:                      opts.LeaderElect,
+		LeaderElectionID:                    hubv1alpha1.LeaderElectionID,
+		LeaderElectionNamespace:             opts.SecretNamespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       ptr.To(timings.LeaseDuration),
+		RenewDeadline:                       ptr.To(timings.RenewDeadline),
+		RetryPeriod:                         ptr.To(timings.RetryPeriod),
 	}, replica.ManagerOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
