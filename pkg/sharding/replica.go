@@ -143,6 +143,9 @@ func (r Replica) Fence(member string) (end func(), err error) {
 	return nil, fmt.Errorf("replica %s does not hold the Lease %s-%s (any more)", r.ID, hubv1alpha1.MemberLeasePrefix, member)
 }
 
+// Fenced reports whether Fence may refuse a write: sharded, or with the leader's Lease.
+func (r Replica) Fenced() bool { return r.shards != nil || r.lease != nil }
+
 // LiveReplicas returns the ids of the live replicas, sorted; none before the first look at the
 // peer Leases, and none unless sharded.
 func (r Replica) LiveReplicas() []string {
