@@ -143,6 +143,16 @@ func (r Replica) Fence(member string) (end func(), err error) {
 	return nil, fmt.Errorf("replica %s does not hold the Lease %s-%s (any more)", r.ID, hubv1alpha1.MemberLeasePrefix, member)
 }
 
+// MayWrite reports whether a write to the member would leave now (Fence), without starting one.
+func (r Replica) MayWrite(member string) bool {
+	end, err := r.Fence(member)
+	if err != nil {
+		return false
+	}
+	end()
+	return true
+}
+
 // Fenced reports whether Fence may refuse a write: sharded, or with the leader's Lease.
 func (r Replica) Fenced() bool { return r.shards != nil || r.lease != nil }
 
