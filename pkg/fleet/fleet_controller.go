@@ -23,6 +23,7 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/sharding"
+	"configbundle.dev/hub/pkg/statusbudget"
 )
 
 // The Fleet roll-up reads the FleetBundles of all namespaces (placement, pkg/placement, also
@@ -61,7 +62,10 @@ func setupFleet(mgr manager.Manager, opts Options) error {
 		Watches(&hubv1alpha1.FleetBundle{}, toDefault).
 		WatchesRawSource(once).
 		WatchesRawSource(elected).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(!opts.Replica.Sharded())}).
+		WithOptions(controller.Options{
+			NeedLeaderElection: ptr.To(!opts.Replica.Sharded()),
+			RateLimiter:        statusbudget.RateLimiter[reconcile.Request](),
+		}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the fleet controller: %w", err)
