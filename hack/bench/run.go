@@ -94,6 +94,8 @@ type results struct {
 
 	Placement placementResults
 
+	HubOutage hubOutageResults
+
 	Scale scaleResults
 }
 
@@ -146,7 +148,7 @@ func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(stri
 		return err
 	}
 	for _, phase := range []func(context.Context, benchConfig, *results, func(string, ...any)) error{
-		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement,
+		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement, f.measureHubOutage,
 	} {
 		if err := phase(ctx, cfg, res, say); err != nil {
 			return err

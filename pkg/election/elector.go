@@ -59,7 +59,7 @@ func (e *Elector) Start(ctx context.Context) error {
 			RenewDeadline:   e.timings.RenewDeadline,
 			RetryPeriod:     e.timings.RetryPeriod,
 			ReleaseOnCancel: true,
-			Name:            e.lock.Describe(),
+			Name:            e.lock.inner.LeaseMeta.Name, // leader_election_master_status{name}, as controller-runtime's
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: e.started,
 				OnStoppedLeading: e.stopped,

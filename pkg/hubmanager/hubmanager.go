@@ -10,7 +10,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"time"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/connrotation"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -57,12 +55,6 @@ const (
 	DefaultHealthProbeBindAddress = ":8081"
 	// DefaultInstallCRDs is the default of Options.InstallCRDs.
 	DefaultInstallCRDs = true
-)
-
-// The hub connection's TCP timings, those of the members' connections.
-const (
-	hubDialTimeout = 30 * time.Second
-	hubKeepAlive   = 30 * time.Second
 )
 
 // Options configure the hub. The zero value of every field means its default, which the
@@ -282,6 +274,15 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 			return nil, err
 		}
 	}
+	if lock == nil {
+		probe, err := newHubProbe(cfg, opts.ProbeInterval, provider.Options().ProbeTimeout, hubDialer.CloseAll, ctrl.Log.WithName("hub-probe"))
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.GetLocalManager().Add(probe); err != nil {
+			return nil, err
+		}
+	}
 	if replica.Sharded() {
 		if err := mgr.GetLocalManager().Add(replica.Rebalancer(provider.Rebalance)); err != nil {
 			return nil, err
@@ -398,17 +399,6 @@ func metricsOptions(opts Options) metricsserver.Options {
 		CertDir:        opts.MetricsCertDir,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
 	}
-}
-
-// hubConnection returns a copy of cfg whose every TCP connection to the hub cluster the
-// returned dialer makes, so that they can all be closed at once when a request of the election
-// times out (a cut, a hung API server): the next requests then dial again instead of waiting on
-// a dead connection until HTTP/2's health check notices, about 45 s later.
-func hubConnection(cfg *rest.Config) (*rest.Config, *connrotation.Dialer) {
-	dialer := connrotation.NewDialer((&net.Dialer{Timeout: hubDialTimeout, KeepAlive: hubKeepAlive}).DialContext)
-	cfg = rest.CopyConfig(cfg)
-	cfg.Dial = dialer.DialContext
-	return cfg, dialer
 }
 
 // newElection returns the lock of the leader-election Lease with --leader-elect or --sharded,

@@ -89,9 +89,13 @@ func TestFaultHubPausedShardedReplica(t *testing.T) {
 	tamper(g, member, b)
 	g.Eventually(fl.Member(member).Message(b)).WithTimeout(healWithinOutage).WithPolling(interval).Should(Equal(want))
 
+	// Drift once the member's fence has lapsed (a lease duration into the pause): it waits for
+	// the hub cluster.
 	resume := pauseHub(t)
+	g.Consistently(hub.Exited).WithTimeout(haLease).WithPolling(interval).Should(BeFalse())
 	tamper(g, member, b)
-	g.Consistently(hub.Exited).WithTimeout(shardedPause).WithPolling(interval).Should(BeFalse())
+	g.Consistently(hub.Exited).WithTimeout(shardedPause - haLease).WithPolling(interval).Should(BeFalse())
+	g.Expect(fl.Member(member).Message(b)(g)).To(Equal("tampered"), "healed with no fence")
 	resumed := resume()
 	g.Eventually(fl.Member(member).Message(b)).WithTimeout(catchUpBound).WithPolling(10 * time.Millisecond).Should(Equal(want))
 	t.Logf("resume → the drift of the pause healed: %v", time.Since(resumed).Round(time.Millisecond))
