@@ -59,9 +59,12 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("cost figures missing: %+v", res.Cost)
 	}
 	checkPlacement(t, cfg, &res.Placement)
+	if o := res.HubOutage; len(o.Heal) == 0 || o.Errors != 0 || o.Reported == 0 {
+		t.Errorf("hub outage: %d drifts healed, %d not healed in time, reports fresh after %v", len(o.Heal), o.Errors, o.Reported)
+	}
 	checkScale(t, cfg, &res.Scale)
 	for _, want := range []string{"6. Scale curve", "1. Heal latency", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
-		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:"} {
+		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:", "Hub cluster's API server paused"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q", want)
 		}

@@ -91,8 +91,8 @@ type Options struct {
 	// MetricsCertDir holds the metrics endpoint's serving certificate (tls.crt, tls.key), for
 	// example a cert-manager Secret mounted in the pod. Defaults to none: self-signed.
 	MetricsCertDir string
-	// LeaderElect elects one active hub among replicas. Defaults to false. Exclusive with
-	// Sharded.
+	// LeaderElect elects one active hub among replicas, whose writes to the members are fenced
+	// by its Lease (election.Lock.Valid). Defaults to false. Exclusive with Sharded.
 	LeaderElect bool
 	// Sharded shares the members between the replicas run with it, each member reconciled by
 	// exactly one live replica, fenced by its Lease; the hub-wide work (Fleet roll-up,
@@ -103,8 +103,9 @@ type Options struct {
 	// members it manages and is written to their MemberClusters' status.replica. Defaults to
 	// sharding.DefaultReplicaID(): $POD_NAME, else the hostname (made a DNS-1123 name).
 	ReplicaID string
-	// LeaseDuration is the duration of the Leases of leader election and of sharded replicas,
-	// renewed every third of it: a dead replica's work is taken over after about this long.
+	// LeaseDuration is the duration of the Leases of leader election and of sharded replicas
+	// (the election's renewed every tenth of it, election.Of; the sharded replicas' peer and
+	// member Leases every third): a dead replica's work is taken over after about this long.
 	// Defaults to sharding.DefaultLeaseDuration (15 seconds).
 	LeaseDuration time.Duration
 	// CredentialsExpiryWarning is how long before a member's credential expires its
@@ -184,7 +185,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Sharded, "sharded", d.Sharded, "Share the members between the hub replicas run with it: each member is reconciled by exactly one live replica, fenced by a Lease in --secret-namespace. Exclusive with --leader-elect.")
 	o.ReplicaID = ""
 	fs.StringVar(&o.ReplicaID, "replica-id", "", "This replica's identity, unique among the replicas: names its Leases and shows in MemberCluster status.replica. (default $POD_NAME, else the hostname)")
-	fs.DurationVar(&o.LeaseDuration, "lease-duration", d.LeaseDuration, "Duration of the Leases of --leader-elect and --sharded, renewed every third of it: a dead replica's work is taken over after about this long.")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", d.LeaseDuration, "Duration of the Leases of --leader-elect and --sharded (the election's renewed every tenth of it, the sharded replicas' every third): a dead replica's work is taken over after about this long.")
 	fs.DurationVar(&o.CredentialsExpiryWarning, "credentials-expiry-warning", d.CredentialsExpiryWarning, "How long before a member's credential expires its MemberCluster's CredentialsValid condition turns False (ExpiresSoon).")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "How often the hub refreshes Fleet status.heartbeatTime, which hub status --max-age checks (one write per interval).")
 }
