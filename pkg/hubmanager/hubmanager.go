@@ -267,22 +267,8 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	if lock != nil {
-		lock.SetEventRecorder(mgr.GetLocalManager().GetEventRecorderFor(lock.Identity())) //nolint:staticcheck // resourcelock records core Events
-	}
-	if elector != nil {
-		if err := mgr.GetLocalManager().Add(elector); err != nil {
-			return nil, err
-		}
-	}
-	if lock == nil {
-		probe, err := newHubProbe(cfg, opts.ProbeInterval, provider.Options().ProbeTimeout, hubDialer.CloseAll, ctrl.Log.WithName("hub-probe"))
-		if err != nil {
-			return nil, err
-		}
-		if err := mgr.GetLocalManager().Add(probe); err != nil {
-			return nil, err
-		}
+	if err := addHubRunnables(mgr, cfg, opts, provider.Options().ProbeTimeout, lock, elector, hubDialer.CloseAll); err != nil {
+		return nil, err
 	}
 	if replica.Sharded() {
 		if err := mgr.GetLocalManager().Add(replica.Rebalancer(provider.Rebalance)); err != nil {
@@ -299,6 +285,24 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	return &Hub{Manager: mgr, Provider: provider}, nil
+}
+
+// addHubRunnables adds to mgr what keeps the Lease and the hub connection: the elector of the
+// hub-wide work (sharded), or, without any election, the hub probe that replaces dead hub
+// connections; and it gives the Lease's lock the recorder of its Events.
+func addHubRunnables(mgr mcmanager.Manager, cfg *rest.Config, opts Options, probeTimeout time.Duration, lock *election.Lock, elector *election.Elector, closeConns func()) error {
+	if lock == nil {
+		probe, err := newHubProbe(cfg, opts.ProbeInterval, probeTimeout, closeConns, ctrl.Log.WithName("hub-probe"))
+		if err != nil {
+			return err
+		}
+		return mgr.GetLocalManager().Add(probe)
+	}
+	lock.SetEventRecorder(mgr.GetLocalManager().GetEventRecorderFor(lock.Identity())) //nolint:staticcheck // resourcelock records core Events
+	if elector != nil {
+		return mgr.GetLocalManager().Add(elector)
+	}
+	return nil
 }
 
 // setupControllers sets up the provider's Secret controller, the ConfigBundle reconciler, the
