@@ -72,6 +72,6 @@ func (r *results) printHubOutage(p printer) {
 	if o.Paused == 0 {
 		return
 	}
-	p("\nHub cluster's API server paused %s (one replica): %d drifts healed meanwhile, p50 %s, p90 %s, p99 %s, max %s, %d not healed in time; reports fresh again %s after the resume",
+	p("\nHub cluster's API server paused %s (one replica): %d drifts healed meanwhile, p50 %s, p90 %s, p99 %s, max %s, %d not healed in time; reports fresh again %s after the resume (the Fleet's heartbeat is written every 10 s)",
 		o.Paused.Round(time.Second), len(o.Heal), ms(o.Heal.pct(50)), ms(o.Heal.pct(90)), ms(o.Heal.pct(99)), ms(o.Heal.pct(100)), o.Errors, o.Reported.Round(time.Millisecond))
 }
