@@ -21,7 +21,8 @@ type Timings struct {
 	// RenewDeadline is how long the holder keeps trying to renew before client-go gives the
 	// Lease up: the lease duration less the margin and one retry period, so that it gives up
 	// when its fence lapses, not before. A cut of the hub connection shorter than the lease
-	// duration less two retry periods and the margin (at least 70% of it) loses nothing.
+	// duration less the margin, a retry period and a request timeout (60% of it), whenever it
+	// starts, loses nothing.
 	RenewDeadline time.Duration
 }
 
