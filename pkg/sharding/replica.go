@@ -89,8 +89,12 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error
 		return Replica{}, err
 	}
 	opts = opts.complete()
-	// The Leases are read and written directly: a stale cached read would lose a renewal.
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	// The Leases are read and written directly: a stale cached read would lose a renewal. Each
+	// request is bounded well below the renew period, so that one hung on a dead connection to
+	// the hub cluster does not hold up the next renewal.
+	leases := rest.CopyConfig(cfg)
+	leases.Timeout = opts.LeaseDuration / 5
+	direct, err := client.New(leases, client.Options{Scheme: scheme})
 	if err != nil {
 		return Replica{}, fmt.Errorf("creating the client of the Leases: %w", err)
 	}

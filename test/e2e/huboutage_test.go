@@ -23,6 +23,7 @@ import (
 	"configbundle.dev/hub/internal/testing/hubprocess"
 	"configbundle.dev/hub/internal/testing/netproxy"
 	"configbundle.dev/hub/pkg/election"
+	"configbundle.dev/hub/pkg/sharding"
 )
 
 // The bounds of the tests of an outage of the hub cluster (issue 22: enforcement that survives
@@ -41,6 +42,9 @@ const (
 	// hub connection shorter than it, which must cost nothing.
 	haLease  = 10 * time.Second
 	shortCut = 5 * time.Second
+	// shardedCut is a cut a sharded replica's member Leases survive with the default lease:
+	// they are renewed every third of it and valid for two thirds.
+	shardedCut = 4 * time.Second
 )
 
 // TestFaultHubPausedOneReplica: the hub cluster's API server is paused for 30 s under one
@@ -122,13 +126,8 @@ func TestFaultHubCutLeaderElect(t *testing.T) {
 	joined(t, "m1", quietMember)
 	b := createBundle(g, quietMember, "hub-cut", "web", want)
 
-	proxy, err := netproxy.Start(fl.HubPlane.Host())
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(proxy.Close()).To(Succeed()) })
-	cfg := rest.CopyConfig(fl.HubPlane.Config)
-	cfg.Host = "https://" + proxy.Addr() // the hub's serving certificate is for 127.0.0.1
-	kubeconfig := filepath.Join(t.TempDir(), "hub-through-proxy.kubeconfig")
-	g.Expect(os.WriteFile(kubeconfig, fleet.KubeconfigFor(cfg), 0o600)).To(Succeed())
+	through := proxiedHub(t, g)
+	proxy, kubeconfig := through.proxy, through.path
 	leaseArgs := []string{"--leader-elect", "--lease-duration=" + haLease.String()}
 
 	runInstead(t, "") // no hub of the suite's while the two run
@@ -192,6 +191,68 @@ func TestFaultHubCutLeaderElect(t *testing.T) {
 		lastRenewal.Format(time.StampMilli), fenced.Format(time.StampMilli), takeover.Format(time.StampMilli))
 	t.Logf("the leader's last renewal %v, its fence lapsed %v later, the takeover %v after that",
 		lastRenewal.Format(time.StampMilli), (haLease - election.Of(haLease).Margin).Round(time.Millisecond), takeover.Sub(fenced).Round(time.Millisecond))
+}
+
+// TestFaultHubCutShardedReplica: a --sharded replica (the default 15 s lease) reaches the hub
+// cluster through a proxy that cuts it off for shardedCut, its connections then left dead. The
+// member keeps its Lease (same holder, not taken again) and is healed all along; the replica
+// runs on.
+func TestFaultHubCutShardedReplica(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	const member, want, replica = "m1", "through a cut, sharded", "cut0"
+	joined(t, member)
+	b := createBundle(g, member, "hub-cut-sharded", "web", want)
+	kubeconfig := proxiedHub(t, g)
+	runInstead(t, "")
+	hub, err := hubprocess.Start(ctx, hubprocess.Options{Binary: fl.Binary, Kubeconfig: kubeconfig.path, LogPath: fl.LogPath(replica),
+		Args: append(append([]string{}, hubArgs...), "--sharded", "--replica-id="+replica), ReadyTimeout: timeout})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { hub.Stop(syscall.SIGTERM) })
+	g.Eventually(reportedBy(replica, member)).WithTimeout(joinTimeout).WithPolling(interval).Should(Succeed())
+	memberLease := func(g Gomega) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{}
+		g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: hubv1alpha1.MemberLeasePrefix + "-" + member}, l)).To(Succeed())
+		return l
+	}
+	g.Eventually(func(g Gomega) string { return ptr.Deref(memberLease(g).Spec.HolderIdentity, "") }).
+		WithTimeout(timeout).WithPolling(interval).Should(Equal(replica))
+	before := memberLease(g)
+
+	kubeconfig.proxy.Partition()
+	cut := time.Now()
+	tamper(g, member, b)
+	g.Eventually(fl.Member(member).Message(b)).WithTimeout(healWithinOutage).WithPolling(10 * time.Millisecond).Should(Equal(want))
+	g.Consistently(hub.Exited).WithTimeout(time.Until(cut.Add(shardedCut))).WithPolling(interval).Should(BeFalse())
+	kubeconfig.proxy.HealLeavingDead()
+	healed := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(memberLease(g).Spec.RenewTime.After(healed)).To(BeTrue())
+	}).WithTimeout(sharding.DefaultLeaseDuration).WithPolling(interval).Should(Succeed())
+	t.Logf("a cut of %v: the member's Lease renewed again %v after it", shardedCut, time.Since(healed).Round(time.Millisecond))
+	after := memberLease(g)
+	g.Expect(after.Spec.HolderIdentity).To(Equal(before.Spec.HolderIdentity))
+	g.Expect(after.Spec.AcquireTime).To(Equal(before.Spec.AcquireTime), "the Lease was kept, not taken again")
+	tamper(g, member, b)
+	g.Eventually(fl.Member(member).Message(b)).WithTimeout(healWithinOutage).WithPolling(10 * time.Millisecond).Should(Equal(want))
+	g.Expect(hub.Exited()).To(BeFalse())
+}
+
+// proxied is a kubeconfig of the hub cluster through a proxy that can cut it off.
+type proxied struct {
+	path  string
+	proxy *netproxy.Proxy
+}
+
+// proxiedHub writes a kubeconfig of the hub cluster through a new proxy, closed when t ends.
+func proxiedHub(t *testing.T, g Gomega) proxied {
+	proxy, err := netproxy.Start(fl.HubPlane.Host())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(proxy.Close()).To(Succeed()) })
+	cfg := rest.CopyConfig(fl.HubPlane.Config)
+	cfg.Host = "https://" + proxy.Addr() // the hub's serving certificate is for 127.0.0.1
+	path := filepath.Join(t.TempDir(), "hub-through-proxy.kubeconfig")
+	g.Expect(os.WriteFile(path, fleet.KubeconfigFor(cfg), 0o600)).To(Succeed())
+	return proxied{path: path, proxy: proxy}
 }
 
 // writeSlack is how long after its fence let it leave a write may land in a member's audit log.
