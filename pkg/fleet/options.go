@@ -74,7 +74,8 @@ type Options struct {
 	// MemberClusters it manages. A sharded one (sharding.New) runs the MemberCluster controller
 	// on every replica, each for the members it owns (Replica.Owns), and the Fleet controller
 	// too, which writes only on the replica elected for the hub-wide work (Replica.Leading);
-	// otherwise both wait for leader election, when the manager has it. Defaults to the zero Replica: not sharded, no status.replica.
+	// otherwise both wait for leader election, when the manager has it. Defaults to the zero
+	// Replica: not sharded, no status.replica.
 	Replica sharding.Replica
 }
 
