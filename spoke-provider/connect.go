@@ -277,9 +277,9 @@ func servesCRDs(disc discovery.DiscoveryInterface, crds []*apiextensionsv1.Custo
 }
 
 // fenced returns cfg with every write request going through Options.Replica.Fence, or cfg
-// itself if the replica is not sharded.
+// itself if the replica fences nothing (Replica.Fenced).
 func (p *Provider) fenced(name string, cfg *rest.Config) *rest.Config {
-	if !p.opts.Replica.Sharded() {
+	if !p.opts.Replica.Fenced() {
 		return cfg
 	}
 	cfg = rest.CopyConfig(cfg)

@@ -59,12 +59,15 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("cost figures missing: %+v", res.Cost)
 	}
 	checkPlacement(t, cfg, &res.Placement)
+	if o := res.HubOutage; len(o.Heal) == 0 || o.Errors != 0 || o.Reported == 0 {
+		t.Errorf("hub outage: %d drifts healed, %d not healed in time, reports fresh after %v", len(o.Heal), o.Errors, o.Reported)
+	}
 	checkScale(t, cfg, &res.Scale)
 	if b := res.Backlog; len(b.Alone) != cfg.Drifts || len(b.During) != cfg.Drifts || b.AloneErrors+b.DuringErrors != 0 {
 		t.Errorf("backlog: %d and %d of %d drifts healed alone and during the backlog (errors %d / %d)", len(b.Alone), len(b.During), cfg.Drifts, b.AloneErrors, b.DuringErrors)
 	}
 	for _, want := range []string{"6. Scale curve", "1. Heal latency", "1b. Heal latency during another member's backlog", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
-		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:"} {
+		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:", "Hub cluster's API server paused"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q", want)
 		}

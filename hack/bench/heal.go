@@ -293,6 +293,9 @@ func (r *results) printHealers(p printer, cfg benchConfig) {
 	row("floor: minimal client-go informer + one update per event", floor)
 	row("ConfigBundle Hub", hub)
 	row(fmt.Sprintf("ConfigBundle Hub, %d of %d members paused (once, after round 1)", r.PausedMembers, r.MembersAtJoin), r.IsolatedHeal)
+	if o := r.HubOutage; o.Paused > 0 {
+		row(fmt.Sprintf("ConfigBundle Hub, the hub cluster's API server paused %s (once, at the end)", o.Paused.Round(time.Second)), o.Heal)
+	}
 	p("| seed operator's model: poll every %s (expected latency N/2, model not measured) | %s | %s | %s | - | - | - |",
 		cfg.PollInterval, ms(cfg.PollInterval/2), ms(cfg.PollInterval*9/10), ms(cfg.PollInterval*99/100))
 }

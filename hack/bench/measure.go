@@ -138,6 +138,7 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printCost(p)
 		r.printJoin(p, cfg)
 		r.printPlacement(p, cfg)
+		r.printHubOutage(p)
 	}
 	r.printScale(p, cfg)
 }

@@ -98,6 +98,8 @@ type results struct {
 	Placement placementResults
 	Backlog   backlogResults
 
+	HubOutage hubOutageResults
+
 	Scale scaleResults
 }
 
@@ -150,7 +152,7 @@ func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(stri
 		return err
 	}
 	for _, phase := range []func(context.Context, benchConfig, *results, func(string, ...any)) error{
-		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement, f.measureBacklog,
+		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement, f.measureBacklog, f.measureHubOutage,
 	} {
 		if err := phase(ctx, cfg, res, say); err != nil {
 			return err

@@ -171,6 +171,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 			return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
 		}
 	}
+	if !r.opts.Replica.MayWrite(string(req.ClusterName)) {
+		// This replica cannot be sure it holds the member's fence now (the hub cluster is down
+		// or cut off): try again soon, without back-off, so that the member is healed right
+		// after the fence is back.
+		reconcilesTotal.WithLabelValues(string(req.ClusterName), "fenced").Inc()
+		return ctrl.Result{RequeueAfter: fencedRetry}, nil
+	}
 	seenAt, seen := r.ledger.takeSeen(req)
 	live := r.ledger.takeVerifyLive(req)
 	s, res, err := r.reconcile(ctx, req, live)

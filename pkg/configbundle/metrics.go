@@ -19,7 +19,7 @@ import (
 var (
 	reconcilesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "configbundle_reconciles_total",
-		Help: "ConfigBundle reconciles per member cluster and result (success, error, terminal, notConnected).",
+		Help: "ConfigBundle reconciles per member cluster and result (success, error, terminal, notConnected, fenced).",
 	}, []string{"cluster", "result"})
 
 	reconcileErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{

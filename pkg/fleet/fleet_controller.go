@@ -12,14 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/sharding"
+	"configbundle.dev/hub/pkg/statusbudget"
 )
 
 // The Fleet roll-up reads the FleetBundles of all namespaces (placement, pkg/placement, also
@@ -31,10 +35,14 @@ import (
 type fleetReconciler struct {
 	hub       client.Client
 	heartbeat time.Duration
+	replica   sharding.Replica
 }
 
+// setupFleet builds the Fleet controller. Unless sharded it waits for the manager's leader
+// election, if any; sharded, it runs on every replica and writes only on the one elected for
+// the hub-wide work (Replica.Leading), which starts over with the Fleet each time it is elected.
 func setupFleet(mgr manager.Manager, opts Options) error {
-	r := &fleetReconciler{hub: mgr.GetClient(), heartbeat: opts.HeartbeatInterval}
+	r := &fleetReconciler{hub: mgr.GetClient(), heartbeat: opts.HeartbeatInterval, replica: opts.Replica}
 	toDefault := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}}}
 	})
@@ -43,12 +51,21 @@ func setupFleet(mgr manager.Manager, opts Options) error {
 		q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}})
 		return nil
 	})
+	elected := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		opts.Replica.OnElected(func() { q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}}) })
+		return nil
+	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("fleet").
 		For(&hubv1alpha1.Fleet{}).
 		Watches(&hubv1alpha1.MemberCluster{}, toDefault).
 		Watches(&hubv1alpha1.FleetBundle{}, toDefault).
 		WatchesRawSource(once).
+		WatchesRawSource(elected).
+		WithOptions(controller.Options{
+			NeedLeaderElection: ptr.To(!opts.Replica.Sharded()),
+			RateLimiter:        statusbudget.RateLimiter[reconcile.Request](),
+		}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the fleet controller: %w", err)
@@ -59,8 +76,8 @@ func setupFleet(mgr manager.Manager, opts Options) error {
 // Reconcile computes the Fleet's status from the MemberClusters and the FleetBundles and writes
 // it if it changed or its heartbeat is due.
 func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	if req.Name != hubv1alpha1.FleetName {
-		return ctrl.Result{}, nil
+	if req.Name != hubv1alpha1.FleetName || !r.replica.Leading() {
+		return ctrl.Result{}, nil // another replica writes it; this one starts over when elected
 	}
 	members := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, members); err != nil {

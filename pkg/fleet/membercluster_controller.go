@@ -89,6 +89,7 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles, ReconciliationTimeout: opts.ReconcileTimeout,
 			NeedLeaderElection: ptr.To(!opts.Replica.Sharded()),
+			RateLimiter:        statusbudget.RateLimiter[mcreconcile.Request](),
 		}).
 		Complete(r)
 	if err != nil {

@@ -72,9 +72,10 @@ type Options struct {
 
 	// Replica is this hub replica: its ID, if any, is written to the status.replica of the
 	// MemberClusters it manages. A sharded one (sharding.New) runs the MemberCluster controller
-	// on every replica, each for the members it owns (Replica.Owns), while the Fleet roll-up
-	// stays with the one elected replica; otherwise both wait for leader election, when the
-	// manager has it. Defaults to the zero Replica: not sharded, no status.replica.
+	// on every replica, each for the members it owns (Replica.Owns), and the Fleet controller
+	// too, which writes only on the replica elected for the hub-wide work (Replica.Leading);
+	// otherwise both wait for leader election, when the manager has it. Defaults to the zero
+	// Replica: not sharded, no status.replica.
 	Replica sharding.Replica
 }
 

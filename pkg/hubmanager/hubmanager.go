@@ -21,9 +21,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -38,6 +40,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/configbundle"
+	"configbundle.dev/hub/pkg/election"
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/placement"
 	"configbundle.dev/hub/pkg/sharding"
@@ -88,8 +91,8 @@ type Options struct {
 	// MetricsCertDir holds the metrics endpoint's serving certificate (tls.crt, tls.key), for
 	// example a cert-manager Secret mounted in the pod. Defaults to none: self-signed.
 	MetricsCertDir string
-	// LeaderElect elects one active hub among replicas. Defaults to false. Exclusive with
-	// Sharded.
+	// LeaderElect elects one active hub among replicas, whose writes to the members are fenced
+	// by its Lease (election.Lock.Valid). Defaults to false. Exclusive with Sharded.
 	LeaderElect bool
 	// Sharded shares the members between the replicas run with it, each member reconciled by
 	// exactly one live replica, fenced by its Lease; the hub-wide work (Fleet roll-up,
@@ -100,8 +103,9 @@ type Options struct {
 	// members it manages and is written to their MemberClusters' status.replica. Defaults to
 	// sharding.DefaultReplicaID(): $POD_NAME, else the hostname (made a DNS-1123 name).
 	ReplicaID string
-	// LeaseDuration is the duration of the Leases of leader election and of sharded replicas,
-	// renewed every third of it: a dead replica's work is taken over after about this long.
+	// LeaseDuration is the duration of the Leases of leader election and of sharded replicas
+	// (the election's renewed every tenth of it, election.Of; the sharded replicas' peer and
+	// member Leases every third): a dead replica's work is taken over after about this long.
 	// Defaults to sharding.DefaultLeaseDuration (15 seconds).
 	LeaseDuration time.Duration
 	// CredentialsExpiryWarning is how long before a member's credential expires its
@@ -181,7 +185,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Sharded, "sharded", d.Sharded, "Share the members between the hub replicas run with it: each member is reconciled by exactly one live replica, fenced by a Lease in --secret-namespace. Exclusive with --leader-elect.")
 	o.ReplicaID = ""
 	fs.StringVar(&o.ReplicaID, "replica-id", "", "This replica's identity, unique among the replicas: names its Leases and shows in MemberCluster status.replica. (default $POD_NAME, else the hostname)")
-	fs.DurationVar(&o.LeaseDuration, "lease-duration", d.LeaseDuration, "Duration of the Leases of --leader-elect and --sharded, renewed every third of it: a dead replica's work is taken over after about this long.")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", d.LeaseDuration, "Duration of the Leases of --leader-elect and --sharded (the election's renewed every tenth of it, the sharded replicas' every third): a dead replica's work is taken over after about this long.")
 	fs.DurationVar(&o.CredentialsExpiryWarning, "credentials-expiry-warning", d.CredentialsExpiryWarning, "How long before a member's credential expires its MemberCluster's CredentialsValid condition turns False (ExpiresSoon).")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "How often the hub refreshes Fleet status.heartbeatTime, which hub status --max-age checks (one write per interval).")
 }
@@ -238,18 +242,32 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, hubDialer := hubConnection(cfg)
 	replica := sharding.Replica{ID: opts.ReplicaID}
 	if opts.Sharded {
 		if replica, err = sharding.New(cfg, scheme, opts.shardingOptions()); err != nil {
 			return nil, err
 		}
 	}
+	lock, elector, err := newElection(cfg, opts, hubDialer.CloseAll)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case elector != nil:
+		replica = replica.ElectedBy(elector)
+	case lock != nil:
+		replica = replica.FencedBy(lock)
+	}
 	provider, err := newProvider(scheme, opts, replica)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newManager(cfg, scheme, provider, opts, replica)
+	mgr, err := newManager(cfg, scheme, provider, opts, replica, lock)
 	if err != nil {
+		return nil, err
+	}
+	if err := addHubRunnables(mgr, cfg, opts, provider.Options().ProbeTimeout, lock, elector, hubDialer.CloseAll); err != nil {
 		return nil, err
 	}
 	if replica.Sharded() {
@@ -267,6 +285,24 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	return &Hub{Manager: mgr, Provider: provider}, nil
+}
+
+// addHubRunnables adds to mgr what keeps the Lease and the hub connection: the elector of the
+// hub-wide work (sharded), or, without any election, the hub probe that replaces dead hub
+// connections; and it gives the Lease's lock the recorder of its Events.
+func addHubRunnables(mgr mcmanager.Manager, cfg *rest.Config, opts Options, probeTimeout time.Duration, lock *election.Lock, elector *election.Elector, closeConns func()) error {
+	if lock == nil {
+		probe, err := newHubProbe(cfg, opts.ProbeInterval, probeTimeout, closeConns, ctrl.Log.WithName("hub-probe"))
+		if err != nil {
+			return err
+		}
+		return mgr.GetLocalManager().Add(probe)
+	}
+	lock.SetEventRecorder(mgr.GetLocalManager().GetEventRecorderFor(lock.Identity())) //nolint:staticcheck // resourcelock records core Events
+	if elector != nil {
+		return mgr.GetLocalManager().Add(elector)
+	}
+	return nil
 }
 
 // setupControllers sets up the provider's Secret controller, the ConfigBundle reconciler, the
@@ -371,23 +407,42 @@ func metricsOptions(opts Options) metricsserver.Options {
 	}
 }
 
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, replica sharding.Replica) (mcmanager.Manager, error) {
+// newElection returns the lock of the leader-election Lease with --leader-elect or --sharded,
+// and with --sharded the elector of the replica that does the hub-wide work; nothing otherwise.
+// A request of the election that times out calls closeConns.
+func newElection(cfg *rest.Config, opts Options, closeConns func()) (*election.Lock, *election.Elector, error) {
+	if !opts.LeaderElect && !opts.Sharded {
+		return nil, nil, nil
+	}
+	timings := election.Of(opts.LeaseDuration)
+	identity := opts.ReplicaID + "_" + string(uuid.NewUUID()) // unique, and names the pod first
+	lock, err := election.NewLock(cfg, opts.SecretNamespace, hubv1alpha1.LeaderElectionID, identity, timings, closeConns)
+	if err != nil || !opts.Sharded {
+		return lock, nil, err
+	}
+	return lock, election.NewElector(lock, timings, ctrl.Log.WithName("election").WithValues("replica", opts.ReplicaID)), nil
+}
+
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, replica sharding.Replica, lock *election.Lock) (mcmanager.Manager, error) {
 	cacheOpts := cache.Options{}
 	provider.SecretCacheOptions(&cacheOpts)
-	// Sharded replicas elect one of them too, for the hub-wide work; the per-member work runs
-	// on every replica (its controllers and the provider say they need no leader election).
+	// The manager elects a leader with --leader-elect only, through lock: sharded replicas
+	// elect the one that does the hub-wide work with an Elector of their own (newElection),
+	// whose loss must not end the manager as a lost election of controller-runtime does.
+	timings := election.Of(opts.LeaseDuration)
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
-		Scheme:                        scheme,
-		Cache:                         cacheOpts,
-		Metrics:                       metricsOptions(opts),
-		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
-		LeaderElection:                opts.LeaderElect || opts.Sharded,
-		LeaderElectionID:              hubv1alpha1.LeaderElectionID,
-		LeaderElectionNamespace:       opts.SecretNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 ptr.To(opts.LeaseDuration),
-		RenewDeadline:                 ptr.To(opts.LeaseDuration * 2 / 3),
-		RetryPeriod:                   ptr.To(opts.LeaseDuration * 2 / 15),
+		Scheme:                              scheme,
+		Cache:                               cacheOpts,
+		Metrics:                             metricsOptions(opts),
+		HealthProbeBindAddress:              opts.HealthProbeBindAddress,
+		LeaderElection:                      opts.LeaderElect,
+		LeaderElectionID:                    hubv1alpha1.LeaderElectionID,
+		LeaderElectionNamespace:             opts.SecretNamespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       ptr.To(timings.LeaseDuration),
+		RenewDeadline:                       ptr.To(timings.RenewDeadline),
+		RetryPeriod:                         ptr.To(timings.RetryPeriod),
 	}, replica.ManagerOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)

@@ -228,25 +228,17 @@ func shareOf(shares []hubv1alpha1.FleetBundleReplicaStatus, replica string) *hub
 	return nil
 }
 
-// leading reports whether this replica is the elected one.
-func (r *StatusReconciler) leading() bool {
-	select {
-	case <-r.manager.GetLocalManager().Elected():
-		return true
-	default:
-		return false
-	}
-}
+// leading reports whether this replica is the elected one (and certainly holds its Lease).
+func (r *StatusReconciler) leading() bool { return r.opts.Replica.Leading() }
 
-// electedSource enqueues every FleetBundle when this replica is elected: the totals and the
-// finalizers are its work from then on.
+// electedSource enqueues every FleetBundle each time this replica is elected: the totals and the
+// finalizers are its work from then on, and what changed while another replica did it, or none
+// did, is caught up at once.
 func (r *StatusReconciler) electedSource() source.TypedSource[mcreconcile.Request] {
 	return source.TypedFunc[mcreconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
-		go func() {
-			select {
-			case <-ctx.Done():
+		r.opts.Replica.OnElected(func() {
+			if ctx.Err() != nil {
 				return
-			case <-r.manager.GetLocalManager().Elected():
 			}
 			list := &hubv1alpha1.FleetBundleList{}
 			if err := r.hub.List(ctx, list); err != nil {
@@ -256,7 +248,7 @@ func (r *StatusReconciler) electedSource() source.TypedSource[mcreconcile.Reques
 			for _, fb := range list.Items {
 				q.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fb)}})
 			}
-		}()
+		})
 		return nil
 	})
 }

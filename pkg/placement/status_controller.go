@@ -65,6 +65,7 @@ func (r *StatusReconciler) setup(n *notifier) error {
 		MaxConcurrentReconciles: r.opts.StatusMaxConcurrentReconciles,
 		ReconciliationTimeout:   r.opts.ReconcileTimeout,
 		NeedLeaderElection:      ptr.To(!r.opts.Replica.Sharded()),
+		RateLimiter:             statusbudget.RateLimiter[mcreconcile.Request](),
 		LogConstructor:          logConstructor(r.manager, StatusControllerName),
 	}).Complete(r)
 	if err != nil {

@@ -6,5 +6,5 @@
 // its identity, which members it owns (the provider connects only to those) and the fence of
 // its writes (a write to a member leaves the process only while this replica holds the
 // member's Lease). The zero Replica, or one with only an ID, is not sharded: it owns every
-// member, fences nothing, and the hub elects a leader instead.
+// member, and the hub elects a leader instead, whose Lease fences its writes (FencedBy).
 package sharding

@@ -20,18 +20,57 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/election"
 )
 
 // Replica is this hub replica, as the controllers and the provider see it: its identity and,
 // if New made it, which members it owns and the fence of its writes to them. Any other Replica
 // (the zero value, or one with only an ID) is not sharded: it owns every member, fences no
-// write, and its controllers wait for leader election when the manager has it.
+// write (but with the leader's Lease, FencedBy), and its controllers wait for leader election
+// when the manager has it.
 type Replica struct {
 	// ID is the replica's identity (--replica-id): it is written to the status.replica of the
 	// MemberClusters it manages and keys its share of a FleetBundle's status.
 	ID string
 
 	shards *shards // nil: not sharded
+	// elector elects the sharded replica that does the hub-wide work (ElectedBy); nil: the
+	// manager's leader election, if any, gates it.
+	elector *election.Elector
+	// lease is the leader's Lease (--leader-elect, FencedBy), which fences every write to the
+	// members; nil: none.
+	lease *election.Lock
+}
+
+// ElectedBy returns r whose hub-wide work (Leading, OnElected) is gated by e rather than by
+// the manager's leader election: sharded replicas elect one of them with an Elector of their
+// own, whose loss neither stops the process nor the replica's members.
+func (r Replica) ElectedBy(e *election.Elector) Replica {
+	r.elector = e
+	return r
+}
+
+// FencedBy returns r whose writes to the members leave only while lease is Valid: the leader
+// of --leader-elect stops writing the moment it can no longer be sure it holds its Lease.
+func (r Replica) FencedBy(lease *election.Lock) Replica {
+	r.lease = lease
+	return r
+}
+
+// Leading reports whether this replica may do the hub-wide work now: with an Elector
+// (ElectedBy), whether it is elected and certainly holds the Lease; otherwise always, since the
+// manager's leader election, if any, starts that work only on the leader.
+func (r Replica) Leading() bool {
+	return r.elector == nil || r.elector.Leading()
+}
+
+// OnElected calls fn each time this replica is elected for the hub-wide work by its Elector
+// (ElectedBy), and at once if it is elected already, to resynchronise that work; without an
+// Elector, never.
+func (r Replica) OnElected(fn func()) {
+	if r.elector != nil {
+		r.elector.OnElected(fn)
+	}
 }
 
 // shards is a sharded replica's view of its peers and its members' Leases.
@@ -50,8 +89,12 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error
 		return Replica{}, err
 	}
 	opts = opts.complete()
-	// The Leases are read and written directly: a stale cached read would lose a renewal.
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	// The Leases are read and written directly: a stale cached read would lose a renewal. Each
+	// request is bounded well below the renew period, so that one hung on a dead connection to
+	// the hub cluster does not hold up the next renewal.
+	leases := rest.CopyConfig(cfg)
+	leases.Timeout = opts.LeaseDuration / 5
+	direct, err := client.New(leases, client.Options{Scheme: scheme})
 	if err != nil {
 		return Replica{}, fmt.Errorf("creating the client of the Leases: %w", err)
 	}
@@ -90,9 +133,12 @@ func (r Replica) Owns(member string) bool {
 // Fence lets a write to a member leave only while this replica runs it and holds its Lease,
 // renewed recently enough: it returns an error if not, otherwise end, to call once the write
 // has been answered; the Lease is not released while the write is in flight. Unsharded, every
-// write may leave.
+// write may leave, but with the leader's Lease (FencedBy) only while it is Valid.
 func (r Replica) Fence(member string) (end func(), err error) {
 	if r.shards == nil {
+		if r.lease != nil && !r.lease.Valid() {
+			return nil, fmt.Errorf("replica %s is not sure it holds the Lease %s (any more)", r.ID, r.lease.Describe())
+		}
 		return func() {}, nil
 	}
 	if end, ok := r.shards.coord.BeginWrite(multicluster.ClusterName(member)); ok {
@@ -100,6 +146,19 @@ func (r Replica) Fence(member string) (end func(), err error) {
 	}
 	return nil, fmt.Errorf("replica %s does not hold the Lease %s-%s (any more)", r.ID, hubv1alpha1.MemberLeasePrefix, member)
 }
+
+// MayWrite reports whether a write to the member would leave now (Fence), without starting one.
+func (r Replica) MayWrite(member string) bool {
+	end, err := r.Fence(member)
+	if err != nil {
+		return false
+	}
+	end()
+	return true
+}
+
+// Fenced reports whether Fence may refuse a write: sharded, or with the leader's Lease.
+func (r Replica) Fenced() bool { return r.shards != nil || r.lease != nil }
 
 // LiveReplicas returns the ids of the live replicas, sorted; none before the first look at the
 // peer Leases, and none unless sharded.

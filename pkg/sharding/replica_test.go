@@ -21,6 +21,7 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/pkg/election"
 )
 
 // Timeouts of the tests, generous for a loaded two-core machine.
@@ -47,6 +48,25 @@ func TestUnshardedReplica(t *testing.T) {
 		g.Expect(r.LiveReplicas()).To(BeEmpty())
 		g.Expect(r.ManagerOptions()).To(BeEmpty())
 	}
+}
+
+// TestLeaderFencedByItsLease: an unsharded Replica given the leader's Lease (FencedBy) refuses
+// every write while the Lease is not certainly held (here: never acquired), and says so; it
+// still owns every member and does the hub-wide work, which the manager's election gates.
+func TestLeaderFencedByItsLease(t *testing.T) {
+	g := NewWithT(t)
+	lock, err := election.NewLock(&rest.Config{Host: "https://127.0.0.1:1"}, "ns", hubv1alpha1.LeaderElectionID, "hub-0_x", election.Of(DefaultLeaseDuration), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	r := Replica{ID: "hub-0"}.FencedBy(lock)
+	g.Expect(r.Sharded()).To(BeFalse())
+	g.Expect(r.Fenced()).To(BeTrue())
+	g.Expect(r.Owns("member-1")).To(BeTrue())
+	g.Expect(r.Leading()).To(BeTrue())
+	g.Expect(r.MayWrite("member-1")).To(BeFalse())
+	_, err = r.Fence("member-1")
+	g.Expect(err).To(MatchError("replica hub-0 is not sure it holds the Lease ns/" + hubv1alpha1.LeaderElectionID + " (any more)"))
+	g.Expect(Replica{ID: "hub-0"}.Fenced()).To(BeFalse())
+	g.Expect(Replica{ID: "hub-0"}.MayWrite("member-1")).To(BeTrue())
 }
 
 // TestDefaultReplicaID: the replica's identity defaults to $POD_NAME (the downward API in

@@ -26,6 +26,9 @@ const (
 	secretNS          = hubv1alpha1.DefaultSecretNamespace
 )
 
+// hubArgs are the flags of every hub process of the suite.
+var hubArgs = []string{"--probe-interval=" + probeInterval.String(), "--heartbeat-interval=" + heartbeatInterval.String()}
+
 // fl is the fleet: a hub and five members. m1 to m3 are registered with the registration
 // command; m4 serves no ConfigBundle CRD and gets a credential that may not install it;
 // quietMember (and the hub) log every write they serve, for TestSteadyStateIsSilent. The hub
@@ -48,7 +51,7 @@ func runSuite(m *testing.M) int {
 		Hub: controlplane.Options{AuditWrites: true},
 		Members: append(controlplane.Named(controlplane.Options{}, "m1", "m2", "m3", "m4"),
 			controlplane.Named(controlplane.Options{AuditWrites: true}, quietMember)...),
-		HubArgs: []string{"--probe-interval=" + probeInterval.String(), "--heartbeat-interval=" + heartbeatInterval.String()},
+		HubArgs: hubArgs,
 		Keep:    os.Getenv("E2E_KEEP") != "",
 		Timeout: timeout,
 	})

@@ -109,6 +109,16 @@ func (p *Process) Stop(sig syscall.Signal) {
 	<-p.exited
 }
 
+// Exited reports whether the hub has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // Pid is the hub's process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 

@@ -1,0 +1,163 @@
+package election
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"configbundle.dev/hub/internal/testing/controlplane"
+)
+
+// Bounds of the tests, generous for a loaded two-core machine.
+const (
+	startTimeout = 3 * time.Minute
+	timeout      = 30 * time.Second
+	interval     = 50 * time.Millisecond
+	// leaseDuration is the shortest the hub accepts (sharding.MinLeaseDuration).
+	leaseDuration = 3 * time.Second
+	// lapseSlack covers a renewal's start before the pause and the polling.
+	lapseSlack = time.Second
+)
+
+// TestTimings: the timings client-go accepts, a renew deadline that ends when the fence lapses,
+// and requests bounded well below it.
+func TestTimings(t *testing.T) {
+	for _, d := range []time.Duration{3 * time.Second, 6 * time.Second, 15 * time.Second, time.Minute} {
+		tm := Of(d)
+		g := NewWithT(t)
+		g.Expect(tm.RenewDeadline+tm.RetryPeriod+tm.Margin).To(Equal(d), "lease %v", d)
+		g.Expect(tm.RequestTimeout).To(BeNumerically("<=", tm.RenewDeadline/3), "lease %v", d)
+		lock, err := NewLock(&rest.Config{Host: "https://127.0.0.1:1"}, "ns", "name", "id", tm, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
+			Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
+		})
+		g.Expect(err).NotTo(HaveOccurred(), "lease %v", d)
+	}
+}
+
+// candidate is one Elector under test.
+type candidate struct {
+	elector  *Elector
+	lock     *Lock
+	elected  atomic.Int32 // OnElected calls
+	timeouts atomic.Int32 // onTimeout calls
+	stop     func()       // cancels it and waits until Start returned
+	running  atomic.Bool
+}
+
+func startCandidate(t *testing.T, cfg *rest.Config, ns, id string) *candidate {
+	t.Helper()
+	c := &candidate{}
+	tm := Of(leaseDuration)
+	lock, err := NewLock(cfg, ns, "hub", id, tm, func() { c.timeouts.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.lock, c.elector = lock, NewElector(lock, tm, logr.Discard())
+	c.elector.OnElected(func() { c.elected.Add(1) })
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	c.running.Store(true)
+	wg.Go(func() {
+		defer c.running.Store(false)
+		if err := c.elector.Start(ctx); err != nil {
+			t.Errorf("candidate %s: %v", id, err)
+		}
+	})
+	var once sync.Once
+	c.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(c.stop)
+	return c
+}
+
+// TestElectorSurvivesAPIServerPause: the elected candidate stops leading (its fence lapses)
+// within the lease duration less the margin of its last renewal when the API server is paused
+// longer than the lease, and its timed-out requests say so; neither candidate ends, one of them
+// is elected again once the API server answers (OnElected fires again), and a candidate that
+// stops releases the Lease at once.
+func TestElectorSurvivesAPIServerPause(t *testing.T) {
+	if err := controlplane.CheckAssets(); err != nil {
+		t.Fatal(err)
+	}
+	g := NewWithT(t)
+	hub, kube := startHub(t)
+	const ns = "election-test"
+	g.Expect(kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+
+	a := startCandidate(t, hub.Config, ns, "a")
+	g.Eventually(a.elector.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Expect(a.lock.Valid()).To(BeTrue())
+	g.Expect(a.elected.Load()).To(BeEquivalentTo(1))
+	b := startCandidate(t, hub.Config, ns, "b")
+	g.Consistently(b.elector.Leading).WithTimeout(2 * leaseDuration).WithPolling(interval).Should(BeFalse())
+
+	g.Expect(hub.Pause()).To(Succeed())
+	paused := time.Now()
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = hub.Resume()
+		}
+	}()
+	g.Eventually(a.elector.Leading).WithTimeout(leaseDuration - Of(leaseDuration).Margin + lapseSlack).WithPolling(interval).Should(BeFalse())
+	t.Logf("API server paused → the leader's fence lapsed: %v", time.Since(paused).Round(time.Millisecond))
+	g.Consistently(func() bool { return a.running.Load() && b.running.Load() }).WithTimeout(leaseDuration).WithPolling(interval).Should(BeTrue())
+	g.Expect(a.timeouts.Load()+b.timeouts.Load()).To(BeNumerically(">", 0), "timed-out requests reported")
+	g.Expect(hub.Resume()).To(Succeed())
+	resumed = true
+
+	g.Eventually(func() bool { return a.elector.Leading() != b.elector.Leading() }).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Eventually(func() int32 { return a.elected.Load() + b.elected.Load() }).WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">=", 2))
+
+	leader, other := a, b
+	if b.elector.Leading() {
+		leader, other = b, a
+	}
+	leader.stop()
+	g.Expect(leader.lock.Valid()).To(BeFalse())
+	lease := &coordinationv1.Lease{}
+	g.Expect(kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "hub"}, lease)).To(Succeed())
+	g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).To(BeEmpty(), "released")
+	g.Eventually(other.elector.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+}
+
+// startHub starts a control plane for the Lease, stopped when t ends, and a client of it.
+func startHub(t *testing.T) (*controlplane.ControlPlane, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
+	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{StartTimeout: startTimeout}, "hub")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := controlplane.StopAll(cps); err != nil {
+			t.Error(err)
+		}
+	})
+	kube, err := client.New(cps[0].Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cps[0], kube
+}
