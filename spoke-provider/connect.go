@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -284,16 +285,18 @@ func (p *Provider) fenced(name string, cfg *rest.Config) *rest.Config {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return &fence{next: next, begin: func() (func(), error) { return p.opts.Replica.Fence(name) }}
+		return &fence{next: next, begin: func() (func(), error) { return p.opts.Replica.Fence(name) }, deadline: p.opts.Replica.WriteDeadline}
 	})
 	return cfg
 }
 
 // fence lets a write request leave only if begin allows it, right before it would, and ends
-// the write once it is answered.
+// the write once it is answered; a write still unanswered at its deadline (if deadline is set
+// and says one) is abandoned then.
 type fence struct {
-	next  http.RoundTripper
-	begin func() (end func(), err error)
+	next     http.RoundTripper
+	begin    func() (end func(), err error)
+	deadline func() time.Time
 }
 
 func (f *fence) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -306,5 +309,30 @@ func (f *fence) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%s %s refused: %w", req.Method, req.URL.Path, err)
 	}
 	defer end()
-	return f.next.RoundTrip(req)
+	var d time.Time
+	if f.deadline != nil {
+		d = f.deadline()
+	}
+	if d.IsZero() {
+		return f.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithDeadline(req.Context(), d)
+	resp, err := f.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose is a response body that cancels its request's context once it is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	defer b.cancel()
+	return b.ReadCloser.Close()
 }

@@ -2,9 +2,11 @@ package spokeprovider
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // TestFenceGuardsWritesOnly: reads always leave; a write leaves only if the fence allows it,
@@ -62,3 +64,43 @@ func TestFenceGuardsWritesOnly(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestFenceAbandonsAWriteAtItsDeadline: a write leaves with the fence's deadline on its
+// context, so that it is never answered after another replica may write; its body stays
+// readable until it is closed; reads and writes without a deadline are sent as they are.
+func TestFenceAbandonsAWriteAtItsDeadline(t *testing.T) {
+	deadline := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		method   string
+		deadline time.Time
+		want     bool
+	}{
+		{method: http.MethodPut, deadline: deadline, want: true},
+		{method: http.MethodPut, want: false},
+		{method: http.MethodGet, deadline: deadline, want: false},
+	} {
+		var got time.Time
+		var hasDeadline bool
+		f := &fence{
+			next: roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+				got, hasDeadline = req.Context().Deadline()
+				return httptest.NewRecorder().Result(), nil
+			}),
+			begin:    func() (func(), error) { return func() {}, nil },
+			deadline: func() time.Time { return tc.deadline },
+		}
+		resp, err := f.RoundTrip(httptest.NewRequest(tc.method, "https://member/api/v1/namespaces/default/configmaps/app", nil))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.method, err)
+		}
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			t.Errorf("%s: reading the body: %v", tc.method, err)
+		}
+		if err := resp.Body.Close(); err != nil {
+			t.Errorf("%s: closing the body: %v", tc.method, err)
+		}
+		if hasDeadline != tc.want || (tc.want && !got.Equal(tc.deadline)) {
+			t.Errorf("%s with deadline %v: sent with deadline %v (%v), want %v", tc.method, tc.deadline, got, hasDeadline, tc.want)
+		}
+	}
+}

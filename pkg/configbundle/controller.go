@@ -46,6 +46,7 @@ type Reconciler struct {
 	manager mcmanager.Manager
 	opts    Options
 	ledger  ledger
+	fenced  fencedRequests
 }
 
 var _ mcmanager.Runnable = &Reconciler{}
@@ -85,6 +86,9 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 	if opts.ResyncOn != nil {
 		b = b.WatchesRawSource(r.resyncSource())
 	}
+	if opts.Replica.Fenced() {
+		b = b.WatchesRawSource(r.fencedSource())
+	}
 	if err := b.Complete(r); err != nil {
 		return nil, fmt.Errorf("building the %s controller: %w", ControllerName, err)
 	}
@@ -114,7 +118,10 @@ func (r *Reconciler) Start(ctx context.Context) error {
 // until ctx, the engagement, ends.
 func (r *Reconciler) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
 	e := r.ledger.engage(name)
-	context.AfterFunc(ctx, func() { r.ledger.forgetCluster(name, e) })
+	context.AfterFunc(ctx, func() {
+		r.ledger.forgetCluster(name, e)
+		r.fenced.forget(name)
+	})
 	return nil
 }
 
@@ -173,10 +180,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	}
 	if !r.opts.Replica.MayWrite(string(req.ClusterName)) {
 		// This replica cannot be sure it holds the member's fence now (the hub cluster is down
-		// or cut off): try again soon, without back-off, so that the member is healed right
-		// after the fence is back.
+		// or cut off): the request waits, without back-off, until the fence is back.
 		reconcilesTotal.WithLabelValues(string(req.ClusterName), "fenced").Inc()
-		return ctrl.Result{RequeueAfter: fencedRetry}, nil
+		r.fenced.add(req)
+		return ctrl.Result{}, nil
 	}
 	seenAt, seen := r.ledger.takeSeen(req)
 	live := r.ledger.takeVerifyLive(req)

@@ -30,11 +30,6 @@ const (
 	DefaultHealStatusDelay = time.Second
 )
 
-// fencedRetry is how soon a bundle is tried again when this replica may not write to its member
-// (Replica.MayWrite): the fence is judged in memory, so trying costs nothing, and a member whose
-// fence comes back (the hub cluster answers again) is healed within this long.
-const fencedRetry = 250 * time.Millisecond
-
 // Options configure the Reconciler. The zero value of a field means its default, which its
 // comment gives.
 type Options struct {

@@ -27,7 +27,9 @@ type Elector struct {
 // NewElector returns an elector that holds lock with timings; log receives its elections and
 // losses.
 func NewElector(lock *Lock, timings Timings, log logr.Logger) *Elector {
-	return &Elector{lock: lock, timings: timings, log: log}
+	e := &Elector{lock: lock, timings: timings, log: log}
+	lock.OnValidAgain(e.validAgain)
+	return e
 }
 
 // Leading reports whether this process is elected and certainly holds the Lease (Lock.Valid).
@@ -88,6 +90,20 @@ func (e *Elector) started(ctx context.Context) {
 	fns := append([]func(){}, e.onElected...)
 	e.mu.Unlock()
 	e.log.Info("Elected for the hub-wide work", "lease", e.lock.Describe())
+	for _, fn := range fns {
+		go fn()
+	}
+}
+
+// validAgain runs when the Lease is Valid again after a renewal slower than the margin: Leading
+// said false meanwhile, and the work it refused is resynchronised as on an election.
+func (e *Elector) validAgain() {
+	e.mu.Lock()
+	fns := []func(){}
+	if e.leading {
+		fns = append(fns, e.onElected...)
+	}
+	e.mu.Unlock()
 	for _, fn := range fns {
 		go fn()
 	}

@@ -23,10 +23,12 @@ type Lock struct {
 	// dead (a cut, a hung API server), and the next request must not wait on it.
 	onTimeout func()
 
-	mu sync.Mutex // guards validUntil; never held across a request
+	mu sync.Mutex // guards validUntil and onValid; never held across a request or a callback
 	// validUntil is when this process stops being sure it holds the Lease, by the monotonic
 	// clock; the zero time when it does not hold it.
 	validUntil time.Time
+	// onValid is called when a renewal makes the Lease Valid again after it had lapsed.
+	onValid func()
 }
 
 var _ resourcelock.Interface = &Lock{}
@@ -63,6 +65,18 @@ func (l *Lock) Valid() bool {
 	return time.Now().Before(l.validUntil)
 }
 
+// WriteDeadline is when a write that this process sends as the holder must have been answered:
+// the end of the lease that its last renewal began, before which no other candidate may take the
+// Lease over. Zero when it does not hold the Lease.
+func (l *Lock) WriteDeadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.validUntil.IsZero() {
+		return time.Time{}
+	}
+	return l.validUntil.Add(l.timings.Margin)
+}
+
 // Get implements resourcelock.Interface.
 func (l *Lock) Get(ctx context.Context) (rec *resourcelock.LeaderElectionRecord, raw []byte, err error) {
 	err = l.bounded(ctx, func(ctx context.Context) error {
@@ -93,16 +107,34 @@ func (l *Lock) write(ctx context.Context, rec resourcelock.LeaderElectionRecord,
 	if err := l.bounded(ctx, func(ctx context.Context) error { return do(ctx, rec) }); err != nil {
 		return err
 	}
-	if mine {
-		l.setValidUntil(start.Add(time.Duration(rec.LeaseDurationSeconds)*time.Second - l.timings.Margin))
+	if mine && l.setValidUntil(start.Add(time.Duration(rec.LeaseDurationSeconds)*time.Second-l.timings.Margin)) {
+		l.mu.Lock()
+		onValid := l.onValid
+		l.mu.Unlock()
+		if onValid != nil {
+			onValid()
+		}
 	}
 	return nil
 }
 
-func (l *Lock) setValidUntil(t time.Time) {
+// setValidUntil sets validUntil, and says whether the Lease had lapsed and is Valid again.
+func (l *Lock) setValidUntil(t time.Time) (revalidated bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := time.Now()
+	revalidated = !l.validUntil.IsZero() && !now.Before(l.validUntil) && now.Before(t)
 	l.validUntil = t
+	return revalidated
+}
+
+// OnValidAgain sets fn, called when a renewal makes the Lease Valid again after it had lapsed
+// while this process still held it (a renewal slower than the margin): work that asked Valid
+// meanwhile and was refused can be done now.
+func (l *Lock) OnValidAgain(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onValid = fn
 }
 
 // bounded runs one request within Timings.RequestTimeout, and calls onTimeout if it timed out.

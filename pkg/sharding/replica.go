@@ -147,6 +147,16 @@ func (r Replica) Fence(member string) (end func(), err error) {
 	return nil, fmt.Errorf("replica %s does not hold the Lease %s-%s (any more)", r.ID, hubv1alpha1.MemberLeasePrefix, member)
 }
 
+// WriteDeadline is when a write to a member that Fence lets leave now must have been answered,
+// so that it never lands once another replica may write: with the leader's Lease (FencedBy),
+// the end of the lease its last renewal began; zero (no deadline) otherwise.
+func (r Replica) WriteDeadline() time.Time {
+	if r.shards != nil || r.lease == nil {
+		return time.Time{}
+	}
+	return r.lease.WriteDeadline()
+}
+
 // MayWrite reports whether a write to the member would leave now (Fence), without starting one.
 func (r Replica) MayWrite(member string) bool {
 	end, err := r.Fence(member)
