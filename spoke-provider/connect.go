@@ -10,8 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -248,22 +248,15 @@ func (p *Provider) ensureCRDs(ctx context.Context, cfg *rest.Config, disc discov
 		err: fmt.Errorf("the member does not serve the CRD %s, and the hub does not install CRDs (--install-crds=false)", p.opts.CRDs[0].Name)}
 }
 
+// applyCRDs applies the CRDs to the member of cfg (applyCRD).
 func (p *Provider) applyCRDs(ctx context.Context, cfg *rest.Config) error {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	cs, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	for _, crd := range p.opts.CRDs {
-		crd = crd.DeepCopy()
-		crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
-		crd.ResourceVersion, crd.ManagedFields = "", nil
-		//nolint:staticcheck // client.Apply with a typed object is the simplest full-object apply.
-		if err := c.Patch(ctx, crd, client.Apply, client.FieldOwner(p.opts.FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+		if _, err := applyCRD(ctx, cs, crd, p.opts.FieldOwner); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -155,25 +155,34 @@ func (w *crdWatch) appliedAt(live *apiextensionsv1.CustomResourceDefinition) boo
 	return w.applied[live.Name] == appliedCRD{uid: live.UID, generation: live.Generation}
 }
 
-// apply applies the hub's CRD (server-side apply, forced, as fieldOwner) and records what it
-// became.
+// apply applies the hub's CRD (applyCRD) and records what it became.
 func (w *crdWatch) apply(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner string) error {
-	crd = crd.DeepCopy()
-	crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
-	crd.ResourceVersion, crd.UID, crd.ManagedFields, crd.Status = "", "", nil, apiextensionsv1.CustomResourceDefinitionStatus{}
-	body, err := json.Marshal(crd)
+	out, err := applyCRD(ctx, w.client, crd, fieldOwner)
 	if err != nil {
 		return err
-	}
-	out, err := w.client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: fieldOwner, Force: ptr.To(true)})
-	if err != nil {
-		return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.applied[out.Name] = appliedCRD{uid: out.UID, generation: out.Generation}
 	return nil
+}
+
+// applyCRD applies the hub's CRD with cs (server-side apply, forced, as fieldOwner) and returns
+// what it became.
+func applyCRD(ctx context.Context, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd = crd.DeepCopy()
+	crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
+	crd.ResourceVersion, crd.UID, crd.ManagedFields, crd.Status = "", "", nil, apiextensionsv1.CustomResourceDefinitionStatus{}
+	body, err := json.Marshal(crd)
+	if err != nil {
+		return nil, err
+	}
+	out, err := cs.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: fieldOwner, Force: ptr.To(true)})
+	if err != nil {
+		return nil, fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+	}
+	return out, nil
 }
 
 // crdVerdict is what keepCRD found of one CRD in a member, and did.
