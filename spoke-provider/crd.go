@@ -197,7 +197,7 @@ type crdVerdict struct {
 // Options.CRDs has them, from what the member's watch of them sees (one request only when one
 // differs or is gone: the apply), and publishes what it found in the member's State: CRDMissing
 // while one is gone or being deleted, a note in the Ready message where the hub may not keep
-// one. Every CRD restored is a CRDRestored Event, every deletion a CRDDeleted one.
+// one (or could not apply them when it connected: connection.crdNote). Every CRD restored is a CRDRestored Event, every deletion a CRDDeleted one.
 func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	name := req.Name
 	conn := p.activeConnection(name)
@@ -205,6 +205,9 @@ func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil // not connected: connecting makes sure of the CRDs
 	}
 	var missing, notes []string
+	if conn.crdNote != "" {
+		notes = append(notes, conn.crdNote)
+	}
 	var retry bool
 	var verdicts []crdVerdict
 	for _, want := range p.opts.CRDs {

@@ -127,8 +127,26 @@ func TestCRDTheHubMayNotRestoreIsSaid(t *testing.T) {
 	g.Expect(memberEvents("crd-readonly", hubv1alpha1.CRDRestoredEvent)(g)).To(BeEmpty())
 
 	restoreCRD(t, memberB)
-	g.Eventually(f.state("crd-readonly")).WithTimeout(crdTimeout).WithPolling(interval).Should(HaveField("Message", Not(ContainSubstring(memberCRDs[0].Name))),
+	g.Eventually(f.state("crd-readonly")).WithTimeout(crdTimeout).WithPolling(interval).Should(HaveField("Message", Not(ContainSubstring("could not restore"))),
 		"the note goes with the drift")
+}
+
+// TestCRDTheHubMayNotWriteIsSaid: a member whose hub credential may read and watch the CRD but
+// not write it, and which serves the hub's CRD, is Ready, its message saying that the hub could
+// not apply the CRD, naming it and the rights it needs.
+func TestCRDTheHubMayNotWriteIsSaid(t *testing.T) {
+	g := NewWithT(t)
+	opts := testOptions()
+	opts.CRDs, opts.InstallCRDs = memberCRDs, true
+	f := startProvider(t, opts)
+	restoreCRD(t, memberB)
+	f.createSecret("crd-nowrite", crdUserKubeconfig(t, memberB, "crd-nowrite", "get", "list", "watch"))
+	f.waitReady(g, "crd-nowrite")
+	g.Eventually(f.state("crd-nowrite")).WithTimeout(crdTimeout).WithPolling(interval).Should(And(beReady(hubv1alpha1.ConnectedReason),
+		HaveField("Message", And(ContainSubstring("could not apply its CRD "+memberCRDs[0].Name), ContainSubstring("patch")))))
+	t.Logf("said: %s", f.state("crd-nowrite")().Message)
+	g.Consistently(f.state("crd-nowrite")).WithTimeout(quietPeriod).WithPolling(interval).Should(HaveField("Message", ContainSubstring("could not apply")),
+		"the watch's verdict, which finds no drift, keeps saying it")
 }
 
 // TestFaultCRDDeletedIsReported: without InstallCRDs, a CRD deleted from a connected member makes
