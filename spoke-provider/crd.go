@@ -281,7 +281,8 @@ func (p *Provider) restoreCRD(ctx context.Context, w *crdWatch, want, live *apie
 		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub does not install CRDs (--install-crds=false)",
 			want.Name, what)}
 	case w.appliedAt(live):
-		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s) although the hub applied it: another field manager holds those fields",
+		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s) although the hub applied it (forced): the member's API server "+
+			"defaults or changes those fields otherwise than the hub does",
 			want.Name, what)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
