@@ -248,10 +248,14 @@ func (p *Provider) keepCRD(ctx context.Context, conn *connection, want *apiexten
 
 // reinstallCRD installs want again (with InstallCRDs) once the member's copy (live, nil if none)
 // is gone. Deleted, being deleted, or reinstalled and not served yet, it says so in one message
-// for all three, so that the member says it once.
+// for all three, so that the member says it once; a copy whose names the member rejects, which
+// the hub leaves alone, says that.
 func (p *Provider) reinstallCRD(ctx context.Context, w *crdWatch, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
 	v := crdVerdict{missing: fmt.Sprintf("The member's CRD %s was deleted, and every ConfigBundle with it", want.Name)}
 	switch {
+	case live != nil && live.DeletionTimestamp.IsZero() && namesRejected(live) != "":
+		v.missing += fmt.Sprintf("; it is back but not established, its names rejected (%s)", namesRejected(live))
+		return v
 	case !p.opts.InstallCRDs:
 		v.missing += "; the hub does not install CRDs (--install-crds=false)"
 		return v
@@ -302,6 +306,17 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// namesRejected says why the member does not accept a CRD's names ("Reason: message"), or ""
+// if it does or has not said yet.
+func namesRejected(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.NamesAccepted && c.Status == apiextensionsv1.ConditionFalse {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
 }
 
 // crdDefaulter defaults a CRD as the API server does, so that the hub's CRD compares with the
