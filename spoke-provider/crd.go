@@ -443,16 +443,23 @@ func (p *Provider) enqueueCRDs(name string) {
 }
 
 // recordMemberEvent records an Event on a member's MemberCluster on the hub: the one object the
-// hub publishes about it (its uid read from the hub, so that kubectl describe finds it).
+// hub publishes about it. Its uid, so that kubectl describe finds it, comes from the hub's cache
+// (the fleet controllers watch MemberClusters), within memberUIDTimeout: a hub that does not
+// answer holds up no worker (the Event goes without it, and the recorder never blocks).
 func (p *Provider) recordMemberEvent(ctx context.Context, name, eventType, reason, action, note string, args ...any) {
 	if p.recorder == nil {
 		return
 	}
 	ref := &corev1.ObjectReference{APIVersion: hubv1alpha1.GroupVersion.String(), Kind: "MemberCluster", Name: name}
-	mc := &metav1.PartialObjectMetadata{}
-	mc.SetGroupVersionKind(hubv1alpha1.GroupVersion.WithKind("MemberCluster"))
-	if err := p.hubReader.Get(ctx, client.ObjectKey{Name: name}, mc); err == nil {
+	ctx, cancel := context.WithTimeout(ctx, memberUIDTimeout)
+	defer cancel()
+	mc := &hubv1alpha1.MemberCluster{}
+	if err := p.hub.Get(ctx, client.ObjectKey{Name: name}, mc); err == nil {
 		ref.UID = mc.UID
 	}
 	p.recorder.Eventf(ref, nil, eventType, reason, action, note, args...)
 }
+
+// memberUIDTimeout bounds reading a MemberCluster's uid from the hub's cache for an Event: a
+// read of the cache, or, before its informer runs, its first list.
+const memberUIDTimeout = time.Second
