@@ -29,6 +29,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	hubconfig "configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/netproxy"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -107,6 +108,35 @@ func TestFaultCRDSchemaStrippedIsRestored(t *testing.T) {
 	}}
 	err := memberClients[memberB].Create(ctx, big)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a 1.4 MiB message is refused: %v", err)
+}
+
+// TestFaultCRDRestoredWhileHubHangs: while the hub cluster does not answer, a member's CRD is
+// restored again and again, by one worker: recording the CRDRestored Event, which cannot reach
+// the hub, holds it up for no longer than a moment.
+func TestFaultCRDRestoredWhileHubHangs(t *testing.T) {
+	g := NewWithT(t)
+	proxy, err := netproxy.Start(hub.Host())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(proxy.Close()).To(Succeed()) })
+	hubConfig := rest.CopyConfig(hub.Config)
+	hubConfig.Host = "https://" + proxy.Addr() // the hub's serving certificate is for 127.0.0.1
+	opts := testOptions()
+	opts.ProbeInterval = time.Hour // the watch, not a probe, notices
+	opts.CRDs, opts.InstallCRDs, opts.MaxConcurrentReconciles = memberCRDs, true, 1
+	f := startProviderOn(t, opts, hubConfig)
+	f.createSecret("crd-hang", memberB.Kubeconfig())
+	f.waitReady(g, "crd-hang")
+	t.Cleanup(func() { restoreCRD(t, memberB) })
+
+	proxy.Partition()
+	t.Cleanup(proxy.Heal)
+	for i := range 2 {
+		stripCRD(g, memberB)
+		g.Eventually(func(g Gomega) *apiextensionsv1.CustomResourceValidation {
+			return liveCRD(g, memberB).Spec.Versions[0].Schema
+		}).WithTimeout(crdTimeout).WithPolling(interval).Should(Equal(memberCRDs[0].Spec.Versions[0].Schema),
+			"strip %d: the hub restores the schema while its own cluster hangs", i+1)
+	}
 }
 
 // TestCRDTheHubMayNotRestoreIsSaid: where the hub's credential may watch the CRD but not patch
