@@ -179,6 +179,45 @@ func TestCRDTheHubMayNotWriteIsSaid(t *testing.T) {
 		"the watch's verdict, which finds no drift, keeps saying it")
 }
 
+// TestCRDWhoseNamesAreRejectedIsSaid: a member's CRD deleted and created again while another
+// CRD took its kind is not established: the member is CRDMissing, its message saying that the
+// member rejects the CRD's names and why; once the other CRD is gone, it is Ready again.
+func TestCRDWhoseNamesAreRejectedIsSaid(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	opts := testOptions()
+	opts.CRDs = memberCRDs
+	f := startProvider(t, opts)
+	f.createSecret("crd-names", memberB.Kubeconfig())
+	f.waitReady(g, "crd-names")
+	t.Cleanup(func() { restoreCRD(t, memberB) })
+
+	deleteCRD(g, memberB)
+	g.Eventually(func(g Gomega) types.UID { return crdUID(g, memberB) }).WithTimeout(crdTimeout).WithPolling(interval).Should(BeEmpty())
+	other := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "configbundlealiases." + memberCRDs[0].Spec.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: memberCRDs[0].Spec.Group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "configbundlealiases", Singular: "configbundlealias",
+				Kind: memberCRDs[0].Spec.Names.Kind},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}},
+		},
+	}
+	c := crdClient(g, memberB)
+	g.Expect(c.Create(ctx, other)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(ctx, other) })
+	crd := memberCRDs[0].DeepCopy()
+	crd.ResourceVersion, crd.UID = "", ""
+	g.Expect(c.Create(ctx, crd)).To(Succeed())
+	g.Eventually(f.state("crd-names")).WithTimeout(crdTimeout).WithPolling(interval).Should(And(beNotReady(hubv1alpha1.CRDMissingReason),
+		HaveField("Message", And(ContainSubstring("names rejected"), ContainSubstring("KindConflict"), Not(ContainSubstring("reinstalls"))))))
+	t.Logf("said: %s", f.state("crd-names")().Message)
+
+	g.Expect(c.Delete(ctx, other)).To(Succeed())
+	restoreCRD(t, memberB)
+	g.Eventually(f.state("crd-names")).WithTimeout(crdTimeout).WithPolling(interval).Should(beReady(hubv1alpha1.ConnectedReason))
+}
+
 // TestFaultCRDDeletedIsReported: without InstallCRDs, a CRD deleted from a connected member makes
 // it not Ready (CRDMissing) at once, once, probes or not; restoring it makes the member Ready
 // again.
