@@ -11,8 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -42,6 +42,10 @@ type connection struct {
 	// dialer makes every TCP connection of the connection's clients, cache included, so that
 	// they can all be closed at once (CloseAll) when the member stops answering.
 	dialer *connrotation.Dialer
+	// crdNote says why the hub could not apply the CRDs when it connected although the member
+	// serves them ("" if it could): the hub may not write them. The Ready message says so for
+	// the connection's life.
+	crdNote string
 }
 
 // The TCP dialer of a member's clients: client-go's defaults.
@@ -127,7 +131,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	if err := p.checkRights(ctx, conn); err != nil {
 		return nil, err
 	}
-	if err := p.ensureCRDs(ctx, cfg, disc); err != nil {
+	if conn.crdNote, err = p.ensureCRDs(ctx, cfg, disc); err != nil {
 		return nil, err
 	}
 
@@ -221,50 +225,45 @@ func withTimeout(cfg *rest.Config, timeout time.Duration) *rest.Config {
 	return cfg
 }
 
-// ensureCRDs applies the CRDs (with InstallCRDs) and waits until the member serves them.
-func (p *Provider) ensureCRDs(ctx context.Context, cfg *rest.Config, disc discovery.DiscoveryInterface) error {
+// ensureCRDs applies the CRDs (with InstallCRDs) and waits until the member serves them. Where
+// applying them fails but the member serves them, it returns a note saying so.
+func (p *Provider) ensureCRDs(ctx context.Context, cfg *rest.Config, disc discovery.DiscoveryInterface) (note string, err error) {
 	if len(p.opts.CRDs) == 0 {
-		return nil
+		return "", nil
 	}
 	if p.opts.InstallCRDs {
 		if err := p.applyCRDs(ctx, cfg); err != nil {
 			if servesCRDs(disc, p.opts.CRDs) { // someone else installed them
-				return nil
+				return fmt.Sprintf("the hub could not apply its CRD %s, so it cannot restore it (it needs create and patch on "+
+					"customresourcedefinitions named %s): %v", p.opts.CRDs[0].Name, p.opts.CRDs[0].Name, err), nil
 			}
-			return &connectError{reason: hubv1alpha1.CRDMissingReason,
+			return "", &connectError{reason: hubv1alpha1.CRDMissingReason,
 				err: fmt.Errorf("the member does not serve the CRD %s and installing it failed: %w", p.opts.CRDs[0].Name, err)}
 		}
 		// Applied: wait until the member serves them.
 		if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
 			return servesCRDs(disc, p.opts.CRDs), nil
 		}); err != nil {
-			return &connectError{reason: hubv1alpha1.CRDMissingReason, err: fmt.Errorf("the CRD %s was applied but is not served yet: %w", p.opts.CRDs[0].Name, err)}
+			return "", &connectError{reason: hubv1alpha1.CRDMissingReason, err: fmt.Errorf("the CRD %s was applied but is not served yet: %w", p.opts.CRDs[0].Name, err)}
 		}
-		return nil
+		return "", nil
 	}
 	if servesCRDs(disc, p.opts.CRDs) {
-		return nil
+		return "", nil
 	}
-	return &connectError{reason: hubv1alpha1.CRDMissingReason,
+	return "", &connectError{reason: hubv1alpha1.CRDMissingReason,
 		err: fmt.Errorf("the member does not serve the CRD %s, and the hub does not install CRDs (--install-crds=false)", p.opts.CRDs[0].Name)}
 }
 
+// applyCRDs applies the CRDs to the member of cfg (applyCRD).
 func (p *Provider) applyCRDs(ctx context.Context, cfg *rest.Config) error {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	cs, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	for _, crd := range p.opts.CRDs {
-		crd = crd.DeepCopy()
-		crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
-		crd.ResourceVersion, crd.ManagedFields = "", nil
-		//nolint:staticcheck // client.Apply with a typed object is the simplest full-object apply.
-		if err := c.Patch(ctx, crd, client.Apply, client.FieldOwner(p.opts.FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+		if _, err := applyCRD(ctx, cs, crd, p.opts.FieldOwner); err != nil {
+			return err
 		}
 	}
 	return nil

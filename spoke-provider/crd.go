@@ -155,25 +155,34 @@ func (w *crdWatch) appliedAt(live *apiextensionsv1.CustomResourceDefinition) boo
 	return w.applied[live.Name] == appliedCRD{uid: live.UID, generation: live.Generation}
 }
 
-// apply applies the hub's CRD (server-side apply, forced, as fieldOwner) and records what it
-// became.
+// apply applies the hub's CRD (applyCRD) and records what it became.
 func (w *crdWatch) apply(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner string) error {
-	crd = crd.DeepCopy()
-	crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
-	crd.ResourceVersion, crd.UID, crd.ManagedFields, crd.Status = "", "", nil, apiextensionsv1.CustomResourceDefinitionStatus{}
-	body, err := json.Marshal(crd)
+	out, err := applyCRD(ctx, w.client, crd, fieldOwner)
 	if err != nil {
 		return err
-	}
-	out, err := w.client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: fieldOwner, Force: ptr.To(true)})
-	if err != nil {
-		return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.applied[out.Name] = appliedCRD{uid: out.UID, generation: out.Generation}
 	return nil
+}
+
+// applyCRD applies the hub's CRD with cs (server-side apply, forced, as fieldOwner) and returns
+// what it became.
+func applyCRD(ctx context.Context, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd = crd.DeepCopy()
+	crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
+	crd.ResourceVersion, crd.UID, crd.ManagedFields, crd.Status = "", "", nil, apiextensionsv1.CustomResourceDefinitionStatus{}
+	body, err := json.Marshal(crd)
+	if err != nil {
+		return nil, err
+	}
+	out, err := cs.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: fieldOwner, Force: ptr.To(true)})
+	if err != nil {
+		return nil, fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+	}
+	return out, nil
 }
 
 // crdVerdict is what keepCRD found of one CRD in a member, and did.
@@ -188,7 +197,7 @@ type crdVerdict struct {
 // Options.CRDs has them, from what the member's watch of them sees (one request only when one
 // differs or is gone: the apply), and publishes what it found in the member's State: CRDMissing
 // while one is gone or being deleted, a note in the Ready message where the hub may not keep
-// one. Every CRD restored is a CRDRestored Event, every deletion a CRDDeleted one.
+// one (or could not apply them when it connected: connection.crdNote). Every CRD restored is a CRDRestored Event, every deletion a CRDDeleted one.
 func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	name := req.Name
 	conn := p.activeConnection(name)
@@ -196,6 +205,9 @@ func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil // not connected: connecting makes sure of the CRDs
 	}
 	var missing, notes []string
+	if conn.crdNote != "" {
+		notes = append(notes, conn.crdNote)
+	}
 	var retry bool
 	var verdicts []crdVerdict
 	for _, want := range p.opts.CRDs {
@@ -236,10 +248,14 @@ func (p *Provider) keepCRD(ctx context.Context, conn *connection, want *apiexten
 
 // reinstallCRD installs want again (with InstallCRDs) once the member's copy (live, nil if none)
 // is gone. Deleted, being deleted, or reinstalled and not served yet, it says so in one message
-// for all three, so that the member says it once.
+// for all three, so that the member says it once; a copy whose names the member rejects, which
+// the hub leaves alone, says that.
 func (p *Provider) reinstallCRD(ctx context.Context, w *crdWatch, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
 	v := crdVerdict{missing: fmt.Sprintf("The member's CRD %s was deleted, and every ConfigBundle with it", want.Name)}
 	switch {
+	case live != nil && live.DeletionTimestamp.IsZero() && namesRejected(live) != "":
+		v.missing += fmt.Sprintf("; it is back but not established, its names rejected (%s)", namesRejected(live))
+		return v
 	case !p.opts.InstallCRDs:
 		v.missing += "; the hub does not install CRDs (--install-crds=false)"
 		return v
@@ -269,7 +285,8 @@ func (p *Provider) restoreCRD(ctx context.Context, w *crdWatch, want, live *apie
 		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub does not install CRDs (--install-crds=false)",
 			want.Name, what)}
 	case w.appliedAt(live):
-		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s) although the hub applied it: another field manager holds those fields",
+		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s) although the hub applied it (forced): the member's API server "+
+			"defaults or changes those fields otherwise than the hub does",
 			want.Name, what)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
@@ -289,6 +306,17 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// namesRejected says why the member does not accept a CRD's names ("Reason: message"), or ""
+// if it does or has not said yet.
+func namesRejected(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.NamesAccepted && c.Status == apiextensionsv1.ConditionFalse {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
 }
 
 // crdDefaulter defaults a CRD as the API server does, so that the hub's CRD compares with the
@@ -415,16 +443,23 @@ func (p *Provider) enqueueCRDs(name string) {
 }
 
 // recordMemberEvent records an Event on a member's MemberCluster on the hub: the one object the
-// hub publishes about it (its uid read from the hub, so that kubectl describe finds it).
+// hub publishes about it. Its uid, so that kubectl describe finds it, comes from the hub's cache
+// (the fleet controllers watch MemberClusters), within memberUIDTimeout: a hub that does not
+// answer holds up no worker (the Event goes without it, and the recorder never blocks).
 func (p *Provider) recordMemberEvent(ctx context.Context, name, eventType, reason, action, note string, args ...any) {
 	if p.recorder == nil {
 		return
 	}
 	ref := &corev1.ObjectReference{APIVersion: hubv1alpha1.GroupVersion.String(), Kind: "MemberCluster", Name: name}
-	mc := &metav1.PartialObjectMetadata{}
-	mc.SetGroupVersionKind(hubv1alpha1.GroupVersion.WithKind("MemberCluster"))
-	if err := p.hubReader.Get(ctx, client.ObjectKey{Name: name}, mc); err == nil {
+	ctx, cancel := context.WithTimeout(ctx, memberUIDTimeout)
+	defer cancel()
+	mc := &hubv1alpha1.MemberCluster{}
+	if err := p.hub.Get(ctx, client.ObjectKey{Name: name}, mc); err == nil {
 		ref.UID = mc.UID
 	}
 	p.recorder.Eventf(ref, nil, eventType, reason, action, note, args...)
 }
+
+// memberUIDTimeout bounds reading a MemberCluster's uid from the hub's cache for an Event: a
+// read of the cache, or, before its informer runs, its first list.
+const memberUIDTimeout = time.Second

@@ -29,6 +29,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	hubconfig "configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/netproxy"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -109,6 +110,35 @@ func TestFaultCRDSchemaStrippedIsRestored(t *testing.T) {
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a 1.4 MiB message is refused: %v", err)
 }
 
+// TestFaultCRDRestoredWhileHubHangs: while the hub cluster does not answer, a member's CRD is
+// restored again and again, by one worker: recording the CRDRestored Event, which cannot reach
+// the hub, holds it up for no longer than a moment.
+func TestFaultCRDRestoredWhileHubHangs(t *testing.T) {
+	g := NewWithT(t)
+	proxy, err := netproxy.Start(hub.Host())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(proxy.Close()).To(Succeed()) })
+	hubConfig := rest.CopyConfig(hub.Config)
+	hubConfig.Host = "https://" + proxy.Addr() // the hub's serving certificate is for 127.0.0.1
+	opts := testOptions()
+	opts.ProbeInterval = time.Hour // the watch, not a probe, notices
+	opts.CRDs, opts.InstallCRDs, opts.MaxConcurrentReconciles = memberCRDs, true, 1
+	f := startProviderOn(t, opts, hubConfig)
+	f.createSecret("crd-hang", memberB.Kubeconfig())
+	f.waitReady(g, "crd-hang")
+	t.Cleanup(func() { restoreCRD(t, memberB) })
+
+	proxy.Partition()
+	t.Cleanup(proxy.Heal)
+	for i := range 2 {
+		stripCRD(g, memberB)
+		g.Eventually(func(g Gomega) *apiextensionsv1.CustomResourceValidation {
+			return liveCRD(g, memberB).Spec.Versions[0].Schema
+		}).WithTimeout(crdTimeout).WithPolling(interval).Should(Equal(memberCRDs[0].Spec.Versions[0].Schema),
+			"strip %d: the hub restores the schema while its own cluster hangs", i+1)
+	}
+}
+
 // TestCRDTheHubMayNotRestoreIsSaid: where the hub's credential may watch the CRD but not patch
 // it, a stripped schema is said in the member's Ready message, naming the CRD and the right.
 func TestCRDTheHubMayNotRestoreIsSaid(t *testing.T) {
@@ -127,8 +157,65 @@ func TestCRDTheHubMayNotRestoreIsSaid(t *testing.T) {
 	g.Expect(memberEvents("crd-readonly", hubv1alpha1.CRDRestoredEvent)(g)).To(BeEmpty())
 
 	restoreCRD(t, memberB)
-	g.Eventually(f.state("crd-readonly")).WithTimeout(crdTimeout).WithPolling(interval).Should(HaveField("Message", Not(ContainSubstring(memberCRDs[0].Name))),
+	g.Eventually(f.state("crd-readonly")).WithTimeout(crdTimeout).WithPolling(interval).Should(HaveField("Message", Not(ContainSubstring("could not restore"))),
 		"the note goes with the drift")
+}
+
+// TestCRDTheHubMayNotWriteIsSaid: a member whose hub credential may read and watch the CRD but
+// not write it, and which serves the hub's CRD, is Ready, its message saying that the hub could
+// not apply the CRD, naming it and the rights it needs.
+func TestCRDTheHubMayNotWriteIsSaid(t *testing.T) {
+	g := NewWithT(t)
+	opts := testOptions()
+	opts.CRDs, opts.InstallCRDs = memberCRDs, true
+	f := startProvider(t, opts)
+	restoreCRD(t, memberB)
+	f.createSecret("crd-nowrite", crdUserKubeconfig(t, memberB, "crd-nowrite", "get", "list", "watch"))
+	f.waitReady(g, "crd-nowrite")
+	g.Eventually(f.state("crd-nowrite")).WithTimeout(crdTimeout).WithPolling(interval).Should(And(beReady(hubv1alpha1.ConnectedReason),
+		HaveField("Message", And(ContainSubstring("could not apply its CRD "+memberCRDs[0].Name), ContainSubstring("patch")))))
+	t.Logf("said: %s", f.state("crd-nowrite")().Message)
+	g.Consistently(f.state("crd-nowrite")).WithTimeout(quietPeriod).WithPolling(interval).Should(HaveField("Message", ContainSubstring("could not apply")),
+		"the watch's verdict, which finds no drift, keeps saying it")
+}
+
+// TestCRDWhoseNamesAreRejectedIsSaid: a member's CRD deleted and created again while another
+// CRD took its kind is not established: the member is CRDMissing, its message saying that the
+// member rejects the CRD's names and why; once the other CRD is gone, it is Ready again.
+func TestCRDWhoseNamesAreRejectedIsSaid(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	opts := testOptions()
+	opts.CRDs = memberCRDs
+	f := startProvider(t, opts)
+	f.createSecret("crd-names", memberB.Kubeconfig())
+	f.waitReady(g, "crd-names")
+	t.Cleanup(func() { restoreCRD(t, memberB) })
+
+	deleteCRD(g, memberB)
+	g.Eventually(func(g Gomega) types.UID { return crdUID(g, memberB) }).WithTimeout(crdTimeout).WithPolling(interval).Should(BeEmpty())
+	other := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "configbundlealiases." + memberCRDs[0].Spec.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: memberCRDs[0].Spec.Group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "configbundlealiases", Singular: "configbundlealias",
+				Kind: memberCRDs[0].Spec.Names.Kind},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}},
+		},
+	}
+	c := crdClient(g, memberB)
+	g.Expect(c.Create(ctx, other)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(ctx, other) })
+	crd := memberCRDs[0].DeepCopy()
+	crd.ResourceVersion, crd.UID = "", ""
+	g.Expect(c.Create(ctx, crd)).To(Succeed())
+	g.Eventually(f.state("crd-names")).WithTimeout(crdTimeout).WithPolling(interval).Should(And(beNotReady(hubv1alpha1.CRDMissingReason),
+		HaveField("Message", And(ContainSubstring("names rejected"), ContainSubstring("KindConflict"), Not(ContainSubstring("reinstalls"))))))
+	t.Logf("said: %s", f.state("crd-names")().Message)
+
+	g.Expect(c.Delete(ctx, other)).To(Succeed())
+	restoreCRD(t, memberB)
+	g.Eventually(f.state("crd-names")).WithTimeout(crdTimeout).WithPolling(interval).Should(beReady(hubv1alpha1.ConnectedReason))
 }
 
 // TestFaultCRDDeletedIsReported: without InstallCRDs, a CRD deleted from a connected member makes

@@ -165,12 +165,12 @@ func (m *member) activate(conn *connection, now time.Time) (old *connection) {
 	m.phase, m.hash, m.retryAt, m.backoff = phaseConnected, conn.hash, time.Time{}, 0
 	m.failReason, m.failMessage = "", ""
 	m.active, m.failures = conn, 0
-	m.crdMissing, m.crdNote = "", ""
+	m.crdMissing, m.crdNote = "", conn.crdNote
 	m.state = State{
-		Ready: true, Reason: hubv1alpha1.ConnectedReason, Message: connectedMessage,
 		KubernetesVersion: conn.version, ClusterID: conn.clusterID, LastSeen: now, CredentialsExpiry: conn.expiry,
 		SecretNamespace: m.state.SecretNamespace, SecretName: m.state.SecretName,
 	}
+	m.answering()
 	return old
 }
 

@@ -106,7 +106,8 @@ func (p *Provider) checkCRDs(ctx context.Context, conn *connection) error {
 		return err // a failed discovery request counts as a failed probe, not as a missing CRD
 	}
 	p.log.Info("Member CRD missing", "cluster", conn.name, "crd", p.opts.CRDs[0].Name, "reinstalling", p.opts.InstallCRDs)
-	return p.ensureCRDs(ctx, conn.cfg, conn.disc)
+	_, err := p.ensureCRDs(ctx, conn.cfg, conn.disc)
+	return err
 }
 
 // serverVersion asks the member for its version: the probe.

@@ -46,10 +46,8 @@ type Provider struct {
 	log  logr.Logger
 	hub  client.Client
 
-	// hubReader reads the hub live, and recorder records Events there: on the MemberClusters,
-	// about their members' CRDs.
-	hubReader client.Reader
-	recorder  events.EventRecorder
+	// recorder records Events on the hub: on the MemberClusters, about their members' CRDs.
+	recorder events.EventRecorder
 
 	started chan struct{} // closed by Start, which sets ctx and aware
 	ctx     context.Context
@@ -110,7 +108,7 @@ func (p *Provider) Options() Options { return p.opts }
 // (see SecretCacheOptions), so that the hub reads no other Secret.
 func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 	local := mgr.GetLocalManager()
-	p.hub, p.hubReader = local.GetClient(), local.GetAPIReader()
+	p.hub = local.GetClient()
 	p.recorder = local.GetEventRecorder(p.opts.FieldOwner)
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == p.opts.Namespace })
 	keepQueue := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {

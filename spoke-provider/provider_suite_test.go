@@ -129,6 +129,12 @@ type fixture struct {
 // when the test ends.
 func startProvider(t *testing.T, opts spokeprovider.Options) *fixture {
 	t.Helper()
+	return startProviderOn(t, opts, hub.Config)
+}
+
+// startProviderOn is startProvider with a manager that reaches the hub through hubConfig.
+func startProviderOn(t *testing.T, opts spokeprovider.Options, hubConfig *rest.Config) *fixture {
+	t.Helper()
 	opts.Namespace = newHubNamespace(t)
 	provider := spokeprovider.New(opts)
 	f := &fixture{t: t, ns: opts.Namespace, provider: provider, engaged: &engagements{}, history: &history{p: provider}}
@@ -137,7 +143,7 @@ func startProvider(t *testing.T, opts spokeprovider.Options) *fixture {
 
 	cacheOpts := cache.Options{}
 	provider.SecretCacheOptions(&cacheOpts)
-	mgr, err := mcmanager.New(hub.Config, provider, manager.Options{
+	mgr, err := mcmanager.New(hubConfig, provider, manager.Options{
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
