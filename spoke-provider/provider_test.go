@@ -424,6 +424,9 @@ func TestRefusedKubeconfig(t *testing.T) {
 	f.createSecret("refused", exec)
 	g.Eventually(f.state("refused")).WithTimeout(joinTimeout).WithPolling(interval).Should(beNotReady(hubv1alpha1.ExecPluginNotAllowedReason))
 	refused := f.state("refused")()
+	// OnChange is called once the provider's lock is released, after the state is set: wait for it.
+	g.Eventually(func() []observation { return f.history.changesOf("refused") }).WithTimeout(joinTimeout).WithPolling(interval).
+		Should(ContainElement(HaveField("State.Reason", hubv1alpha1.ExecPluginNotAllowedReason)))
 	changes := len(f.history.changesOf("refused"))
 
 	steady := func(g Gomega) {
