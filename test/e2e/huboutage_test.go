@@ -55,7 +55,9 @@ func TestFaultHubPausedOneReplica(t *testing.T) {
 	const member, want = "m1", "through a hub outage"
 	joined(t, member)
 	b := createBundle(g, member, "hub-outage", "web", want)
-	t.Cleanup(func() { g.Expect(fleet.DeleteBundles(context.Background(), fl.Member(member).Client, "hub-outage", timeout)).To(Succeed()) })
+	t.Cleanup(func() {
+		g.Expect(fleet.DeleteBundles(context.Background(), fl.Member(member).Client, "hub-outage", timeout)).To(Succeed())
+	})
 	hub := fl.HubProcess(fleet.HubName)
 
 	resume := pauseHub(t)
@@ -88,7 +90,9 @@ func TestFaultHubPausedShardedReplica(t *testing.T) {
 	const member, want, replica = "m1", "through a hub outage, sharded", "ha0"
 	joined(t, member)
 	b := createBundle(g, member, "hub-outage-sharded", "web", want)
-	t.Cleanup(func() { g.Expect(fleet.DeleteBundles(context.Background(), fl.Member(member).Client, "hub-outage-sharded", timeout)).To(Succeed()) })
+	t.Cleanup(func() {
+		g.Expect(fleet.DeleteBundles(context.Background(), fl.Member(member).Client, "hub-outage-sharded", timeout)).To(Succeed())
+	})
 	hub := runInstead(t, replica, "--sharded", "--replica-id="+replica, "--lease-duration="+haLease.String())
 	g.Eventually(func(g Gomega) { g.Expect(fl.MemberCluster(member)(g).Status.Replica).To(Equal(replica)) }).
 		WithTimeout(joinTimeout).WithPolling(interval).Should(Succeed())
@@ -127,7 +131,9 @@ func TestFaultHubCutLeaderElect(t *testing.T) {
 	const want = "through a cut of the leader"
 	joined(t, "m1", quietMember)
 	b := createBundle(g, quietMember, "hub-cut", "web", want)
-	t.Cleanup(func() { g.Expect(fleet.DeleteBundles(ctx, fl.Member(quietMember).Client, "hub-cut", timeout)).To(Succeed()) })
+	t.Cleanup(func() {
+		g.Expect(fleet.DeleteBundles(ctx, fl.Member(quietMember).Client, "hub-cut", timeout)).To(Succeed())
+	})
 
 	through := proxiedHub(t, g)
 	proxy, kubeconfig := through.proxy, through.path
@@ -205,7 +211,9 @@ func TestFaultHubCutShardedReplica(t *testing.T) {
 	const member, want, replica = "m1", "through a cut, sharded", "cut0"
 	joined(t, member)
 	b := createBundle(g, member, "hub-cut-sharded", "web", want)
-	t.Cleanup(func() { g.Expect(fleet.DeleteBundles(ctx, fl.Member(member).Client, "hub-cut-sharded", timeout)).To(Succeed()) })
+	t.Cleanup(func() {
+		g.Expect(fleet.DeleteBundles(ctx, fl.Member(member).Client, "hub-cut-sharded", timeout)).To(Succeed())
+	})
 	kubeconfig := proxiedHub(t, g)
 	runInstead(t, "")
 	hub, err := hubprocess.Start(ctx, hubprocess.Options{Binary: fl.Binary, Kubeconfig: kubeconfig.path, LogPath: fl.LogPath(replica),
