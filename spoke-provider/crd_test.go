@@ -192,7 +192,11 @@ func TestCRDWhoseNamesAreRejectedIsSaid(t *testing.T) {
 	t.Cleanup(func() { restoreCRD(t, memberB) })
 
 	deleteCRD(g, memberB)
-	g.Eventually(func(g Gomega) types.UID { return crdUID(g, memberB) }).WithTimeout(crdTimeout).WithPolling(interval).Should(BeEmpty())
+	c := crdClient(g, memberB)
+	// Gone, not only being deleted (crdUID's empty): a CRD being deleted cannot be created again.
+	g.Eventually(func() error {
+		return c.Get(ctx, client.ObjectKey{Name: memberCRDs[0].Name}, &apiextensionsv1.CustomResourceDefinition{})
+	}).WithTimeout(crdTimeout).WithPolling(interval).Should(Satisfy(apierrors.IsNotFound))
 	other := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "configbundlealiases." + memberCRDs[0].Spec.Group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
@@ -203,7 +207,6 @@ func TestCRDWhoseNamesAreRejectedIsSaid(t *testing.T) {
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}},
 		},
 	}
-	c := crdClient(g, memberB)
 	g.Expect(c.Create(ctx, other)).To(Succeed())
 	t.Cleanup(func() { _ = c.Delete(ctx, other) })
 	crd := memberCRDs[0].DeepCopy()
