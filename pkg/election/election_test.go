@@ -144,20 +144,10 @@ func startHub(t *testing.T) (*controlplane.ControlPlane, client.Client) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
-	defer cancel()
-	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{StartTimeout: startTimeout}, "hub")...)
+	cp := controlplane.MustStart(t, "hub", startTimeout)
+	kube, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := controlplane.StopAll(cps); err != nil {
-			t.Error(err)
-		}
-	})
-	kube, err := client.New(cps[0].Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cps[0], kube
+	return cp, kube
 }

@@ -152,18 +152,8 @@ func startHub(t *testing.T) (*controlplane.ControlPlane, *runtime.Scheme) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
-	defer cancel()
-	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{StartTimeout: startTimeout}, "hub")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := controlplane.StopAll(cps); err != nil {
-			t.Error(err)
-		}
-	})
-	return cps[0], scheme
+	cp := controlplane.MustStart(t, "hub", startTimeout)
+	return cp, scheme
 }
 
 // startReplica starts a sharded replica id engaged with members, as the manager would run its
