@@ -407,8 +407,9 @@ func (c *ControlPlane) APIServerPID() (int, error) {
 	return pid, nil
 }
 
-// Pause freezes the kube-apiserver with SIGSTOP, simulating a hung member: connections
-// are still accepted by the kernel but no request is answered until Resume. etcd and the
+// Pause freezes the kube-apiserver with SIGSTOP, simulating a hung member, and returns once
+// every thread of it is stopped: connections are still accepted by the kernel but no request
+// is answered until Resume. etcd and the
 // kube-controller-manager keep running. Pausing a paused control plane does nothing.
 // Pause works on Linux only; elsewhere it returns an error wrapping errors.ErrUnsupported.
 func (c *ControlPlane) Pause() error {

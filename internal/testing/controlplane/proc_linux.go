@@ -38,7 +38,50 @@ func signalAPIServer(certDir string, pause bool) error {
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("sending %v to %s (pid %d): %w", sig, apiServerBinary, pid, err)
 	}
+	if pause {
+		return waitStopped(pid)
+	}
 	return nil
+}
+
+// pauseTimeout bounds how long waitStopped waits for every thread to stop.
+const pauseTimeout = 5 * time.Second
+
+// waitStopped returns once every thread of pid is stopped: kill returns once SIGSTOP is sent,
+// and a thread running on another core may still answer a request until it takes the signal.
+func waitStopped(pid int) error {
+	deadline := time.Now().Add(pauseTimeout)
+	for {
+		stopped, err := allThreadsStopped(pid)
+		if err != nil || stopped {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s (pid %d) not stopped %v after SIGSTOP", apiServerBinary, pid, pauseTimeout)
+		}
+		time.Sleep(reapPollInterval)
+	}
+}
+
+// allThreadsStopped reports whether every thread of pid is in the stopped state (T).
+func allThreadsStopped(pid int) (bool, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("reading the threads of %s (pid %d): %w", apiServerBinary, pid, err)
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		// "tid (comm) state ...": comm may hold spaces and parentheses, the state follows the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // findAPIServer returns the PID of the kube-apiserver whose command line contains
