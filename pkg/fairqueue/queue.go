@@ -454,53 +454,46 @@ func (q *Queue[T]) moveDueItems() {
 }
 
 // readyHeap orders a member's ready items: highest priority first, then first in first out.
-type readyHeap[T comparable] []*entry[T]
-
-func (h readyHeap[T]) Len() int { return len(h) }
-func (h readyHeap[T]) Less(i, j int) bool {
-	if h[i].priority != h[j].priority {
-		return h[i].priority > h[j].priority
-	}
-	return h[i].seq < h[j].seq
-}
-func (h readyHeap[T]) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *readyHeap[T]) Push(x any) {
-	e := x.(*entry[T])
-	e.index = len(*h)
-	*h = append(*h, e)
-}
-func (h *readyHeap[T]) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.index = -1
-	return e
-}
+type readyHeap[T comparable] = entryHeap[T, byPriority[T]]
 
 // waitHeap orders the delayed items of all members: the earliest due first.
-type waitHeap[T comparable] []*entry[T]
+type waitHeap[T comparable] = entryHeap[T, byDue[T]]
 
-func (h waitHeap[T]) Len() int { return len(h) }
-func (h waitHeap[T]) Less(i, j int) bool {
-	if !h[i].readyAt.Equal(h[j].readyAt) {
-		return h[i].readyAt.Before(h[j].readyAt)
+// byPriority orders entries by priority, highest first, then first in first out.
+type byPriority[T comparable] struct{}
+
+func (byPriority[T]) less(a, b *entry[T]) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
 	}
-	return h[i].seq < h[j].seq
+	return a.seq < b.seq
 }
-func (h waitHeap[T]) Swap(i, j int) {
+
+// byDue orders entries by when they are due, earliest first, then first in first out.
+type byDue[T comparable] struct{}
+
+func (byDue[T]) less(a, b *entry[T]) bool {
+	if !a.readyAt.Equal(b.readyAt) {
+		return a.readyAt.Before(b.readyAt)
+	}
+	return a.seq < b.seq
+}
+
+// entryHeap is a container/heap of entries in the order O, keeping each entry's index.
+type entryHeap[T comparable, O interface{ less(a, b *entry[T]) bool }] []*entry[T]
+
+func (h entryHeap[T, O]) Len() int           { return len(h) }
+func (h entryHeap[T, O]) Less(i, j int) bool { var o O; return o.less(h[i], h[j]) }
+func (h entryHeap[T, O]) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index, h[j].index = i, j
 }
-func (h *waitHeap[T]) Push(x any) {
+func (h *entryHeap[T, O]) Push(x any) {
 	e := x.(*entry[T])
 	e.index = len(*h)
 	*h = append(*h, e)
 }
-func (h *waitHeap[T]) Pop() any {
+func (h *entryHeap[T, O]) Pop() any {
 	old := *h
 	e := old[len(old)-1]
 	old[len(old)-1] = nil
