@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
@@ -74,6 +77,11 @@ const (
 	// FleetBundle of the same name, now gone, and is replaced.
 	FleetBundleUIDAnnotation = "hub.configbundle.dev/fleet-bundle-uid"
 
+	// FleetBundleRevisionAnnotation holds the number of the FleetBundle's revision a placed
+	// ConfigBundle was written from ("1", "2", ...): the ControllerRevision
+	// "<fleetbundle>-<revision>" in the FleetBundle's namespace holds its template.
+	FleetBundleRevisionAnnotation = "hub.configbundle.dev/fleet-bundle-revision"
+
 	// FleetBundleTemplateHashAnnotation holds a hash of the template a placed ConfigBundle was
 	// written from. A placed bundle that differs from the template although it carries the hash
 	// of the current template was changed by someone else: restoring it is a heal. One that
@@ -105,6 +113,117 @@ const (
 	// the action and the note name the reason it recovered from. A member that stops being
 	// selected, or leaves the fleet, while failing raises none.
 	ClusterRecoveredEvent = "ClusterRecovered"
+)
+
+// Condition types of a FleetBundle besides ReadyCondition, for kstatus (Flux health checks, kpt,
+// cli-utils) and `kubectl wait`.
+const (
+	// ProgressingCondition is True while a rollout moves members to status.updateRevision
+	// (reasons RollingOutReason, SoakingReason), False once it stopped (RolloutCompleteReason,
+	// RolloutPausedReason, RolloutHaltedReason, RolledBackReason).
+	ProgressingCondition = "Progressing"
+
+	// StalledCondition is True while a rollout cannot proceed without someone acting (reasons
+	// RolloutHaltedReason, RolledBackReason): kstatus reads the FleetBundle as Failed. It is
+	// False (reason NotStalledReason) otherwise.
+	StalledCondition = "Stalled"
+)
+
+// Reasons of the Progressing, Stalled and Ready conditions of a FleetBundle with a rollout.
+const (
+	// RollingOutReason (Progressing=True): members of the current stage are being updated.
+	RollingOutReason = "RollingOut"
+
+	// SoakingReason (Progressing=True): every Ready member of the current stage holds
+	// updateRevision and its bundle is Ready; the stage soaks for its soakTime.
+	SoakingReason = "Soaking"
+
+	// RolloutCompleteReason (Progressing=False): the rollout of updateRevision completed:
+	// currentRevision equals updateRevision.
+	RolloutCompleteReason = "RolloutComplete"
+
+	// RolloutPausedReason (Progressing=False): spec.rollout.paused is true: no member gets a new
+	// revision.
+	RolloutPausedReason = "RolloutPaused"
+
+	// RolloutHaltedReason (Progressing=False, Stalled=True, Ready=False): more members failed
+	// than spec.rollout.maxFailures tolerates, and onFailure is Halt (or there is no revision to
+	// roll back to): no further member is updated. It is computed from facts: once the failures
+	// clear, the rollout goes on by itself.
+	RolloutHaltedReason = "RolloutHalted"
+
+	// RolledBackReason (Progressing=False, Stalled=True, Ready=False): more members failed than
+	// spec.rollout.maxFailures tolerates and onFailure is Rollback: every member got
+	// currentRevision back, and status.rollout.failedRevision records the revision that failed;
+	// no member gets it again until the template changes.
+	RolledBackReason = "RolledBack"
+
+	// NotStalledReason (Stalled=False): the rollout needs nobody to act.
+	NotStalledReason = "NotStalled"
+
+	// ProgressDeadlineExceededReason (a failedClusters entry): the member got updateRevision but
+	// its bundle was not Ready within spec.rollout.progressDeadline.
+	ProgressDeadlineExceededReason = "ProgressDeadlineExceeded"
+)
+
+// Events of a FleetBundle's rollout, each naming the revision and, where it applies, the members.
+const (
+	// StageStartedEvent: a stage of the rollout started.
+	StageStartedEvent = "StageStarted"
+	// StageCompletedEvent: every Ready member of a stage holds updateRevision, Ready, for the
+	// stage's soakTime.
+	StageCompletedEvent = "StageCompleted"
+	// RolloutHaltedEvent (Warning): the rollout halted; the note names the failed members.
+	RolloutHaltedEvent = "RolloutHalted"
+	// RolledBackEvent (Warning): the rollout was rolled back; the note names the failed members.
+	RolledBackEvent = "RolledBack"
+	// RolloutCompleteEvent: currentRevision became updateRevision.
+	RolloutCompleteEvent = "RolloutComplete"
+)
+
+// RolloutPhase says where a rollout stands.
+// +kubebuilder:validation:Enum=Progressing;Soaking;Paused;Halted;RolledBack;Complete
+type RolloutPhase string
+
+// Phases of a rollout.
+const (
+	// RolloutProgressing: members of the current stage are being updated.
+	RolloutProgressing RolloutPhase = "Progressing"
+	// RolloutSoaking: the current stage is done and soaks for its soakTime.
+	RolloutSoaking RolloutPhase = "Soaking"
+	// RolloutPaused: spec.rollout.paused is true.
+	RolloutPaused RolloutPhase = "Paused"
+	// RolloutHalted: too many members failed; no further member is updated.
+	RolloutHalted RolloutPhase = "Halted"
+	// RolloutRolledBack: too many members failed; every member got currentRevision back.
+	RolloutRolledBack RolloutPhase = "RolledBack"
+	// RolloutComplete: every stage is done; currentRevision equals updateRevision.
+	RolloutComplete RolloutPhase = "Complete"
+)
+
+// OnFailure is what a rollout does when more members failed than maxFailures tolerates.
+// +kubebuilder:validation:Enum=Halt;Rollback
+type OnFailure string
+
+const (
+	// OnFailureHalt updates no further member; the updated ones keep updateRevision.
+	OnFailureHalt OnFailure = "Halt"
+	// OnFailureRollback gives every member holding updateRevision currentRevision back.
+	OnFailureRollback OnFailure = "Rollback"
+)
+
+// DefaultStageName names the implicit last stage: the selected members that no stage selects.
+const DefaultStageName = "default"
+
+// Defaults of a FleetBundle's rollout fields, applied by the hub where a field is absent.
+const (
+	// DefaultRevisionHistoryLimit is the default of spec.revisionHistoryLimit.
+	DefaultRevisionHistoryLimit = 10
+	// DefaultMaxConcurrency is the default of a stage's maxConcurrency: every member of the
+	// stage at once.
+	DefaultMaxConcurrency = "100%"
+	// DefaultProgressDeadline is the default of spec.rollout.progressDeadline.
+	DefaultProgressDeadline = 5 * time.Minute
 )
 
 // MaxFailedClusters is the most entries of a FleetBundle's status.failedClusters; the total is
@@ -144,9 +263,93 @@ type FleetBundleSpec struct {
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 
 	// template is the ConfigBundle each selected member gets, named like the FleetBundle, in
-	// the namespace of the same name as the FleetBundle's.
+	// the namespace of the same name as the FleetBundle's. Every distinct template is a
+	// revision, kept as a ControllerRevision "<fleetbundle>-<revision>".
 	// +required
 	Template ConfigBundleTemplate `json:"template"`
+
+	// revisionHistoryLimit is how many revisions are kept besides those in use (currentRevision,
+	// updateRevision, failedRevision and any a member holds); the oldest go first. Defaults to 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// rollout stages a change of the template: stage by stage, each soaking before the next,
+	// halting or rolling back when too many members fail. Without it a change goes to every
+	// selected member at once.
+	// +optional
+	Rollout *RolloutStrategy `json:"rollout,omitempty"`
+}
+
+// RolloutStrategy says how a new revision reaches the selected members.
+// +kubebuilder:validation:XValidation:rule="!has(self.stages) || self.stages.all(s, self.stages.exists_one(t, t.name == s.name))",message="stage names must be unique"
+type RolloutStrategy struct {
+	// stages are rolled out in order. A member belongs to the first stage whose selector selects
+	// its MemberCluster; the selected members no stage selects form a last, implicit stage named
+	// "default".
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=10
+	Stages []RolloutStage `json:"stages"`
+
+	// maxFailures is how many failed members are tolerated, as a number or as "N%" of the
+	// selected members (rounded down). A failed member holds updateRevision and its bundle is
+	// Ready=False, or was not Ready progressDeadline after it was updated. Defaults to 0.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="maxFailures must be an integer >= 0 or a percentage from 0% to 100%"
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
+
+	// progressDeadline is how long an updated member may take to be Ready before it counts as
+	// failed. Defaults to 5m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="progressDeadline must be between 1s and 24h"
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// onFailure is what happens when more members failed than maxFailures tolerates: Halt (no
+	// further member is updated) or Rollback (every member holding updateRevision gets
+	// currentRevision back). Defaults to Halt.
+	// +optional
+	OnFailure OnFailure `json:"onFailure,omitempty"`
+
+	// paused, when true, gives no member a new revision; members keep what they hold, enforced
+	// and healed as before.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// RolloutStage is one stage of a rollout.
+type RolloutStage struct {
+	// name names the stage in status and Events: a DNS label, not "default" (the implicit last
+	// stage).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'default'",message="the stage name default is reserved for the implicit last stage"
+	Name string `json:"name"`
+
+	// clusterSelector selects the stage's members among the FleetBundle's selected members, by
+	// their MemberCluster's labels: {} selects every one left, an absent selector none.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// maxConcurrency is how many of the stage's members may be updated and not yet Ready at
+	// once: a number, or "N%" of the stage's members (rounded down, at least 1). Defaults to
+	// "100%".
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrency must be an integer >= 1 or a percentage from 1% to 100%"
+	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
+
+	// soakTime is how long every Ready member of the stage must hold updateRevision, Ready,
+	// before the next stage starts. Defaults to 0s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="soakTime must be between 0s and 24h"
+	SoakTime *metav1.Duration `json:"soakTime,omitempty"`
 }
 
 // PlacementCounts counts the members a FleetBundle selects, by how far its bundle got there.
@@ -161,10 +364,16 @@ type PlacementCounts struct {
 	// +kubebuilder:validation:Minimum=0
 	Applied int32 `json:"applied"`
 
-	// ready is the number of selected members where the bundle is Ready.
+	// ready is the number of selected members where the bundle is Ready, as the rollout wants it
+	// there.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Ready int32 `json:"ready"`
+
+	// updated is the number of selected members that hold status.updateRevision.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Updated int32 `json:"updated"`
 
 	// failed is the number of selected members where placement or the bundle failed, or that
 	// are not Ready; the first MaxFailedClusters are in status.failedClusters.
@@ -255,6 +464,22 @@ type FleetBundleStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Heals int64 `json:"heals"`
 
+	// currentRevision is the last revision whose rollout completed: what members not yet
+	// updated keep, enforced and healed as before. 0 before the first completes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	CurrentRevision int64 `json:"currentRevision,omitempty"`
+
+	// updateRevision is the revision of spec.template. It equals currentRevision once its
+	// rollout completed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	UpdateRevision int64 `json:"updateRevision,omitempty"`
+
+	// rollout is where the rollout of updateRevision stands, with spec.rollout.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
 	// replicas holds, with sharded hub replicas (--sharded), what each live replica observes of
 	// the FleetBundle in the members it manages; the replica elected for the hub-wide work sums
 	// them into clusters, failedClusters and heals, and drops the entries of replicas that are
@@ -266,12 +491,52 @@ type FleetBundleStatus struct {
 	Replicas []FleetBundleReplicaStatus `json:"replicas,omitempty"`
 
 	// conditions hold Ready: True when every selected member holds the bundle and it is Ready
-	// there (AllReady), or when none is selected (NoClustersSelected).
+	// there (AllReady), or when none is selected (NoClustersSelected); with spec.rollout,
+	// Progressing and Stalled too.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RolloutStatus is where the rollout of a FleetBundle's updateRevision stands.
+type RolloutStatus struct {
+	// stage is the current stage's name ("default" for the implicit last stage).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Stage string `json:"stage,omitempty"`
+
+	// phase is Progressing, Soaking, Paused, Halted, RolledBack or Complete.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// failedRevision is the last revision rolled back (onFailure: Rollback): no member gets it
+	// again until the template changes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FailedRevision int64 `json:"failedRevision,omitempty"`
+
+	// stageStartTime is when the current stage started.
+	// +optional
+	StageStartTime *metav1.Time `json:"stageStartTime,omitempty"`
+
+	// soakStartTime is when every Ready member of the current stage was first seen holding
+	// updateRevision, Ready, since when it stayed so: the stage's soak started then.
+	// +optional
+	SoakStartTime *metav1.Time `json:"soakStartTime,omitempty"`
+
+	// admittedThrough is the name of the last member of the current stage, in name order, that
+	// may get updateRevision: the hub moves it on as updated members become Ready, keeping at
+	// most the stage's maxConcurrency updated and not yet Ready.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	AdmittedThrough string `json:"admittedThrough,omitempty"`
+
+	// message says what the rollout waits for or why it stopped, naming members.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // FleetBundle defines a ConfigBundle once, on the hub, and places it in every member cluster its
@@ -282,8 +547,11 @@ type FleetBundleStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=fb,categories=configbundle
 // +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.clusters.selected`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.clusters.updated`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.clusters.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.clusters.failed`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.updateRevision`
+// +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.status.rollout.stage`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FleetBundle struct {
