@@ -62,12 +62,13 @@ func TestSmoke(t *testing.T) {
 	if o := res.HubOutage; len(o.Heal) == 0 || o.Errors != 0 || o.Reported == 0 {
 		t.Errorf("hub outage: %d drifts healed, %d not healed in time, reports fresh after %v", len(o.Heal), o.Errors, o.Reported)
 	}
+	checkRollout(t, &res.Rollout)
 	checkScale(t, cfg, &res.Scale)
 	if b := res.Backlog; len(b.Alone) != cfg.Drifts || len(b.During) != cfg.Drifts || b.AloneErrors+b.DuringErrors != 0 {
 		t.Errorf("backlog: %d and %d of %d drifts healed alone and during the backlog (errors %d / %d)", len(b.Alone), len(b.During), cfg.Drifts, b.AloneErrors, b.DuringErrors)
 	}
 	for _, want := range []string{"6. Scale curve", "1. Heal latency", "1b. Heal latency during another member's backlog", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
-		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:", "Hub cluster's API server paused"} {
+		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:", "Hub cluster's API server paused", "7. Staged rollout", "rollout goals missed:"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q", want)
 		}
@@ -91,6 +92,29 @@ func checkPlacement(t *testing.T, cfg benchConfig, pr *placementResults) {
 	}
 	if pr.FleetBundles != cfg.FleetBundles || pr.MemAfter.RSS == 0 {
 		t.Errorf("placement: memory figures missing: %d FleetBundles, %+v", pr.FleetBundles, pr.MemAfter)
+	}
+}
+
+// checkRollout checks the rollout phase's correctness, never a time: every run measured, no
+// member outside the canary got a failed revision, no member updated before the stage before its
+// own had soaked, and the hub's writes of the placed bundle as the contract says: 1 per member
+// per revision, 1 more for the rolled-back canary, none to the stages not reached.
+func checkRollout(t *testing.T, rr *rolloutResults) {
+	t.Helper()
+	if len(rr.Runs) != 5 || rr.HaltAfter <= 0 || rr.RolledBackAfter <= 0 || rr.CanaryRestoredAfter <= 0 {
+		t.Fatalf("rollout: %d of 5 runs measured; halted after %v, rolled back after %v, canary restored after %v",
+			len(rr.Runs), rr.HaltAfter, rr.RolledBackAfter, rr.CanaryRestoredAfter)
+	}
+	if len(rr.Leaks) > 0 {
+		t.Errorf("rollout: members outside the canary got a failed revision: %v", rr.Leaks)
+	}
+	for _, run := range rr.Runs {
+		if len(run.OutOfOrder) > 0 {
+			t.Errorf("rollout %s: members updated before the stage before theirs soaked: %v", run.What, run.OutOfOrder)
+		}
+		if bad := run.wrongWrites(); len(bad) > 0 {
+			t.Errorf("rollout %s (revision %d): writes of the placed bundle per member (got/want): %v", run.What, run.Revision, bad)
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	if !cfg.ScaleOnly && !res.Steady.silent() {
+	if !cfg.ScaleOnly && !cfg.RolloutOnly && !res.Steady.silent() {
 		fmt.Fprintln(os.Stderr, "bench: failed: the hub wrote in steady state (see the FAIL line)")
 		os.Exit(1)
 	}
@@ -114,6 +114,8 @@ func parseFlags() (benchConfig, error) {
 	} {
 		sizes[name] = flag.Int(name, 0, usage+" (default: the configuration's)")
 	}
+	rolloutSoak := flag.Duration("rollout-soak", 0, "The soakTime of each stage of the rollout phase; 0s skips the phase (default: the configuration's, 2s in the full run).")
+	rolloutOnly := flag.Bool("rollout-only", false, "Run the rollout phase alone (the members join first), none of the other phases.")
 	scale := bindScaleFlags()
 	flag.Parse()
 	cfg := fullConfig()
@@ -143,6 +145,10 @@ func parseFlags() (benchConfig, error) {
 			cfg.BacklogBundles = *sizes["backlog"]
 		case "quiet":
 			cfg.Quiet = *quiet
+		case "rollout-soak":
+			cfg.RolloutSoak = *rolloutSoak
+		case "rollout-only":
+			cfg.RolloutOnly = *rolloutOnly
 		}
 	})
 	return cfg, scale.apply(&cfg, set)

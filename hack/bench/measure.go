@@ -131,6 +131,10 @@ func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/1024/1024) }
 func (r *results) print(w io.Writer, cfg benchConfig) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("\nConfigBundle Hub benchmark — %s — %s", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.Machine)
+	if cfg.RolloutOnly {
+		r.printRollout(p, cfg)
+		return
+	}
 	if !cfg.ScaleOnly {
 		r.printHeal(p, cfg)
 		r.printBacklog(p)
@@ -139,6 +143,7 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printJoin(p, cfg)
 		r.printPlacement(p, cfg)
 		r.printHubOutage(p)
+		r.printRollout(p, cfg)
 	}
 	r.printScale(p, cfg)
 }

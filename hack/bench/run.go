@@ -50,6 +50,10 @@ type benchConfig struct {
 	// BacklogBundles are created at once in one member while another's heals are measured
 	// (backlog.go); 0 skips it.
 	BacklogBundles int
+	// RolloutSoak is the soakTime of each stage of the rollout phase (rollout.go); 0 skips it.
+	// RolloutOnly runs the members' join and the rollout phase alone.
+	RolloutSoak time.Duration
+	RolloutOnly bool
 	// Capacity, if set, makes the run the capacity probe alone (capacity.go): up to Capacity
 	// slim members, CapacityStep at a time.
 	Capacity, CapacityStep int
@@ -58,13 +62,13 @@ type benchConfig struct {
 func fullConfig() benchConfig {
 	return benchConfig{Members: 16, ThroughputMembers: 4, BundlesPerMember: 1000, Unmanaged: 10000,
 		HealMembers: 2, Drifts: 320, Rounds: 5, BlackHoles: 2, PausedShare: 0.2, PollInterval: 10 * time.Second, Quiet: 70 * time.Second,
-		Placements: 50, FleetBundles: 100, Scale: fullScaleConfig(), CapacityStep: 20, BacklogBundles: 5000}
+		Placements: 50, FleetBundles: 100, Scale: fullScaleConfig(), CapacityStep: 20, BacklogBundles: 5000, RolloutSoak: 2 * time.Second}
 }
 
 func smokeConfig() benchConfig {
 	return benchConfig{Members: 4, ThroughputMembers: 2, BundlesPerMember: 20, Unmanaged: 200,
 		HealMembers: 2, Drifts: 24, Rounds: 2, BlackHoles: 1, PausedShare: 0.25, PollInterval: 10 * time.Second, Quiet: 3 * time.Second,
-		Placements: 4, FleetBundles: 5, Scale: smokeScaleConfig(), CapacityStep: 2, BacklogBundles: 100}
+		Placements: 4, FleetBundles: 5, Scale: smokeScaleConfig(), CapacityStep: 2, BacklogBundles: 100, RolloutSoak: time.Second}
 }
 
 // results are the figures of a run.
@@ -100,6 +104,8 @@ type results struct {
 
 	HubOutage hubOutageResults
 
+	Rollout rolloutResults
+
 	Scale scaleResults
 }
 
@@ -131,6 +137,9 @@ var cpOutput io.Writer
 func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, error) {
 	say := func(format string, args ...any) { fmt.Fprintf(progress, "bench: "+format+"\n", args...) }
 	res := &results{Machine: machine(), WritesByVerb: map[string]float64{}}
+	if cfg.RolloutOnly {
+		return res, runRolloutOnly(ctx, cfg, res, say)
+	}
 	if !cfg.ScaleOnly {
 		if err := runPhases(ctx, cfg, res, say); err != nil {
 			return res, err
@@ -152,13 +161,32 @@ func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(stri
 		return err
 	}
 	for _, phase := range []func(context.Context, benchConfig, *results, func(string, ...any)) error{
-		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement, f.measureBacklog, f.measureHubOutage,
+		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement, f.measureBacklog, f.measureHubOutage, f.measureRollout,
 	} {
 		if err := phase(ctx, cfg, res, say); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// runRolloutOnly runs the members' join and the rollout phase alone (--rollout-only).
+func runRolloutOnly(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
+	say("starting %d control planes", cfg.Members+1)
+	f, err := startFleet(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	if err := f.startHub(ctx); err != nil {
+		return err
+	}
+	for _, m := range f.Members() {
+		if _, err := f.join(ctx, m); err != nil {
+			return err
+		}
+	}
+	return f.measureRollout(ctx, cfg, res, say)
 }
 
 // startFleet starts the hub's control plane and cfg.Members members', each logging the writes

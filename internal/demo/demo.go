@@ -2,8 +2,10 @@
 // planes for a hub and members on loopback (package controlplane), the hub binary running
 // against them, members registered with `hub register`, sample bundles applied, a ConfigMap
 // tampered with and healed, a member paused and reported Unreachable, a FleetBundle placed by
-// label, moved by a label change and restored after a placed bundle is deleted by hand. `make
-// demo` runs it; a test runs it too, so that it cannot rot.
+// label, moved by a label change and restored after a placed bundle is deleted by hand, and a
+// staged rollout: canary first, halted when the canary's own admission control refuses a value
+// while the rest of the fleet keeps the old one, then a fix rolled out. `make demo` runs it; a
+// test runs it too, so that it cannot rot.
 package demo
 
 import (
@@ -58,6 +60,8 @@ type demo struct {
 	// members it is placed in (counted by the Fleet).
 	fb     *hubv1alpha1.FleetBundle
 	placed int
+	// rolloutFB is the staged rollout's FleetBundle once the rollout step applied it.
+	rolloutFB *hubv1alpha1.FleetBundle
 	// gcProbe receives the outcome of probeGarbageCollectors, started when the members join.
 	gcProbe chan error
 }
@@ -82,7 +86,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		d.say("==> Cleaning up: stopping the hub and the control planes")
 		err = errors.Join(err, d.cleanup())
 	}()
-	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.place, d.move, d.restore, d.summary}
+	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.place, d.move, d.restore, d.rollout, d.summary}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
@@ -285,6 +289,9 @@ func (d *demo) keep() {
 	d.say("    kubectl get memberclusters -o wide; kubectl get fleet; kubectl wait --for=condition=Ready fleet/default")
 	if d.fb != nil {
 		d.say("    kubectl get fleetbundles -A; kubectl label memberclusters %s %s=%s --overwrite    # places %s there again", d.members[1].Name, envKey, prodEnv, d.fb.Name)
+	}
+	if d.rolloutFB != nil {
+		d.say("    %[1]s rollout status %[2]s; %[1]s rollout history %[2]s; %[1]s rollout undo %[2]s    # the staged rollout (with --hub-kubeconfig, or KUBECONFIG as below)", d.opts.HubBinary, rolloutName)
 	}
 	for _, m := range d.members {
 		d.say("    kubectl --context %s get configbundles -A", m.Name)

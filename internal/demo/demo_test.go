@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/demo"
@@ -87,15 +88,41 @@ func TestDemo(t *testing.T) {
 		"restored by the hub after",
 		"NAME SELECTED READY HEALS web 2 2 1",
 		"Normal PlacedBundleHealed fleetbundle/web Member member-1: restored the placed ConfigBundle default/web (deleted)",
+		// The staged rollout: canary first; a value the canary refuses halts it, the rest keep
+		// the old one; the fix rolls out.
+		"$ kubectl label memberclusters member-1 ring=canary",
+		"revision 1's ConfigMap in member-1 (canary) after",
+		"member-1 canary 2 placed, Synced \"checkout=v2 debug=false\" member-2 rest 1 placed, Synced \"checkout=v1 debug=false\" member-3 rest 1 placed, Synced \"checkout=v1 debug=false\"",
+		"the canary's bundle failed after",
+		"no other member got revision 3",
+		"flags 3 1 3 1 3 canary RolloutHalted",
+		"member-1 canary 3 placed, UpdateFailed \"checkout=v2 debug=false\" member-2 rest 2 placed, Synced \"checkout=v2 debug=false\" member-3 rest 2 placed, Synced \"checkout=v2 debug=false\"",
+		"Progressing False RolloutHalted",
+		"Stalled True RolloutHalted",
+		"revision 4's ConfigMap in member-1 (canary) after",
+		"flags 3 3 3 0 4 rest AllReady",
+		"Warning RolloutHalted fleetbundle/flags",
+		"Normal RolloutComplete fleetbundle/flags",
 		"$ kubectl get fleet",
-		// 3 members × 3 samples, and the FleetBundle's 2; the 2 ConfigMap heals of member-1.
-		"default True AllReady 3 3 11 11 0 2",
+		// 3 members × 3 samples, web's 2 and flags' 3; the 2 ConfigMap heals of member-1.
+		"default True AllReady 3 3 14 14 0 2",
 		"==> Cleaning up",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the demo's output lacks %q", want)
 		}
 	}
+}
+
+// TestRolloutSample checks that config/samples/fleetbundle_rollout.yaml is the FleetBundle the
+// demo applies (but for the canary's soakTime, 3 s in the demo).
+func TestRolloutSample(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "fleetbundle_rollout.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	got := &hubv1alpha1.FleetBundle{}
+	g.Expect(yaml.UnmarshalStrict(raw, got)).To(Succeed())
+	g.Expect(got).To(Equal(demo.RolloutFleetBundle()))
 }
 
 // checkKeptFleet tries what the demo prints for the kept fleet: its KUBECONFIG has a working
