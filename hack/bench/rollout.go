@@ -77,6 +77,9 @@ type rolloutRun struct {
 	Refused      int
 	// OutOfOrder names members updated before the stage before theirs had soaked.
 	OutOfOrder []string
+	// MinGap is the shortest time from a stage's last member updated to the next stage's first
+	// (clean runs): at least the soak time plus the time the last member took to be Ready.
+	MinGap time.Duration
 }
 
 // rolloutResults are the figures of the rollout phase.
@@ -317,6 +320,11 @@ func (f *fleet) cleanRollout(ctx context.Context, rr *rolloutResults, fbs *fbWat
 		}
 	}
 	run.Updated, run.OutOfOrder = bundles.stageTimes(rr, run.Start, run.Revision)
+	for i := 1; i < len(run.Updated); i++ {
+		if gap := run.Updated[i][0] - run.Updated[i-1][1]; i == 1 || gap < run.MinGap {
+			run.MinGap = gap
+		}
+	}
 	return run, nil
 }
 
@@ -688,7 +696,8 @@ func (rr *rolloutResults) missedGoals() []string {
 			}
 		}
 		if len(run.OutOfOrder) > 0 {
-			missed = append(missed, fmt.Sprintf("%s: members updated before the stage before theirs soaked: %s", run.What, strings.Join(run.OutOfOrder, ", ")))
+			missed = append(missed, fmt.Sprintf("%s: members updated less than soakTime after every member of the stage before theirs: %s (shortest gap between stages %s)",
+				run.What, strings.Join(run.OutOfOrder, ", "), secs(run.MinGap)))
 		}
 		if bad := run.wrongWrites(); len(bad) > 0 {
 			missed = append(missed, fmt.Sprintf("%s: writes of the placed bundle as the contract says (%s)", run.What, strings.Join(bad, ", ")))
@@ -762,8 +771,8 @@ func (r *results) printRollout(p printer, cfg benchConfig) {
 	}
 	p("\n7. Staged rollout: a FleetBundle over %d members in %d stages (%s), soakTime %s each (sum %s); times from the FleetBundle write's acknowledgement, members seen through watches",
 		rr.Members, len(rr.Stages), stageSizes(rr.Stages), rr.Soak, rr.soakSum())
-	header := "| revision | rollout | Complete after | overhead (total - soaks) | per stage |"
-	sep := "|---|---|---|---|---|"
+	header := "| revision | rollout | Complete after | overhead (total - soaks) | per stage | shortest gap between stages |"
+	sep := "|---|---|---|---|---|---|"
 	for _, s := range rr.Stages {
 		header += fmt.Sprintf(" %s updated |", s.Name)
 		sep += "---|"
@@ -771,12 +780,12 @@ func (r *results) printRollout(p printer, cfg benchConfig) {
 	p("%s", header)
 	p("%s", sep)
 	for _, run := range rr.Runs {
-		total, over, per := "-", "-", "-"
+		total, over, per, gap := "-", "-", "-", "-"
 		if run.Total > 0 {
 			d := run.Total - rr.soakSum()
-			total, over, per = secs(run.Total), secs(d), secs(d/time.Duration(len(rr.Stages)))
+			total, over, per, gap = secs(run.Total), secs(d), secs(d/time.Duration(len(rr.Stages))), secs(run.MinGap)
 		}
-		row := fmt.Sprintf("| %d | %s | %s | %s | %s |", run.Revision, run.What, total, over, per)
+		row := fmt.Sprintf("| %d | %s | %s | %s | %s | %s |", run.Revision, run.What, total, over, per, gap)
 		for _, u := range run.Updated {
 			switch {
 			case u == [2]time.Duration{}:
@@ -789,6 +798,7 @@ func (r *results) printRollout(p printer, cfg benchConfig) {
 		}
 		p("%s", row)
 	}
+	p("(the gap from a stage's last member updated to the next stage's first is its soak, plus the time its last member took to be Ready: at least soakTime, %s, if the soak is kept)", rr.Soak)
 	p("\nthe canary's failure (its placed bundle seen Ready=False at the new revision) -> Halted seen on the hub: %s (goal under %s); -> RolledBack (onFailure Rollback): %s; -> the canary holding the previous revision again: %s, Ready again: %s",
 		ms(rr.HaltAfter), goalHaltAfter, ms(rr.RolledBackAfter), ms(rr.CanaryRestoredAfter), ms(rr.CanaryReadyAfter))
 	leaks := "none"
