@@ -111,10 +111,13 @@ func TestDecide(t *testing.T) {
 			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
 		{name: "a tolerated failure does not halt and holds no stage back",
-			strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.MaxFailures = ptr.To(intstr.FromInt32(1)); s.Stages[0].SoakTime = nil }),
-			status:   hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update:   2, members: []RolloutMember{failing(member("c1", 0, 2, false)), member("r1", 1, 1, true)},
-			current:  1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1",
+			strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
+				s.MaxFailures = ptr.To(intstr.FromInt32(1))
+				s.Stages[0].SoakTime = nil
+			}),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false)), member("r1", 1, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1",
 			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent}},
 		{name: "the progress deadline fails a member", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
 			s.ProgressDeadline = &metav1.Duration{Duration: 30 * time.Second}
@@ -227,7 +230,9 @@ func TestTargetRevision(t *testing.T) {
 		{name: "canary not admitted yet: current", fb: fb(same), member: "c2", labels: canary, held: 1, want: 1},
 		{name: "later stage: current", fb: fb(same), member: "a0", held: 1, want: 1},
 		{name: "later stage, nothing held, first revision: nothing yet", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.CurrentRevision = 0 }), member: "r1"},
-		{name: "passed stage: update", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout = rolling("rest", "", hubv1alpha1.RolloutProgressing) }),
+		{name: "passed stage: update", fb: fb(func(f *hubv1alpha1.FleetBundle) {
+			f.Status.Rollout = rolling("rest", "", hubv1alpha1.RolloutProgressing)
+		}),
 			member: "c9", labels: canary, held: 1, want: 2},
 		{name: "holding update keeps it when halted", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout.Phase = hubv1alpha1.RolloutHalted }),
 			member: "c1", labels: canary, held: 2, want: 2},
