@@ -262,7 +262,8 @@ func (d *decision) failed() bool {
 // maxConcurrency, soaks a stage that is done, and starts the next one once the soak passed.
 func (d *decision) progress() {
 	u := d.in.Update
-	for i := slices.Index(d.names, d.ro.Stage); ; i++ {
+	current := slices.Index(d.names, d.ro.Stage)
+	for i := current; ; i++ {
 		var members []RolloutMember
 		for _, m := range d.in.Members {
 			if m.Stage == i {
@@ -281,8 +282,8 @@ func (d *decision) progress() {
 			switch {
 			case failed || (m.Held == u && m.BundleReady):
 				done++
-			case m.Held == u:
-				inFlight++
+			case m.Held == u || (i == current && m.Name <= d.ro.AdmittedThrough):
+				inFlight++ // updated, or admitted and about to be
 				waiting = append(waiting, m.Name)
 			default:
 				waiting = append(waiting, m.Name)
@@ -324,13 +325,14 @@ func (d *decision) progress() {
 			return
 		}
 		d.startStage(i + 1)
+		current = i + 1
 	}
 }
 
 // admit moves admittedThrough on over the stage's members (sorted by name) so that at most the
-// stage's maxConcurrency are updated and not yet Ready: each member passed that is Ready and
-// does not hold updateRevision takes one of the free places. A member passed while not Ready
-// is updated when it is Ready again.
+// stage's maxConcurrency are updated (or admitted) and not yet Ready: each member passed that is
+// Ready and does not hold updateRevision takes one of the free places. A member passed while not
+// Ready is updated when it is Ready again.
 func (d *decision) admit(stage int, members []RolloutMember, inFlight int) {
 	room := scaled(maxConcurrency(d.s, stage), len(members), intstr.FromString(hubv1alpha1.DefaultMaxConcurrency), true) - inFlight
 	for _, m := range members {
