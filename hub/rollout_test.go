@@ -13,7 +13,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -325,7 +324,6 @@ func startRolloutHub(t *testing.T) *rolloutHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boundMaxConcurrency(t, crds)
 	ctx, cancel := context.WithTimeout(t.Context(), rolloutStartTimeout)
 	defer cancel()
 	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{StartTimeout: rolloutStartTimeout, CRDs: crds}, "hub")...)
@@ -346,30 +344,6 @@ func startRolloutHub(t *testing.T) *rolloutHub {
 		t.Fatal(err)
 	}
 	return &rolloutHub{cp: cps[0], c: c}
-}
-
-// boundMaxConcurrency gives spec.rollout.stages[].maxConcurrency of the FleetBundle CRD a
-// maxLength, without which the API server refuses the CRD (the estimated cost of its CEL rule
-// exceeds the budget, 1.9x, at c812c62).
-// TODO: remove once the CRD in config/crd bounds the field itself.
-func boundMaxConcurrency(t *testing.T, crds []*apiextensionsv1.CustomResourceDefinition) {
-	t.Helper()
-	for _, crd := range crds {
-		if crd.Spec.Names.Kind != "FleetBundle" {
-			continue
-		}
-		for i := range crd.Spec.Versions {
-			s := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"].Properties["rollout"].Properties["stages"].Items.Schema
-			mc, ok := s.Properties["maxConcurrency"]
-			if !ok {
-				t.Fatal("the FleetBundle CRD has no spec.rollout.stages[].maxConcurrency")
-			}
-			if mc.MaxLength == nil {
-				mc.MaxLength = ptr.To[int64](4) // "100%"
-			}
-			s.Properties["maxConcurrency"] = mc
-		}
-	}
 }
 
 // run runs `hub rollout SUBCOMMAND NAME args` against the hub.
