@@ -361,27 +361,44 @@ func (d *demo) rolloutEvents(ctx context.Context) error {
 		return err
 	}
 	// The last Event (RolloutComplete of revision 4) may be recorded a moment after the status.
+	// client-go's events.k8s.io recorder makes a series of the Events of the same object, reason,
+	// action and related object, keeping the first one's note, and writes a series' count only
+	// from its second Event on, then every 30 minutes: revision 4's RolloutComplete may show as
+	// revision 1's, a series of 2.
 	var list *eventsv1.EventList
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, stepTimeout, true, func(ctx context.Context) (bool, error) {
-		if list, err = cs.EventsV1().Events(d.rolloutFB.Namespace).List(ctx, metav1.ListOptions{}); err != nil {
+		l, err := cs.EventsV1().Events(d.rolloutFB.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
 			return false, nil
 		}
+		list = l
 		for _, e := range list.Items {
-			if e.Regarding.Name == rolloutName && e.Reason == hubv1alpha1.RolloutCompleteEvent && strings.Contains(e.Note, "4") {
+			if e.Regarding.Name == rolloutName && e.Reason == hubv1alpha1.RolloutCompleteEvent &&
+				(strings.Contains(e.Note, "Revision 4") || e.Series != nil) {
 				return true, nil
 			}
 		}
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the RolloutComplete Event of revision 4: %w", err)
+		var seen []string
+		if list != nil {
+			for _, e := range list.Items {
+				seen = append(seen, fmt.Sprintf("%s %s/%s %s: %q (series %v)", e.Reason, e.Regarding.Kind, e.Regarding.Name, e.Type, e.Note, e.Series))
+			}
+		}
+		return fmt.Errorf("waiting for the RolloutComplete Event of revision 4: %w (Events in %s: %s)", err, d.rolloutFB.Namespace, strings.Join(seen, "; "))
 	}
 	items := slices.Clone(list.Items)
 	slices.SortStableFunc(items, func(a, b eventsv1.Event) int { return eventTime(a).Compare(eventTime(b)) })
 	var events []string
 	for _, e := range items {
 		if e.Regarding.Kind == "FleetBundle" && e.Regarding.Name == rolloutName && reasons[e.Reason] {
-			events = append(events, e.Type+"\t"+e.Reason+"\tfleetbundle/"+e.Regarding.Name+"\t"+e.Note)
+			note := e.Note
+			if e.Series != nil {
+				note += fmt.Sprintf(" (x%d)", e.Series.Count)
+			}
+			events = append(events, e.Type+"\t"+e.Reason+"\tfleetbundle/"+e.Regarding.Name+"\t"+note)
 		}
 	}
 	w := tabwriter.NewWriter(d.out, 0, 8, 3, ' ', 0)
