@@ -80,6 +80,14 @@ func TestDecide(t *testing.T) {
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
 			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Held: 1}, member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing},
+		{name: "a member joining holds its stage where it is", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
+				ro := rolling("canary", "c1", hubv1alpha1.RolloutSoaking)
+				ro.SoakStartTime = ptr.To(metav1.NewTime(t0.Add(-10 * time.Second)))
+				return ro
+			}()},
+			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Joining: true}, member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutSoaking, admitted: "c1"},
 		{name: "a done stage soaks", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
 			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 1, true)},
