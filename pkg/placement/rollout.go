@@ -381,7 +381,7 @@ func (d *decision) progress() {
 		}
 		if soak := soakTime(d.s, i); len(members) > 0 && soak > 0 {
 			if d.ro.SoakStartTime == nil {
-				now := metav1.NewTime(d.in.Now)
+				now := metav1.NewMicroTime(d.in.Now)
 				d.ro.SoakStartTime = &now
 			}
 			if left := d.ro.SoakStartTime.Add(soak).Sub(d.in.Now); left > 0 {

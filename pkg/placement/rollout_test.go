@@ -90,7 +90,7 @@ func TestDecide(t *testing.T) {
 		{name: "a member joining holds its stage where it is", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
 				ro := rolling("canary", "c1", hubv1alpha1.RolloutSoaking)
-				ro.SoakStartTime = ptr.To(metav1.NewTime(t0.Add(-10 * time.Second)))
+				ro.SoakStartTime = ptr.To(metav1.NewMicroTime(t0.Add(-10 * time.Second)))
 				return ro
 			}()},
 			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Joining: true}, member("r1", 1, 1, true)},
@@ -102,7 +102,7 @@ func TestDecide(t *testing.T) {
 		{name: "a soaked stage starts the next, which admits half", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
 				ro := rolling("canary", "c1", hubv1alpha1.RolloutSoaking)
-				ro.SoakStartTime = ptr.To(metav1.NewTime(t0.Add(-31 * time.Second)))
+				ro.SoakStartTime = ptr.To(metav1.NewMicroTime(t0.Add(-31 * time.Second)))
 				return ro
 			}()},
 			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 1, true), member("r2", 1, 1, true), member("r3", 1, 1, true), member("r4", 1, 1, true)},

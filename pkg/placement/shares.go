@@ -42,7 +42,8 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	tally := shareTally(fb, rolloutMembers(fb, mine, r.opts.FieldOwner), time.Now())
+	now := time.Now()
+	tally := shareTally(fb, r.rolloutMembers(fb, mine, now), now)
 	var failed map[string]hubv1alpha1.ClusterFailure
 	if tally != nil {
 		failed = tally.Failed
