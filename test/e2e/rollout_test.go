@@ -199,6 +199,14 @@ func halted() OmegaMatcher {
 		condition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolloutHaltedReason))
 }
 
+// haltedByCanary matches the status of a rollout halted by the failure of ro1 alone, which the
+// status names.
+func haltedByCanary() OmegaMatcher {
+	return And(halted(), HaveField("Rollout.Message", ContainSubstring("ro1")),
+		HaveField("FailedClusters", ContainElement(HaveField("Cluster", "ro1"))),
+		HaveField("FailedClusters", Not(ContainElement(HaveField("Cluster", Not(Equal("ro1")))))))
+}
+
 // complete matches the status of a rollout of revision that completed in every one of n members.
 func complete(revision int64, n int32) OmegaMatcher {
 	return And(rolloutPhase(hubv1alpha1.RolloutComplete), revisions(revision, revision),
@@ -436,10 +444,7 @@ func haltedByTheCanary(t *testing.T, ns, key string, rollout *hubv1alpha1.Rollou
 	unrefuse := messagePolicy(t, "ro1", ns, "bad")
 	changed := time.Now()
 	g.Expect(updateTemplate(g, fb, "bad")).To(Succeed())
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(want,
-		HaveField("UpdateRevision", BeEquivalentTo(2)),
-		HaveField("FailedClusters", ContainElement(HaveField("Cluster", "ro1"))),
-		HaveField("FailedClusters", Not(ContainElement(HaveField("Cluster", Not(Equal("ro1"))))))))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(want, HaveField("UpdateRevision", BeEquivalentTo(2))))
 	t.Logf("template change → %v: %v", fleetBundleStatus(fb)(g).Rollout.Phase, time.Since(changed).Round(time.Millisecond))
 	return fb, changed, unrefuse
 }
@@ -453,7 +458,7 @@ func TestRolloutHaltsWhenTheCanaryFails(t *testing.T) {
 	g := NewWithT(t)
 	const key, ns, soak = "e2e.rollout/halt", "rollout-halt", 2 * time.Second
 	members := []string{"ro1", "ro2", "ro3"}
-	fb, changed, _ := haltedByTheCanary(t, ns, key, canaryThenRest(soak), halted())
+	fb, changed, _ := haltedByTheCanary(t, ns, key, canaryThenRest(soak), haltedByCanary())
 	g.Expect(kstatusOf(fb)(g)).To(Equal(kstatus.FailedStatus), "a halted rollout reads Failed")
 	g.Expect(fleetBundleStatus(fb)(g)).To(And(revisions(1, 2), HaveField("Clusters.Updated", BeEquivalentTo(1))))
 	if haveRolloutCLI(t) {
@@ -466,7 +471,7 @@ func TestRolloutHaltsWhenTheCanaryFails(t *testing.T) {
 	want := with(all(holds(1, "v1"), members...), "ro1", placedState{ConfigMap: "v1", Bundle: "bad", Revision: "2"})
 	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(want))
 	g.Consistently(func(g Gomega) map[string]placedState {
-		g.Expect(fleetBundleStatus(fb)(g)).To(halted())
+		g.Expect(fleetBundleStatus(fb)(g)).To(haltedByCanary())
 		return holding(fb, members...)(g)
 	}).WithTimeout(2*soak+time.Second).WithPolling(interval).Should(Equal(want), "halted: no other member gets the change")
 	time.Sleep(writeSettle)
@@ -501,7 +506,7 @@ func TestRolloutHaltedGoesOnWhenTheFailureClears(t *testing.T) {
 	g := NewWithT(t)
 	const key, ns, soak = "e2e.rollout/unhalt", "rollout-unhalt", 2 * time.Second
 	members := []string{"ro1", "ro2", "ro3"}
-	fb, _, unrefuse := haltedByTheCanary(t, ns, key, canaryThenRest(soak), halted())
+	fb, _, unrefuse := haltedByTheCanary(t, ns, key, canaryThenRest(soak), haltedByCanary())
 	unrefuse()
 	cleared := time.Now()
 	// The canary's reconciler retries with back-off (3 s, doubling): the wait allows for it.
@@ -521,7 +526,7 @@ func TestRolloutRollsBackTheCanary(t *testing.T) {
 	rollout := canaryThenRest(soak)
 	rollout.OnFailure = hubv1alpha1.OnFailureRollback
 	fb, changed, _ := haltedByTheCanary(t, ns, key, rollout, And(rolloutPhase(hubv1alpha1.RolloutRolledBack),
-		HaveField("Rollout.FailedRevision", BeEquivalentTo(2)), revisions(1, 2),
+		HaveField("Rollout.FailedRevision", BeEquivalentTo(2)), revisions(1, 2), HaveField("Rollout.Message", ContainSubstring("ro1")),
 		condition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.RolledBackReason),
 		condition(hubv1alpha1.StalledCondition, metav1.ConditionTrue, hubv1alpha1.RolledBackReason),
 		condition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolledBackReason)))
@@ -770,7 +775,7 @@ func TestRolloutHistoryAndUndo(t *testing.T) {
 	t.Logf("after undo to revision 4: currentRevision %d, updateRevision %d", s.CurrentRevision, s.UpdateRevision)
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(rolloutPhase(hubv1alpha1.RolloutComplete),
 		condition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason)))
-	g.Expect(kept(g)).To(HaveLen(3), "still within the limit: %v", kept(g))
+	g.Eventually(kept).WithTimeout(timeout).WithPolling(interval).Should(HaveLen(3), "still within the limit")
 	if haveRolloutCLI(t) {
 		code, out := hubRollout(t, "status", ns, "--watch=false")
 		g.Expect(code).To(Equal(0), out)
