@@ -343,7 +343,7 @@ func (d *demo) fleetBundleIs(ready int32, heals int64) wait.ConditionWithContext
 		}
 		c := meta.FindStatusCondition(fb.Status.Conditions, hubv1alpha1.ReadyCondition)
 		return c != nil && c.Reason == hubv1alpha1.AllReadyReason && fb.Status.ObservedGeneration == fb.Generation &&
-			fb.Status.Clusters == hubv1alpha1.PlacementCounts{Selected: ready, Applied: ready, Ready: ready} && fb.Status.Heals == heals, nil
+			fb.Status.Clusters == hubv1alpha1.PlacementCounts{Selected: ready, Applied: ready, Ready: ready, Updated: ready} && fb.Status.Heals == heals, nil
 	}
 }
 

@@ -426,6 +426,7 @@ func newElection(cfg *rest.Config, opts Options, closeConns func()) (*election.L
 func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, replica sharding.Replica, lock *election.Lock) (mcmanager.Manager, error) {
 	cacheOpts := cache.Options{}
 	provider.SecretCacheOptions(&cacheOpts)
+	placement.RevisionCacheOptions(&cacheOpts)
 	// The manager elects a leader with --leader-elect only, through lock: sharded replicas
 	// elect the one that does the hub-wide work with an Elector of their own (newElection),
 	// whose loss must not end the manager as a lost election of controller-runtime does.

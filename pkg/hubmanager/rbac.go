@@ -26,3 +26,7 @@ package hubmanager
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles/finalizers,verbs=update
+//
+// A FleetBundle's revisions are ControllerRevisions in its namespace, which the hub creates,
+// reads (its cache holds only those labelled hub.configbundle.dev/fleet-bundle) and prunes.
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;delete

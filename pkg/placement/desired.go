@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -75,12 +76,19 @@ type hashedTemplate struct {
 	Spec     configbundlev1alpha1.ConfigBundleSpec `json:"spec"`
 }
 
-// Desired renders the ConfigBundle a FleetBundle places in a member: its name and namespace, the
-// template's labels plus FleetBundleLabel, the template's annotations plus
-// FleetBundleUIDAnnotation and FleetBundleTemplateHashAnnotation, and the template's spec. The
-// hub's label and annotations win over a template's of the same key.
+// Desired renders the ConfigBundle a FleetBundle places from its spec's template, without a
+// revision (DesiredOf).
 func Desired(fb *hubv1alpha1.FleetBundle) *configbundlev1alpha1.ConfigBundle {
-	t := &fb.Spec.Template
+	return DesiredOf(fb, Revision{Template: fb.Spec.Template, Hash: TemplateHash(&fb.Spec.Template)})
+}
+
+// DesiredOf renders the ConfigBundle a FleetBundle places in a member from one of its revisions:
+// its name and namespace, the template's labels plus FleetBundleLabel, the template's annotations
+// plus FleetBundleUIDAnnotation, FleetBundleTemplateHashAnnotation and (for a numbered revision)
+// FleetBundleRevisionAnnotation, and the template's spec. The hub's label and annotations win
+// over a template's of the same key.
+func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision) *configbundlev1alpha1.ConfigBundle {
+	t := &r.Template
 	lbls := maps.Clone(t.Metadata.Labels)
 	if lbls == nil {
 		lbls = map[string]string{}
@@ -91,7 +99,11 @@ func Desired(fb *hubv1alpha1.FleetBundle) *configbundlev1alpha1.ConfigBundle {
 		annotations = map[string]string{}
 	}
 	annotations[hubv1alpha1.FleetBundleUIDAnnotation] = string(fb.UID)
-	annotations[hubv1alpha1.FleetBundleTemplateHashAnnotation] = TemplateHash(t)
+	annotations[hubv1alpha1.FleetBundleTemplateHashAnnotation] = r.Hash
+	delete(annotations, hubv1alpha1.FleetBundleRevisionAnnotation)
+	if r.Number > 0 {
+		annotations[hubv1alpha1.FleetBundleRevisionAnnotation] = strconv.FormatInt(r.Number, 10)
+	}
 	return &configbundlev1alpha1.ConfigBundle{
 		ObjectMeta: metav1.ObjectMeta{Name: fb.Name, Namespace: fb.Namespace, Labels: lbls, Annotations: annotations},
 		Spec:       t.Spec,

@@ -168,7 +168,7 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 		return nil, nil // reported on the FleetBundle; its fix is a spec change, which brings the pair back
 	}
 	s.fb = fb
-	s.want = wanted(fb, mc)
+	s.placing = places(fb, mc)
 	return s, nil
 }
 
@@ -179,17 +179,24 @@ func (r *Reconciler) clusterID(name multicluster.ClusterName) string {
 	return state.ClusterID
 }
 
-// wanted is the bundle a FleetBundle places in a member, or nil if it places none there: the
-// FleetBundle is being deleted, its name does not fit in FleetBundleLabel, or its selector
-// does not select the member.
-func wanted(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster) *configbundlev1alpha1.ConfigBundle {
+// places reports whether a FleetBundle places a bundle in a member: it is not being deleted, its
+// name fits in FleetBundleLabel, and its selector selects the member.
+func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster) bool {
 	if !fb.DeletionTimestamp.IsZero() || !LabelFits(client.ObjectKeyFromObject(fb)) {
-		return nil
+		return false
 	}
-	if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok {
-		return nil
+	ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels)
+	return err == nil && ok
+}
+
+// revision reads revision n of the pair's FleetBundle: from the hub's cache, or from the API
+// server if the cache has not seen it yet (the status that names it can arrive first).
+func (r *Reconciler) revision(ctx context.Context, fb *hubv1alpha1.FleetBundle, n int64) (*Revision, error) {
+	rev, err := revisionTemplate(ctx, r.hub, fb, n)
+	if apierrors.IsNotFound(err) {
+		rev, err = revisionTemplate(ctx, r.manager.GetLocalManager().GetAPIReader(), fb, n)
 	}
-	return Desired(fb)
+	return rev, err
 }
 
 // fleetBundleToPairs maps a FleetBundle to its pairs with every member.
@@ -306,11 +313,13 @@ func (n *notifier) notify(fb types.NamespacedName) {
 
 // Predicates of the watches on the hub.
 var (
-	// specOrDeletionChanged passes a FleetBundle update that changes its spec or starts its
-	// deletion: a status write wakes no placement.
+	// specOrDeletionChanged passes a FleetBundle update that changes its spec, starts its
+	// deletion or moves its rollout on: a status write that changes only counts wakes no
+	// placement.
 	specOrDeletionChanged = predicate.Funcs{UpdateFunc: func(e eventUpdate) bool {
 		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+			rolloutMoved(e.ObjectOld, e.ObjectNew)
 	}}
 	// labelsOrReadinessChanged passes a MemberCluster update that changes its labels or its
 	// Ready condition's status or reason (the reason is what a FleetBundle's failedClusters
@@ -321,6 +330,25 @@ var (
 )
 
 type eventUpdate = event.UpdateEvent
+
+// rolloutMoved reports whether what TargetRevision reads of a FleetBundle's status differs.
+func rolloutMoved(a, b client.Object) bool {
+	fa, okA := a.(*hubv1alpha1.FleetBundle)
+	fb, okB := b.(*hubv1alpha1.FleetBundle)
+	if !okA || !okB {
+		return false
+	}
+	return fa.Status.UpdateRevision != fb.Status.UpdateRevision || fa.Status.CurrentRevision != fb.Status.CurrentRevision ||
+		targetFacts(fa.Status.Rollout) != targetFacts(fb.Status.Rollout)
+}
+
+// targetFacts is what TargetRevision reads of a rollout's status.
+func targetFacts(ro *hubv1alpha1.RolloutStatus) hubv1alpha1.RolloutStatus {
+	if ro == nil {
+		return hubv1alpha1.RolloutStatus{}
+	}
+	return hubv1alpha1.RolloutStatus{Stage: ro.Stage, Phase: ro.Phase, FailedRevision: ro.FailedRevision, AdmittedThrough: ro.AdmittedThrough}
+}
 
 func equalLabels(a, b map[string]string) bool { return maps.Equal(a, b) }
 

@@ -34,7 +34,9 @@ type scope struct {
 	cluster       string
 	fb            *hubv1alpha1.FleetBundle   // nil: gone
 	memberCluster *hubv1alpha1.MemberCluster // nil: gone
-	// want is the bundle the member should hold; nil: none.
+	// placing is whether the FleetBundle places a bundle in the member (it is selected).
+	placing bool
+	// want is the bundle the member should hold, once step decided it.
 	want *configbundlev1alpha1.ConfigBundle
 
 	// outcome is the pair's failure, if any, once converged.
@@ -76,7 +78,7 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 			return ctrl.Result{}, fmt.Errorf("reading the placed bundle: %w: the hub removed bundle uid %s", errStale, current.UID)
 		}
 	}
-	if s.want == nil {
+	if !s.placing {
 		return ctrl.Result{}, s.remove(ctx, current, ownership)
 	}
 	switch ownership {
@@ -88,8 +90,21 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 		if err := s.remove(ctx, current, ownership); err != nil {
 			return ctrl.Result{}, err
 		}
-		return s.create(ctx)
-	case Absent:
+		current, ownership = nil, Absent
+	}
+	n := TargetRevision(s.fb, s.pair.member, s.memberCluster.Labels, heldRevision(current))
+	if n == 0 { // no revision decided for the member yet: it keeps what it holds
+		if ownership == Own {
+			s.r.ledger.setPlaced(s.pair, s.placement())
+		}
+		return ctrl.Result{}, nil
+	}
+	rev, err := s.r.revision(ctx, s.fb, n)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.want = DesiredOf(s.fb, *rev)
+	if ownership == Absent {
 		return s.create(ctx)
 	}
 	return ctrl.Result{}, s.update(ctx, current)
@@ -161,8 +176,8 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 		s.r.ledger.setPlaced(s.pair, s.placement())
 		return nil
 	}
-	hash := hubv1alpha1.FleetBundleTemplateHashAnnotation
-	templateChanged := current.Annotations[hash] != s.want.Annotations[hash]
+	hash, revision := hubv1alpha1.FleetBundleTemplateHashAnnotation, hubv1alpha1.FleetBundleRevisionAnnotation
+	templateChanged := current.Annotations[hash] != s.want.Annotations[hash] || current.Annotations[revision] != s.want.Annotations[revision]
 	if templateChanged {
 		s.r.ledger.notePlacementDue(s.pair, time.Now())
 	}

@@ -34,7 +34,7 @@ func TestPlacementFollowsLabelsAndTemplate(t *testing.T) {
 	g.Expect(b.Labels).To(Equal(map[string]string{"team": "platform", hubv1alpha1.FleetBundleLabel: placement.LabelValue(client.ObjectKeyFromObject(fb))}))
 	g.Expect(b.Annotations).To(And(HaveKeyWithValue("owner", "platform@example.com"), HaveKey(hubv1alpha1.FleetBundleUIDAnnotation)))
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2}),
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2, Updated: 2}),
 		HaveField("ObservedGeneration", BeEquivalentTo(1)), HaveField("FailedClusters", BeEmpty())))
 	g.Consistently(placed(memberC, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(BeNil(), "an unselected member gets nothing")
 
@@ -54,7 +54,7 @@ func TestPlacementFollowsLabelsAndTemplate(t *testing.T) {
 	g.Eventually(placed(memberB, fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil())
 	g.Eventually(message(memberC, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v2"))
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2, Updated: 2})))
 	g.Expect(message(memberA, fb)(g)).To(Equal("v2"))
 }
 
@@ -131,7 +131,7 @@ func TestPlacementConflictAndNamespaceMissing(t *testing.T) {
 
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason),
-		haveCounts(hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1, Failed: 2}),
+		haveCounts(hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1, Failed: 2, Updated: 1}),
 		HaveField("FailedClusters", ConsistOf(failedCluster(memberB, hubv1alpha1.ConflictReason), failedCluster(memberC, hubv1alpha1.NamespaceMissingReason)))))
 	g.Consistently(placed(memberB, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(And(
 		HaveField("Spec.Message", "mine"), HaveField("Labels", BeEmpty())), "a foreign bundle is never changed")
@@ -144,7 +144,7 @@ func TestPlacementConflictAndNamespaceMissing(t *testing.T) {
 	}
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("FailedClusters", BeEmpty()),
-		haveCounts(hubv1alpha1.PlacementCounts{Selected: 3, Applied: 3, Ready: 3})))
+		haveCounts(hubv1alpha1.PlacementCounts{Selected: 3, Applied: 3, Ready: 3, Updated: 3})))
 }
 
 // TestPlacementInvalidSelector: a selector that passes admission but does not parse is
@@ -198,12 +198,12 @@ func TestPlacementCountsMembersNotReady(t *testing.T) {
 
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason),
-		haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 1, Ready: 1, Failed: 1}),
+		haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 1, Ready: 1, Failed: 1, Updated: 1}),
 		HaveField("FailedClusters", ConsistOf(And(failedCluster(memberB, hubv1alpha1.UnreachableReason), HaveField("Message", "Probe failed"))))))
 	g.Consistently(placed(memberB, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(BeNil(), "nothing is written to a member that is not Ready")
 
 	members.Set(memberB, connected())
 	g.Eventually(message(memberB, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v1"))
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2, Updated: 2})))
 }

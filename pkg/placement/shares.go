@@ -37,7 +37,11 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	health := judgeAll(fb, mine)
+	revs, err := listRevisions(ctx, r.hub, fb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	health := judgeAll(fb, (&rolloutState{revisions: revs}).byNumber(), mine, nil)
 	if fb.DeletionTimestamp.IsZero() {
 		r.transitions.observe(fb, health)
 	}
@@ -63,7 +67,7 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 // Share computes one replica's share of a FleetBundle's status from the selected members it
 // manages (in any order), its previous share (nil if none) and the heals not yet counted in it.
 func Share(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, prev *hubv1alpha1.FleetBundleReplicaStatus, pendingHeals int64) hubv1alpha1.FleetBundleReplicaStatus {
-	return shareFrom(fb, replica, mine, judgeAll(fb, mine), prev, pendingHeals)
+	return shareFrom(fb, replica, mine, judgeAll(fb, nil, mine, nil), prev, pendingHeals)
 }
 
 // shareFrom is Share from the judgement of each of mine (judgeAll).
@@ -105,6 +109,7 @@ func Totals(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplica
 		}
 		st.Clusters.Applied += s.Clusters.Applied
 		st.Clusters.Ready += s.Clusters.Ready
+		st.Clusters.Updated += s.Clusters.Updated
 		st.Clusters.Failed += s.Clusters.Failed
 		failures = append(failures, s.FailedClusters...)
 	}

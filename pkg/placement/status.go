@@ -28,10 +28,13 @@ type MemberView struct {
 	Placement Outcome
 	// Bundle is the bundle of the FleetBundle's name in the member's cache; nil if none.
 	Bundle *configbundlev1alpha1.ConfigBundle
+	// Labels are the labels of the member's MemberCluster: its stage of a rollout.
+	Labels map[string]string
 }
 
-// judge says where a FleetBundle's bundle stands in one selected member: the member's own
-// unreadiness first, then placement's failure, then the placed bundle's Ready condition.
+// judge says where a FleetBundle's bundle stands in one selected member, against the bundle it
+// should hold there (nil: none decided yet): the member's own unreadiness first, then
+// placement's failure, then the placed bundle's Ready condition.
 func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBundle, m MemberView) Health {
 	fail := func(o Outcome) Health {
 		return Health{Cluster: m.Name, Failure: &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: o.Reason, Message: truncate(o.Message)}}
@@ -44,7 +47,9 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 	case OwnershipOf(m.Bundle, types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}, fb.UID) != Own:
 		return Health{Cluster: m.Name}
 	}
-	res := Health{Cluster: m.Name, Applied: len(Drift(desired, m.Bundle)) == 0}
+	held := heldRevision(m.Bundle)
+	res := Health{Cluster: m.Name, Applied: desired != nil && len(Drift(desired, m.Bundle)) == 0,
+		Updated: held != 0 && held == fb.Status.UpdateRevision}
 	ready := meta.FindStatusCondition(m.Bundle.Status.Conditions, configbundlev1alpha1.ReadyCondition)
 	switch {
 	case ready == nil || m.Bundle.Status.ObservedGeneration != m.Bundle.Generation:
@@ -56,13 +61,33 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 	return res
 }
 
-// judgeAll says where a FleetBundle's bundle stands in each of its selected members: what its
-// status and its Events are computed from.
-func judgeAll(fb *hubv1alpha1.FleetBundle, selected []MemberView) []Health {
-	desired := Desired(fb)
+// judgeAll says where a FleetBundle's bundle stands in each of its selected members, each against
+// the revision the rollout gives it (TargetRevision; revs holds the revisions by number), with
+// the rollout's failures (by member) that no object records (ProgressDeadlineExceeded): what its
+// status and its Events are computed from. A FleetBundle whose status names no revision yet is
+// judged against its spec's template.
+func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []MemberView, failed map[string]hubv1alpha1.ClusterFailure) []Health {
 	hs := make([]Health, 0, len(selected))
 	for _, m := range selected {
-		hs = append(hs, judge(fb, desired, m))
+		var desired *configbundlev1alpha1.ConfigBundle
+		key := types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}
+		held := int64(0)
+		if OwnershipOf(m.Bundle, key, fb.UID) == Own {
+			held = heldRevision(m.Bundle)
+		}
+		switch n := TargetRevision(fb, m.Name, m.Labels, held); {
+		case fb.Status.UpdateRevision == 0:
+			desired = Desired(fb)
+		case n != 0:
+			if r, ok := revs[n]; ok {
+				desired = DesiredOf(fb, r)
+			}
+		}
+		h := judge(fb, desired, m)
+		if f, ok := failed[m.Name]; ok && h.Failure == nil {
+			h.Failure, h.Ready = &f, false
+		}
+		hs = append(hs, h)
 	}
 	return hs
 }
@@ -71,7 +96,7 @@ func judgeAll(fb *hubv1alpha1.FleetBundle, selected []MemberView) []Health {
 // the heals not yet counted in its status, at now. Conditions keep their lastTransitionTime
 // unless their status changes.
 func ComputeStatus(fb *hubv1alpha1.FleetBundle, selected []MemberView, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
-	return statusOf(fb, judgeAll(fb, selected), pendingHeals, now)
+	return statusOf(fb, judgeAll(fb, nil, selected, nil), pendingHeals, now)
 }
 
 // statusOf is ComputeStatus from the judgement of each selected member (judgeAll).
@@ -79,6 +104,9 @@ func statusOf(fb *hubv1alpha1.FleetBundle, health []Health, pendingHeals int64, 
 	st := hubv1alpha1.FleetBundleStatus{
 		ObservedGeneration: fb.Generation,
 		Heals:              fb.Status.Heals + pendingHeals,
+		CurrentRevision:    fb.Status.CurrentRevision,
+		UpdateRevision:     fb.Status.UpdateRevision,
+		Rollout:            fb.Status.Rollout.DeepCopy(),
 		Conditions:         slices.Clone(fb.Status.Conditions),
 	}
 	st.Clusters.Selected = int32(len(health))
@@ -89,6 +117,9 @@ func statusOf(fb *hubv1alpha1.FleetBundle, health []Health, pendingHeals int64, 
 		}
 		if h.Ready {
 			st.Clusters.Ready++
+		}
+		if h.Updated {
+			st.Clusters.Updated++
 		}
 		if h.Failure != nil {
 			failures = append(failures, *h.Failure)
@@ -110,6 +141,44 @@ func finish(fb *hubv1alpha1.FleetBundle, st *hubv1alpha1.FleetBundleStatus, fail
 	ready := readyCondition(fb, *st)
 	ready.LastTransitionTime = now
 	meta.SetStatusCondition(&st.Conditions, ready)
+	progressing, stalled, ok := rolloutConditions(fb)
+	if !ok {
+		meta.RemoveStatusCondition(&st.Conditions, hubv1alpha1.ProgressingCondition)
+		meta.RemoveStatusCondition(&st.Conditions, hubv1alpha1.StalledCondition)
+		return
+	}
+	progressing.LastTransitionTime, stalled.LastTransitionTime = now, now
+	meta.SetStatusCondition(&st.Conditions, progressing)
+	meta.SetStatusCondition(&st.Conditions, stalled)
+}
+
+// rolloutConditions are the Progressing and Stalled conditions of a FleetBundle's rollout, from
+// its status.rollout; false without a staged rollout.
+func rolloutConditions(fb *hubv1alpha1.FleetBundle) (progressing, stalled metav1.Condition, ok bool) {
+	ro := fb.Status.Rollout
+	if fb.Spec.Rollout == nil || ro == nil {
+		return progressing, stalled, false
+	}
+	progressing = metav1.Condition{Type: hubv1alpha1.ProgressingCondition, Status: metav1.ConditionFalse, ObservedGeneration: fb.Generation, Message: ro.Message}
+	stalled = metav1.Condition{Type: hubv1alpha1.StalledCondition, Status: metav1.ConditionFalse, ObservedGeneration: fb.Generation,
+		Reason: hubv1alpha1.NotStalledReason, Message: "The rollout needs nobody to act"}
+	switch ro.Phase {
+	case hubv1alpha1.RolloutProgressing:
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, hubv1alpha1.RollingOutReason
+	case hubv1alpha1.RolloutSoaking:
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, hubv1alpha1.SoakingReason
+	case hubv1alpha1.RolloutPaused:
+		progressing.Reason = hubv1alpha1.RolloutPausedReason
+	case hubv1alpha1.RolloutHalted:
+		progressing.Reason = hubv1alpha1.RolloutHaltedReason
+		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, hubv1alpha1.RolloutHaltedReason, ro.Message
+	case hubv1alpha1.RolloutRolledBack:
+		progressing.Reason = hubv1alpha1.RolledBackReason
+		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, hubv1alpha1.RolledBackReason, ro.Message
+	default:
+		progressing.Reason = hubv1alpha1.RolloutCompleteReason
+	}
+	return progressing, stalled, true
 }
 
 // readyCondition is the Ready condition of a status whose counts are computed.
@@ -129,10 +198,20 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatu
 		if fb.Spec.ClusterSelector == nil {
 			c.Message = "No clusterSelector: no member is selected ({} selects every member); nothing is placed"
 		}
+	case st.Rollout != nil && fb.Spec.Rollout != nil && st.Rollout.Phase == hubv1alpha1.RolloutRolledBack:
+		c.Reason, c.Message = hubv1alpha1.RolledBackReason, st.Rollout.Message
+	case st.Rollout != nil && fb.Spec.Rollout != nil && st.Rollout.Phase == hubv1alpha1.RolloutHalted:
+		c.Reason, c.Message = hubv1alpha1.RolloutHaltedReason, st.Rollout.Message
 	case n.Failed > 0:
 		first := st.FailedClusters[0]
 		c.Reason = hubv1alpha1.ClustersFailedReason
 		c.Message = truncate(fmt.Sprintf("%d of %d selected members failed; %s: %s: %s", n.Failed, n.Selected, first.Cluster, first.Reason, first.Message))
+	case fb.Spec.Rollout != nil && st.CurrentRevision != st.UpdateRevision:
+		c.Reason = hubv1alpha1.ProgressingReason
+		c.Message = fmt.Sprintf("Revision %d is rolling out: updated in %d of %d selected members", st.UpdateRevision, n.Updated, n.Selected)
+		if st.Rollout != nil && st.Rollout.Message != "" {
+			c.Message = truncate(c.Message + "; " + st.Rollout.Message)
+		}
 	case n.Ready == n.Selected:
 		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.AllReadyReason
 		c.Message = fmt.Sprintf("The bundle is Ready in all %d selected members", n.Selected)

@@ -104,24 +104,45 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	health := judgeAll(fb, selected)
+	now := metav1.Now()
+	ro, err := r.rolloutOf(ctx, fb, rolloutMembers(fb, selected, r.opts.FieldOwner), now.Time)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	health := judgeAll(ro.next, ro.byNumber(), selected, ro.decision.Failed)
 	r.transitions.observe(fb, health)
-	want := statusOf(fb, health, pending, metav1.Now())
-	if equality.Semantic.DeepEqual(want, fb.Status) {
-		return ctrl.Result{}, nil
+	want := statusOf(ro.next, health, pending, now)
+	res, written, err := r.writeStatus(ctx, fb, want, ro)
+	if written {
+		r.ledger.noteHealsWritten(fb.UID, pending)
 	}
-	if wait := r.writes.Take(req.NamespacedName, readyChanged(want, fb.Status)); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
+	return res, err
+}
+
+// writeStatus writes a FleetBundle's status if it changed (at once if its Ready condition or
+// its rollout moved, otherwise within the status budget), records the rollout's Events once it
+// is written, and prunes the revisions no longer kept.
+func (r *StatusReconciler) writeStatus(ctx context.Context, fb *hubv1alpha1.FleetBundle, want hubv1alpha1.FleetBundleStatus, ro *rolloutState) (res ctrl.Result, written bool, err error) {
+	if !equality.Semantic.DeepEqual(want, fb.Status) {
+		if wait := r.writes.Take(client.ObjectKeyFromObject(fb), readyChanged(want, fb.Status) || rolloutChanged(want, fb.Status)); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, false, nil
+		}
+		updated := fb.DeepCopy()
+		updated.Status = want
+		if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(r.opts.FieldOwner)); apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, false, nil
+		} else if err != nil {
+			return ctrl.Result{}, false, fmt.Errorf("writing FleetBundle status: %w", err)
+		}
+		written = true
+		for _, e := range ro.decision.Events {
+			r.transitions.recorder.Eventf(fleetBundleReference(fb), nil, e.Type, e.Reason, "Rollout", "%s", e.Note)
+		}
 	}
-	updated := fb.DeepCopy()
-	updated.Status = want
-	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(r.opts.FieldOwner)); apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing FleetBundle status: %w", err)
+	if err := pruneRevisions(ctx, r.hub, ro.next, ro.revisions, ro.held); err != nil {
+		return ctrl.Result{}, written, err
 	}
-	r.ledger.noteHealsWritten(fb.UID, pending)
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: ro.decision.RequeueAfter}, written, nil
 }
 
 // readyChanged reports whether the Ready condition's status or reason differs between two
@@ -147,7 +168,7 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok || !r.opts.Replica.Owns(mc.Name) {
 			continue
 		}
-		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.ledger.outcome(pair{member: mc.Name, fb: key})}
+		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.ledger.outcome(pair{member: mc.Name, fb: key}), Labels: mc.Labels}
 		if v.NotReady.Reason == "" {
 			v.Bundle = r.cachedBundle(ctx, mc.Name, key)
 		}

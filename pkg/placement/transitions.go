@@ -23,6 +23,8 @@ type Health struct {
 	Applied bool
 	// Ready is whether the bundle is Ready there, as the template says.
 	Ready bool
+	// Updated is whether the member holds the FleetBundle's updateRevision.
+	Updated bool
 }
 
 // Transition is a change of one member's failure for one FleetBundle.

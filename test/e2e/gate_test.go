@@ -53,7 +53,7 @@ func TestGateFailsOnFailingFleetBundles(t *testing.T) {
 	g.Eventually(fleetBundleStatus(healthy)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
 	g.Eventually(fleetBundleStatus(conflict)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason), HaveField("FailedClusters", ConsistOf(failedCluster("m2", hubv1alpha1.ConflictReason))),
-		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 1, Ready: 1, Failed: 1})))
+		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 1, Ready: 1, Failed: 1, Updated: 1})))
 	g.Eventually(fleetBundleStatus(missing)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason), HaveField("FailedClusters", HaveLen(2))))
 

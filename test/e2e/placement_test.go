@@ -167,7 +167,7 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 	g.Expect(b.Annotations).To(HaveKey(hubv1alpha1.FleetBundleUIDAnnotation))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason),
-		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2}),
+		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2, Updated: 2}),
 		HaveField("ObservedGeneration", BeEquivalentTo(1)), HaveField("Heals", BeZero())))
 	placedIn := func(name string) func(Gomega) int64 {
 		return func(g Gomega) int64 { return fl.MemberCluster(name)(g).Status.Bundles.Placed }
@@ -201,7 +201,7 @@ func TestPlacementFollowsLabelsTemplateAndDeletion(t *testing.T) {
 	g.Eventually(placedIn("m2")).WithTimeout(timeout).WithPolling(interval).Should(BeZero())
 	g.Eventually(placedIn("m3")).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(1))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2})))
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2, Updated: 2})))
 	g.Expect(fl.Member("m2").Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
 
 	// An invalid selector (In without values) passes admission: it is reported, and nothing in
@@ -254,7 +254,7 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 	everywhere(g, fb, "placed", "m1")
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.ClustersFailedReason),
-		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1, Failed: 2}),
+		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1, Failed: 2, Updated: 1}),
 		HaveField("FailedClusters", ConsistOf(failedCluster("m2", hubv1alpha1.ConflictReason), failedCluster("m3", hubv1alpha1.NamespaceMissingReason)))))
 	g.Consistently(placed("m2", fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(And(
 		HaveField("Spec.Message", "mine"), HaveField("Labels", BeEmpty())), "a foreign bundle is never changed")
@@ -285,7 +285,7 @@ func TestPlacementHealsConflictsAndNamespaceMissing(t *testing.T) {
 	everywhere(g, fb, "placed", "m1", "m2", "m3")
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		HaveField("FailedClusters", BeEmpty()), fleet.FleetBundleReady(hubv1alpha1.AllReadyReason),
-		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 3, Applied: 3, Ready: 3})))
+		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 3, Applied: 3, Ready: 3, Updated: 3})))
 	deleteFleetBundle(g, fb)
 	for _, m := range []string{"m1", "m2", "m3"} {
 		g.Eventually(placed(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil(), m)
@@ -394,7 +394,7 @@ func TestPlacementLeavesAMemberThatLeftUntouched(t *testing.T) {
 		}
 	})
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1})))
+		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1, Updated: 1})))
 	g.Consistently(func(g Gomega) string {
 		b := placed("m3", fb)(g)
 		g.Expect(b).NotTo(BeNil(), "the bundle placed in a member that left stays")

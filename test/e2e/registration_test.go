@@ -395,7 +395,7 @@ func TestUnregisterRemovePlaced(t *testing.T) {
 	t.Logf("%s", out)
 	for _, fb := range []*hubv1alpha1.FleetBundle{web, api} { // the hub holds them again
 		g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-			fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1})))
+			fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 1, Applied: 1, Ready: 1, Updated: 1})))
 	}
 	old := hubCredential(g, "m3", "m3")
 

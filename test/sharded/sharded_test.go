@@ -66,7 +66,7 @@ func TestFleetBundleStatusSumsTheReplicasShares(t *testing.T) {
 	Eventually(func(g Gomega) {
 		g.Expect(fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), fb)).To(Succeed())
 		g.Expect(fb.Status.ObservedGeneration).To(Equal(fb.Generation))
-		g.Expect(fb.Status.Clusters).To(Equal(hubv1alpha1.PlacementCounts{Selected: memberCount, Applied: memberCount, Ready: memberCount}))
+		g.Expect(fb.Status.Clusters).To(Equal(hubv1alpha1.PlacementCounts{Selected: memberCount, Applied: memberCount, Ready: memberCount, Updated: memberCount}))
 		ready := meta.FindStatusCondition(fb.Status.Conditions, hubv1alpha1.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Reason).To(Equal(hubv1alpha1.AllReadyReason))

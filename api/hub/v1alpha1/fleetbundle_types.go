@@ -298,6 +298,7 @@ type RolloutStrategy struct {
 	// Ready=False, or was not Ready progressDeadline after it was updated. Defaults to 0.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="maxFailures must be an integer >= 0 or a percentage from 0% to 100%"
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 
@@ -305,6 +306,7 @@ type RolloutStrategy struct {
 	// failed. Defaults to 5m.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="progressDeadline must be between 1s and 24h"
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 
@@ -341,6 +343,7 @@ type RolloutStage struct {
 	// "100%".
 	// +optional
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrency must be an integer >= 1 or a percentage from 1% to 100%"
 	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
 
@@ -348,6 +351,7 @@ type RolloutStage struct {
 	// before the next stage starts. Defaults to 0s.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="soakTime must be between 0s and 24h"
 	SoakTime *metav1.Duration `json:"soakTime,omitempty"`
 }

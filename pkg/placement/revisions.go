@@ -1,0 +1,230 @@
+package placement
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// Every distinct template of a FleetBundle is a revision, numbered 1, 2, 3... in the order the
+// hub first sees them, and kept as an apps/v1 ControllerRevision "<fleetbundle>-<revision>" in
+// the FleetBundle's namespace, controller-owned by it (the garbage collector removes them with
+// it), labelled FleetBundleLabel, its .data the template.
+
+// Revision is one revision of a FleetBundle's template.
+type Revision struct {
+	// Number is the revision's number (ControllerRevision .revision).
+	Number int64
+	// Template is the template.
+	Template hubv1alpha1.ConfigBundleTemplate
+	// Hash is TemplateHash of Template.
+	Hash string
+	// Name and UID are those of its ControllerRevision.
+	Name string
+	UID  types.UID
+}
+
+// RevisionName is the name of the ControllerRevision of a FleetBundle's revision.
+func RevisionName(fleetBundle string, revision int64) string {
+	return fleetBundle + "-" + strconv.FormatInt(revision, 10)
+}
+
+// RevisionOf decodes a FleetBundle's revision from its ControllerRevision.
+func RevisionOf(cr *appsv1.ControllerRevision) (Revision, error) {
+	r := Revision{Number: cr.Revision, Name: cr.Name, UID: cr.UID}
+	if err := json.Unmarshal(cr.Data.Raw, &r.Template); err != nil {
+		return Revision{}, fmt.Errorf("decoding the template of ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	r.Hash = TemplateHash(&r.Template)
+	return r, nil
+}
+
+// ownedBy reports whether the FleetBundle of uid controls the object.
+func ownedBy(o metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && ref.UID == uid
+}
+
+// listRevisions returns a FleetBundle's revisions, by number. A ControllerRevision of an
+// earlier FleetBundle of the same name (another uid; the garbage collector removes it) or one
+// that does not decode is not one of them.
+func listRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle) ([]Revision, error) {
+	list := &appsv1.ControllerRevisionList{}
+	err := reader.List(ctx, list, client.InNamespace(fb.Namespace),
+		client.MatchingLabels{hubv1alpha1.FleetBundleLabel: LabelValue(client.ObjectKeyFromObject(fb))})
+	if err != nil {
+		return nil, fmt.Errorf("listing the FleetBundle's ControllerRevisions: %w", err)
+	}
+	revs := make([]Revision, 0, len(list.Items))
+	for i := range list.Items {
+		if !ownedBy(&list.Items[i], fb.UID) {
+			continue
+		}
+		if r, err := RevisionOf(&list.Items[i]); err == nil {
+			revs = append(revs, r)
+		}
+	}
+	slices.SortFunc(revs, func(a, b Revision) int { return int(a.Number - b.Number) })
+	return revs, nil
+}
+
+// revisionOfTemplate returns the revision of the FleetBundle's template among revs, and false if
+// it has none yet.
+func revisionOfTemplate(fb *hubv1alpha1.FleetBundle, revs []Revision) (Revision, bool) {
+	hash := TemplateHash(&fb.Spec.Template)
+	for _, r := range revs {
+		if r.Hash == hash {
+			return r, true
+		}
+	}
+	return Revision{}, false
+}
+
+// nextRevision is the number of a FleetBundle's next revision: above every revision kept and
+// every one its status names.
+func nextRevision(fb *hubv1alpha1.FleetBundle, revs []Revision) int64 {
+	n := max(fb.Status.UpdateRevision, fb.Status.CurrentRevision)
+	if fb.Status.Rollout != nil {
+		n = max(n, fb.Status.Rollout.FailedRevision)
+	}
+	for _, r := range revs {
+		n = max(n, r.Number)
+	}
+	return n + 1
+}
+
+// newControllerRevision is the ControllerRevision of a FleetBundle's template as revision n.
+func newControllerRevision(fb *hubv1alpha1.FleetBundle, n int64, fieldOwner string) (*appsv1.ControllerRevision, error) {
+	raw, err := json.Marshal(&fb.Spec.Template)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the template: %w", err)
+	}
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: RevisionName(fb.Name, n), Namespace: fb.Namespace,
+			Labels: map[string]string{
+				hubv1alpha1.FleetBundleLabel: LabelValue(client.ObjectKeyFromObject(fb)),
+				hubv1alpha1.ManagedByLabel:   fieldOwner,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(fb, hubv1alpha1.GroupVersion.WithKind("FleetBundle"))},
+		},
+		Data:     runtime.RawExtension{Raw: raw},
+		Revision: n,
+	}, nil
+}
+
+// ensureRevision returns the revision of the FleetBundle's template, creating its
+// ControllerRevision if it has none, and the revisions with it.
+func ensureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, revs []Revision, fieldOwner string) (Revision, []Revision, error) {
+	if r, ok := revisionOfTemplate(fb, revs); ok {
+		return r, revs, nil
+	}
+	cr, err := newControllerRevision(fb, nextRevision(fb, revs), fieldOwner)
+	if err != nil {
+		return Revision{}, nil, err
+	}
+	if err := c.Create(ctx, cr, client.FieldOwner(fieldOwner)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return Revision{}, nil, fmt.Errorf("creating ControllerRevision %s: %w: %w", cr.Name, errStale, err)
+		}
+		return Revision{}, nil, fmt.Errorf("creating ControllerRevision %s: %w", cr.Name, err)
+	}
+	r, err := RevisionOf(cr)
+	if err != nil {
+		return Revision{}, nil, err
+	}
+	return r, append(revs, r), nil
+}
+
+// pruneRevisions deletes the oldest revisions beyond spec.revisionHistoryLimit, besides those in
+// use: the status's revisions and any a member holds.
+func pruneRevisions(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, revs []Revision, held map[int64]bool) error {
+	limit := int32(hubv1alpha1.DefaultRevisionHistoryLimit)
+	if fb.Spec.RevisionHistoryLimit != nil {
+		limit = max(*fb.Spec.RevisionHistoryLimit, 0)
+	}
+	inUse := func(n int64) bool {
+		ro := fb.Status.Rollout
+		return held[n] || n == fb.Status.CurrentRevision || n == fb.Status.UpdateRevision || (ro != nil && n == ro.FailedRevision)
+	}
+	var spare []Revision
+	for _, r := range revs {
+		if !inUse(r.Number) {
+			spare = append(spare, r)
+		}
+	}
+	for _, r := range spare[:max(len(spare)-int(limit), 0)] { // revs are sorted: the oldest first
+		cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: fb.Namespace}}
+		if err := c.Delete(ctx, cr, client.Preconditions{UID: &r.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting ControllerRevision %s: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
+// revisionTemplate reads revision n of a FleetBundle from the hub's cache.
+func revisionTemplate(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle, n int64) (*Revision, error) {
+	cr := &appsv1.ControllerRevision{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: fb.Namespace, Name: RevisionName(fb.Name, n)}, cr); err != nil {
+		return nil, fmt.Errorf("reading revision %d: %w", n, err)
+	}
+	if !ownedBy(cr, fb.UID) || cr.Revision != n {
+		return nil, fmt.Errorf("reading revision %d: ControllerRevision %s is not the FleetBundle's: %w", n, cr.Name, errStale)
+	}
+	r, err := RevisionOf(cr)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// heldRevision is the revision a placed bundle was written from, 0 if it says none.
+func heldRevision(b *configbundlev1alpha1.ConfigBundle) int64 {
+	if b == nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(b.Annotations[hubv1alpha1.FleetBundleRevisionAnnotation], 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// hubWriteTime is when the hub last wrote a placed bundle (its field manager's last update of
+// the object, not of its status); zero if unknown.
+func hubWriteTime(b *configbundlev1alpha1.ConfigBundle, fieldOwner string) (t metav1.Time) {
+	for _, f := range b.ManagedFields {
+		if f.Manager == fieldOwner && f.Subresource == "" && f.Time != nil && f.Time.After(t.Time) {
+			t = *f.Time
+		}
+	}
+	return t
+}
+
+// RevisionCacheOptions restricts a hub manager's cache of ControllerRevisions to those of
+// FleetBundles (labelled FleetBundleLabel): the hub reads no other.
+func RevisionCacheOptions(opts *cache.Options) {
+	if opts.ByObject == nil {
+		opts.ByObject = map[client.Object]cache.ByObject{}
+	}
+	selector, err := labels.NewRequirement(hubv1alpha1.FleetBundleLabel, selection.Exists, nil)
+	if err != nil {
+		panic(fmt.Sprintf("the selector of FleetBundle revisions: %v", err)) // a constant key cannot be invalid
+	}
+	opts.ByObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: labels.NewSelector().Add(*selector)}
+}

@@ -1,0 +1,422 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// A staged rollout is decided in two places from the same facts. The fleetbundle-status
+// controller (the one replica that sees the whole fleet) decides where the rollout stands
+// (Decide): the revisions, the current stage, how far into the stage members are admitted, the
+// phase; it writes that to the FleetBundle's status in one write. The placement controller then
+// gives each member the revision that status says it gets (TargetRevision), from facts it reads
+// on its own: the member's stage (its labels) and the revision it holds. Nothing is latched in
+// memory: a hub that restarts reads where it stood from the status, and where each member
+// stands from the member.
+
+// RolloutMember is what a rollout needs to know of one selected member.
+type RolloutMember struct {
+	// Name is the member's name.
+	Name string
+	// Stage is the index of the member's stage (StageOf).
+	Stage int
+	// Ready is whether the member is reachable: a member that is not is neither updated nor a
+	// failure, and the rollout does not wait for it.
+	Ready bool
+	// Held is the revision of the bundle the member holds, 0 if none.
+	Held int64
+	// BundleReady is whether that bundle is Ready for its current generation.
+	BundleReady bool
+	// Failure is that bundle's Ready=False, if it is; or, with Refused, why the member refused it.
+	Failure *hubv1alpha1.ClusterFailure
+	// Refused is whether the member refused the hub's write of the revision it gets (Failure
+	// says why): a failure of that revision although the member does not hold it.
+	Refused bool
+	// UpdatedAt is when the hub last wrote that bundle; zero if unknown.
+	UpdatedAt time.Time
+}
+
+// RolloutInput is what Decide decides from.
+type RolloutInput struct {
+	// Strategy is the FleetBundle's spec.rollout; nil: no staged rollout.
+	Strategy *hubv1alpha1.RolloutStrategy
+	// Status is the FleetBundle's status as last written.
+	Status hubv1alpha1.FleetBundleStatus
+	// Update is the revision of the FleetBundle's template.
+	Update int64
+	// Members are the selected members, in any order.
+	Members []RolloutMember
+	// Now is the time of the decision.
+	Now time.Time
+}
+
+// RolloutEvent is an Event a decision records on the FleetBundle.
+type RolloutEvent struct {
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type string
+	// Reason is one of the rollout's Event reasons (hubv1alpha1.StageStartedEvent, ...).
+	Reason string
+	// Note says what happened, naming the revision and the members.
+	Note string
+}
+
+// RolloutDecision is where a rollout stands.
+type RolloutDecision struct {
+	// Current is the new status.currentRevision.
+	Current int64
+	// Rollout is the new status.rollout; nil without a staged rollout.
+	Rollout *hubv1alpha1.RolloutStatus
+	// Failed are the members that failed the rollout of Update, by name: their bundle is
+	// Ready=False, or not Ready progressDeadline after it was updated.
+	Failed map[string]hubv1alpha1.ClusterFailure
+	// Events are the Events of what changed.
+	Events []RolloutEvent
+	// RequeueAfter is when the decision must be made again although no fact changes (a soak or
+	// a progress deadline ends); 0: never.
+	RequeueAfter time.Duration
+}
+
+// StageNames are the names of a rollout's stages, the implicit last stage
+// (hubv1alpha1.DefaultStageName) included.
+func StageNames(s *hubv1alpha1.RolloutStrategy) []string {
+	names := make([]string, 0, len(s.Stages)+1)
+	for _, st := range s.Stages {
+		names = append(names, st.Name)
+	}
+	return append(names, hubv1alpha1.DefaultStageName)
+}
+
+// StageOf is the index of the stage of a member with these labels: the first stage whose selector
+// selects it, else the implicit last one (len(s.Stages)). An invalid selector selects nobody.
+func StageOf(s *hubv1alpha1.RolloutStrategy, memberLabels map[string]string) int {
+	for i, st := range s.Stages {
+		if ok, err := Selects(st.ClusterSelector, memberLabels); err == nil && ok {
+			return i
+		}
+	}
+	return len(s.Stages)
+}
+
+// TargetRevision is the revision a member gets, from the FleetBundle's status: 0 means none is
+// decided for it yet, and the member keeps what it holds (nothing, if it holds nothing).
+//   - Without a staged rollout, or once the rollout completed: updateRevision.
+//   - Rolled back (failedRevision is updateRevision): currentRevision.
+//   - A member already holding updateRevision keeps it.
+//   - Paused or halted: currentRevision for the others.
+//   - Otherwise updateRevision for the members of the stages passed and those of the current
+//     stage admitted so far (named up to admittedThrough), currentRevision for the others.
+func TargetRevision(fb *hubv1alpha1.FleetBundle, member string, memberLabels map[string]string, held int64) int64 {
+	st, s := &fb.Status, fb.Spec.Rollout
+	u, c := st.UpdateRevision, st.CurrentRevision
+	ro := st.Rollout
+	switch {
+	case u == 0, s == nil, u == c:
+		return u
+	case ro != nil && ro.FailedRevision == u:
+		return c
+	case held == u:
+		return u
+	case s.Paused || ro == nil || ro.Phase == hubv1alpha1.RolloutHalted || ro.Phase == hubv1alpha1.RolloutPaused:
+		return c
+	}
+	current := slices.Index(StageNames(s), ro.Stage)
+	stage := StageOf(s, memberLabels)
+	if current >= 0 && (stage < current || (stage == current && ro.AdmittedThrough != "" && member <= ro.AdmittedThrough)) {
+		return u
+	}
+	return c
+}
+
+// Decide decides where the rollout of in.Update stands. It is a function of facts: the status
+// last written (the revisions, the stage, how far it admitted members, when its soak started)
+// and where each member stands now; computed twice on the same facts, it decides the same.
+func Decide(in RolloutInput) RolloutDecision {
+	u, c := in.Update, in.Status.CurrentRevision
+	if in.Strategy == nil {
+		return RolloutDecision{Current: u} // no stages: every member gets it at once
+	}
+	d := &decision{in: in, s: in.Strategy, names: StageNames(in.Strategy), out: RolloutDecision{Current: c}}
+	prev := in.Status.Rollout
+	ro := hubv1alpha1.RolloutStatus{}
+	if prev != nil {
+		ro = *prev.DeepCopy()
+	}
+	d.ro, d.prevPhase = &ro, ro.Phase
+	d.out.Rollout = &ro
+	if c == u {
+		ro.Phase, ro.AdmittedThrough, ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
+		ro.Message = fmt.Sprintf("Revision %d is rolled out", u)
+		return d.out
+	}
+	if prev == nil || in.Status.UpdateRevision != u || slices.Index(d.names, ro.Stage) < 0 {
+		d.startStage(0) // a new revision, or a stage that no longer exists: from the first stage
+	}
+	if ro.FailedRevision == u {
+		ro.Phase = hubv1alpha1.RolloutRolledBack
+		if d.prevPhase != hubv1alpha1.RolloutRolledBack {
+			ro.Message = fmt.Sprintf("Revision %d was rolled back to revision %d; no member gets it again until the template changes", u, c)
+		}
+		return d.out
+	}
+	if d.failed() {
+		return d.out
+	}
+	if d.s.Paused {
+		ro.Phase = hubv1alpha1.RolloutPaused
+		ro.Message = fmt.Sprintf("Paused in stage %s: no member gets revision %d until spec.rollout.paused is false", ro.Stage, u)
+		return d.out
+	}
+	d.progress()
+	return d.out
+}
+
+// decision is one Decide.
+type decision struct {
+	in        RolloutInput
+	s         *hubv1alpha1.RolloutStrategy
+	names     []string
+	ro        *hubv1alpha1.RolloutStatus
+	prevPhase hubv1alpha1.RolloutPhase
+	out       RolloutDecision
+}
+
+// startStage makes stage i the current one, from now.
+func (d *decision) startStage(i int) {
+	now := metav1.NewTime(d.in.Now)
+	d.ro.Stage, d.ro.StageStartTime, d.ro.SoakStartTime, d.ro.AdmittedThrough = d.names[i], &now, nil, ""
+	d.event(corev1.EventTypeNormal, hubv1alpha1.StageStartedEvent, "Revision %d: stage %s started", d.in.Update, d.names[i])
+}
+
+func (d *decision) event(typ, reason, format string, args ...any) {
+	d.out.Events = append(d.out.Events, RolloutEvent{Type: typ, Reason: reason, Note: truncate(fmt.Sprintf(format, args...))})
+}
+
+// requeue asks for the decision again after wait at the latest.
+func (d *decision) requeue(wait time.Duration) {
+	if wait > 0 && (d.out.RequeueAfter == 0 || wait < d.out.RequeueAfter) {
+		d.out.RequeueAfter = wait
+	}
+}
+
+// failed finds the members that failed the rollout and, when more failed than maxFailures
+// tolerates, halts or rolls back; it reports whether it did.
+func (d *decision) failed() bool {
+	u, deadline := d.in.Update, progressDeadline(d.s)
+	d.out.Failed = map[string]hubv1alpha1.ClusterFailure{}
+	for _, m := range d.in.Members {
+		switch {
+		case !m.Ready:
+		case m.Refused && m.Failure != nil:
+			d.out.Failed[m.Name] = *m.Failure
+		case m.Held != u || m.BundleReady:
+		case m.Failure != nil:
+			d.out.Failed[m.Name] = *m.Failure
+		case m.UpdatedAt.IsZero():
+		case d.in.Now.Sub(m.UpdatedAt) >= deadline:
+			d.out.Failed[m.Name] = hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.ProgressDeadlineExceededReason,
+				Message: fmt.Sprintf("the bundle of revision %d is not Ready %s after member %s got it (progressDeadline)", u, deadline, m.Name)}
+		default:
+			d.requeue(m.UpdatedAt.Add(deadline).Sub(d.in.Now))
+		}
+	}
+	tolerated := scaled(d.s.MaxFailures, len(d.in.Members), intstr.FromInt32(0), false)
+	if len(d.out.Failed) <= tolerated {
+		return false
+	}
+	names := sortedKeys(d.out.Failed)
+	first := d.out.Failed[names[0]]
+	what := fmt.Sprintf("%d members failed revision %d (maxFailures %d): %s; %s: %s: %s", len(names), u, tolerated,
+		listNames(names), first.Cluster, first.Reason, first.Message)
+	if len(names) == 1 {
+		what = fmt.Sprintf("member %s failed revision %d (maxFailures %d): %s: %s", first.Cluster, u, tolerated, first.Reason, first.Message)
+	}
+	c := d.in.Status.CurrentRevision
+	if d.s.OnFailure == hubv1alpha1.OnFailureRollback && c > 0 {
+		d.ro.FailedRevision, d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = u, hubv1alpha1.RolloutRolledBack, "", nil
+		d.ro.Message = truncate(fmt.Sprintf("Rolled back to revision %d: %s", c, what))
+		d.event(corev1.EventTypeWarning, hubv1alpha1.RolledBackEvent, "Revision %d rolled back to revision %d in stage %s: %s", u, c, d.ro.Stage, what)
+		return true
+	}
+	d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutHalted, nil
+	d.ro.Message = truncate(fmt.Sprintf("Halted in stage %s: %s; no further member is updated until the failures clear or the template changes", d.ro.Stage, what))
+	if c == 0 && d.s.OnFailure == hubv1alpha1.OnFailureRollback {
+		d.ro.Message = truncate(fmt.Sprintf("Halted in stage %s (revision %d is the first: nothing to roll back to): %s", d.ro.Stage, u, what))
+	}
+	if d.prevPhase != hubv1alpha1.RolloutHalted {
+		d.event(corev1.EventTypeWarning, hubv1alpha1.RolloutHaltedEvent, "Revision %d halted in stage %s: %s", u, d.ro.Stage, what)
+	}
+	return true
+}
+
+// progress moves the rollout on: it admits members of the current stage up to its
+// maxConcurrency, soaks a stage that is done, and starts the next one once the soak passed.
+func (d *decision) progress() {
+	u := d.in.Update
+	current := slices.Index(d.names, d.ro.Stage)
+	for i := current; ; i++ {
+		var members []RolloutMember
+		for _, m := range d.in.Members {
+			if m.Stage == i {
+				members = append(members, m)
+			}
+		}
+		slices.SortFunc(members, func(a, b RolloutMember) int { return strings.Compare(a.Name, b.Name) })
+		var eligible, done, inFlight int // a tolerated failure counts as done: it holds no stage back
+		var waiting []string
+		for _, m := range members {
+			if !m.Ready {
+				continue
+			}
+			eligible++
+			_, failed := d.out.Failed[m.Name]
+			switch {
+			case failed || (m.Held == u && m.BundleReady):
+				done++
+			case m.Held == u || (i == current && m.Name <= d.ro.AdmittedThrough):
+				inFlight++ // updated, or admitted and about to be
+				waiting = append(waiting, m.Name)
+			default:
+				waiting = append(waiting, m.Name)
+			}
+		}
+		stage := d.names[i]
+		if len(members) > 0 && eligible == 0 {
+			d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
+			d.ro.Message = fmt.Sprintf("Stage %s: none of its %d members is Ready; waiting for one to be", stage, len(members))
+			return
+		}
+		if done < eligible {
+			d.admit(i, members, inFlight)
+			d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
+			d.ro.Message = truncate(fmt.Sprintf("Stage %s: revision %d is Ready in %d of %d Ready members; waiting for %s", stage, u, done, eligible, listNames(waiting)))
+			return
+		}
+		if soak := soakTime(d.s, i); len(members) > 0 && soak > 0 {
+			if d.ro.SoakStartTime == nil {
+				now := metav1.NewTime(d.in.Now)
+				d.ro.SoakStartTime = &now
+			}
+			if left := d.ro.SoakStartTime.Add(soak).Sub(d.in.Now); left > 0 {
+				d.ro.Phase = hubv1alpha1.RolloutSoaking
+				d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in all %d Ready members; soaking until %s", stage, u, eligible,
+					d.ro.SoakStartTime.Add(soak).UTC().Format(time.RFC3339))
+				d.requeue(left)
+				return
+			}
+		}
+		if len(members) > 0 {
+			d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, "Revision %d: stage %s completed: %s", u, stage, listNames(memberNames(members)))
+		}
+		if i == len(d.names)-1 {
+			d.out.Current = u
+			d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
+			d.ro.Message = fmt.Sprintf("Revision %d is rolled out", u)
+			d.event(corev1.EventTypeNormal, hubv1alpha1.RolloutCompleteEvent, "Revision %d is rolled out to every stage", u)
+			return
+		}
+		d.startStage(i + 1)
+		current = i + 1
+	}
+}
+
+// admit moves admittedThrough on over the stage's members (sorted by name) so that at most the
+// stage's maxConcurrency are updated (or admitted) and not yet Ready: each member passed that is
+// Ready and does not hold updateRevision takes one of the free places. A member passed while not
+// Ready is updated when it is Ready again.
+func (d *decision) admit(stage int, members []RolloutMember, inFlight int) {
+	room := scaled(maxConcurrency(d.s, stage), len(members), intstr.FromString(hubv1alpha1.DefaultMaxConcurrency), true) - inFlight
+	for _, m := range members {
+		if room <= 0 {
+			return
+		}
+		if m.Name <= d.ro.AdmittedThrough {
+			continue
+		}
+		d.ro.AdmittedThrough = m.Name
+		if m.Ready && m.Held != d.in.Update {
+			room--
+		}
+	}
+}
+
+// maxConcurrency is stage i's maxConcurrency; nil for the implicit last stage (its default).
+func maxConcurrency(s *hubv1alpha1.RolloutStrategy, i int) *intstr.IntOrString {
+	if i < len(s.Stages) {
+		return s.Stages[i].MaxConcurrency
+	}
+	return nil
+}
+
+// soakTime is stage i's soakTime; 0 for the implicit last stage.
+func soakTime(s *hubv1alpha1.RolloutStrategy, i int) time.Duration {
+	if i < len(s.Stages) && s.Stages[i].SoakTime != nil {
+		return s.Stages[i].SoakTime.Duration
+	}
+	return 0
+}
+
+// progressDeadline is the rollout's progressDeadline, or its default.
+func progressDeadline(s *hubv1alpha1.RolloutStrategy) time.Duration {
+	if s.ProgressDeadline != nil && s.ProgressDeadline.Duration > 0 {
+		return s.ProgressDeadline.Duration
+	}
+	return hubv1alpha1.DefaultProgressDeadline
+}
+
+// scaled resolves a number or "N%" of total (rounded down; at least 1 if atLeastOne), or def if
+// v is nil. A value the API server's validation would refuse counts as def.
+func scaled(v *intstr.IntOrString, total int, def intstr.IntOrString, atLeastOne bool) int {
+	if v == nil {
+		v = &def
+	}
+	n := v.IntValue()
+	if v.Type == intstr.String {
+		pct, err := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
+		if err != nil || !strings.HasSuffix(v.StrVal, "%") {
+			return scaled(nil, total, def, atLeastOne)
+		}
+		n = total * pct / 100
+	}
+	if atLeastOne {
+		n = max(n, 1)
+	}
+	return max(n, 0)
+}
+
+// listNames names up to five members, and how many more there are.
+func listNames(names []string) string {
+	const most = 5
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
+}
+
+func memberNames(ms []RolloutMember) []string {
+	names := make([]string, 0, len(ms))
+	for _, m := range ms {
+		if m.Ready {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmp.Compare[string])
+	return keys
+}

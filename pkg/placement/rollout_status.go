@@ -1,0 +1,111 @@
+package placement
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// rolloutState is a FleetBundle's revisions and the decision of where its rollout stands.
+type rolloutState struct {
+	// next is the FleetBundle with the decided revisions and rollout in its status.
+	next *hubv1alpha1.FleetBundle
+	// revisions are its revisions, oldest first.
+	revisions []Revision
+	// held are the revisions the members hold.
+	held map[int64]bool
+	// decision is where its rollout stands.
+	decision RolloutDecision
+}
+
+// byNumber returns the revisions by number.
+func (s *rolloutState) byNumber() map[int64]Revision {
+	m := make(map[int64]Revision, len(s.revisions))
+	for _, r := range s.revisions {
+		m[r.Number] = r
+	}
+	return m
+}
+
+// rolloutOf ensures the revision of a FleetBundle's template and decides, from its members,
+// where its rollout stands.
+func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []RolloutMember, now time.Time) (*rolloutState, error) {
+	revs, err := listRevisions(ctx, r.hub, fb)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := revisionOfTemplate(fb, revs); !ok {
+		// The cache may not have seen a revision created moments ago: ask the API server before
+		// making another.
+		if revs, err = listRevisions(ctx, r.manager.GetLocalManager().GetAPIReader(), fb); err != nil {
+			return nil, err
+		}
+	}
+	update, revs, err := ensureRevision(ctx, r.hub, fb, revs, r.opts.FieldOwner)
+	if err != nil {
+		return nil, err
+	}
+	st := &rolloutState{revisions: revs, held: map[int64]bool{}, next: fb.DeepCopy()}
+	for _, m := range members {
+		st.held[m.Held] = true
+	}
+	st.decision = Decide(RolloutInput{Strategy: fb.Spec.Rollout, Status: fb.Status, Update: update.Number, Members: members, Now: now})
+	st.next.Status.UpdateRevision, st.next.Status.CurrentRevision = update.Number, st.decision.Current
+	st.next.Status.Rollout = st.decision.Rollout
+	return st, nil
+}
+
+// rolloutMembers is what a rollout needs to know of each selected member, from what the status
+// knows of it.
+func rolloutMembers(fb *hubv1alpha1.FleetBundle, selected []MemberView, fieldOwner string) []RolloutMember {
+	key := client.ObjectKeyFromObject(fb)
+	members := make([]RolloutMember, 0, len(selected))
+	for _, v := range selected {
+		m := RolloutMember{Name: v.Name, Ready: v.NotReady.Reason == ""}
+		if fb.Spec.Rollout != nil {
+			m.Stage = StageOf(fb.Spec.Rollout, v.Labels)
+		}
+		if OwnershipOf(v.Bundle, key, fb.UID) == Own {
+			m.Held, m.UpdatedAt = heldRevision(v.Bundle), hubWriteTime(v.Bundle, fieldOwner).Time
+			ready := meta.FindStatusCondition(v.Bundle.Status.Conditions, configbundlev1alpha1.ReadyCondition)
+			if ready != nil && v.Bundle.Status.ObservedGeneration == v.Bundle.Generation {
+				m.BundleReady = ready.Status == metav1.ConditionTrue
+				if ready.Status == metav1.ConditionFalse {
+					m.Failure = &hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: ready.Reason, Message: truncate(ready.Message)}
+				}
+			}
+		}
+		// A write of the revision the member gets that the member refused fails that revision.
+		if v.Placement.Reason == hubv1alpha1.PlacementFailedReason && fb.Status.UpdateRevision != 0 && m.Held != fb.Status.UpdateRevision &&
+			TargetRevision(fb, v.Name, v.Labels, m.Held) == fb.Status.UpdateRevision {
+			m.Refused = true
+			m.Failure = &hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: v.Placement.Reason, Message: truncate(v.Placement.Message)}
+		}
+		members = append(members, m)
+	}
+	return members
+}
+
+// rolloutChanged reports whether two statuses differ in their revisions or where their rollout
+// stands (its message aside): what placement acts on, written at once.
+func rolloutChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
+	if a.UpdateRevision != b.UpdateRevision || a.CurrentRevision != b.CurrentRevision {
+		return true
+	}
+	strip := func(ro *hubv1alpha1.RolloutStatus) *hubv1alpha1.RolloutStatus {
+		if ro == nil {
+			return nil
+		}
+		c := ro.DeepCopy()
+		c.Message = ""
+		return c
+	}
+	return !equality.Semantic.DeepEqual(strip(a.Rollout), strip(b.Rollout))
+}

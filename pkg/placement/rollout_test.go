@@ -1,0 +1,274 @@
+package placement
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+
+// strategy is canary (ring=canary, 1 at once, soak 30s) then rest ({} , 50%).
+func strategy(mod ...func(*hubv1alpha1.RolloutStrategy)) *hubv1alpha1.RolloutStrategy {
+	s := &hubv1alpha1.RolloutStrategy{Stages: []hubv1alpha1.RolloutStage{
+		{Name: "canary", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ring": "canary"}},
+			MaxConcurrency: ptr.To(intstr.FromInt32(1)), SoakTime: &metav1.Duration{Duration: 30 * time.Second}},
+		{Name: "rest", ClusterSelector: &metav1.LabelSelector{}, MaxConcurrency: ptr.To(intstr.FromString("50%"))},
+	}}
+	for _, m := range mod {
+		m(s)
+	}
+	return s
+}
+
+// member is a Ready member of stage holding revision held, its bundle Ready or not.
+func member(name string, stage int, held int64, ready bool) RolloutMember {
+	return RolloutMember{Name: name, Stage: stage, Ready: true, Held: held, BundleReady: ready, UpdatedAt: t0.Add(-time.Minute)}
+}
+
+func failing(m RolloutMember) RolloutMember {
+	m.BundleReady = false
+	m.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: "UpdateFailed", Message: "refused"}
+	return m
+}
+
+func rolling(stage, admitted string, phase hubv1alpha1.RolloutPhase) *hubv1alpha1.RolloutStatus {
+	start := metav1.NewTime(t0.Add(-time.Hour))
+	return &hubv1alpha1.RolloutStatus{Stage: stage, Phase: phase, AdmittedThrough: admitted, StageStartTime: &start}
+}
+
+func TestDecide(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		strategy *hubv1alpha1.RolloutStrategy
+		status   hubv1alpha1.FleetBundleStatus
+		update   int64
+		members  []RolloutMember
+		// want
+		current  int64
+		stage    string
+		phase    hubv1alpha1.RolloutPhase
+		admitted string
+		failed   int64
+		events   []string
+		requeue  time.Duration
+	}{
+		{name: "no stages: at once", status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1}, update: 2,
+			current: 2},
+		{name: "a new revision starts the first stage and admits one canary", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
+			update: 2, members: []RolloutMember{member("c1", 0, 1, true), member("c2", 0, 1, true), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1", events: []string{hubv1alpha1.StageStartedEvent}},
+		{name: "the next canary once the first is Ready", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("c2", 0, 1, true), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
+		{name: "no next canary while one is updated and not Ready", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{member("c1", 0, 2, false), member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1", requeue: 4 * time.Minute},
+		{name: "a member not Ready is passed without taking a place", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Held: 1}, member("c2", 0, 1, true), member("c3", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
+		{name: "a stage with no Ready member waits", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Held: 1}, member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing},
+		{name: "a done stage soaks", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutSoaking, admitted: "c1", requeue: 30 * time.Second},
+		{name: "a soaked stage starts the next, which admits half", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
+				ro := rolling("canary", "c1", hubv1alpha1.RolloutSoaking)
+				ro.SoakStartTime = ptr.To(metav1.NewTime(t0.Add(-31 * time.Second)))
+				return ro
+			}()},
+			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 1, true), member("r2", 1, 1, true), member("r3", 1, 1, true), member("r4", 1, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r2",
+			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent}},
+		{name: "the last stage done completes", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("rest", "r2", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 2, true), member("r2", 1, 2, true)},
+			current: 2, stage: "default", phase: hubv1alpha1.RolloutComplete,
+			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent, hubv1alpha1.RolloutCompleteEvent}},
+		{name: "a failed canary halts", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false)), member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
+		{name: "halted stays halted without a second Event", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
+			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false)), member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1"},
+		{name: "halted goes on once the failure clears", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
+			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
+		{name: "a tolerated failure does not halt and holds no stage back",
+			strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
+				s.MaxFailures = ptr.To(intstr.FromInt32(1))
+				s.Stages[0].SoakTime = nil
+			}),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false)), member("r1", 1, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1",
+			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent}},
+		{name: "the progress deadline fails a member", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
+			s.ProgressDeadline = &metav1.Duration{Duration: 30 * time.Second}
+		}),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{member("c1", 0, 2, false)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
+		{name: "a refused write fails the revision", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{func() RolloutMember { m := failing(member("c1", 0, 1, true)); m.Refused = true; return m }()},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
+		{name: "rollback", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false))},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutRolledBack, failed: 2, events: []string{hubv1alpha1.RolledBackEvent}},
+		{name: "rolled back stays rolled back", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
+				ro := rolling("canary", "", hubv1alpha1.RolloutRolledBack)
+				ro.FailedRevision = 2
+				return ro
+			}()},
+			update: 2, members: []RolloutMember{member("c1", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutRolledBack, failed: 2},
+		{name: "a new template after a rollback rolls out", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
+				ro := rolling("canary", "", hubv1alpha1.RolloutRolledBack)
+				ro.FailedRevision = 2
+				return ro
+			}()},
+			update: 3, members: []RolloutMember{member("c1", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1", failed: 2, events: []string{hubv1alpha1.StageStartedEvent}},
+		{name: "the first revision halts instead of rolling back", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
+			status: hubv1alpha1.FleetBundleStatus{UpdateRevision: 1, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 1, members: []RolloutMember{failing(member("c1", 0, 1, false))},
+			current: 0, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
+		{name: "paused admits nobody", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.Paused = true }),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
+			update: 2, members: []RolloutMember{member("c1", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutPaused, events: []string{hubv1alpha1.StageStartedEvent}},
+		{name: "empty stages pass without soaking", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
+			update: 2, members: []RolloutMember{member("d1", 2, 1, true)},
+			current: 1, stage: "default", phase: hubv1alpha1.RolloutProgressing, admitted: "d1",
+			events: []string{hubv1alpha1.StageStartedEvent, hubv1alpha1.StageStartedEvent, hubv1alpha1.StageStartedEvent}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(RolloutInput{Strategy: tc.strategy, Status: tc.status, Update: tc.update, Members: tc.members, Now: t0})
+			if d.Current != tc.current {
+				t.Errorf("current = %d, want %d", d.Current, tc.current)
+			}
+			if tc.strategy == nil {
+				if d.Rollout != nil {
+					t.Errorf("rollout = %+v, want none", d.Rollout)
+				}
+				return
+			}
+			ro := d.Rollout
+			if ro.Stage != tc.stage || ro.Phase != tc.phase || ro.AdmittedThrough != tc.admitted || ro.FailedRevision != tc.failed {
+				t.Errorf("rollout = stage %q phase %q admitted %q failed %d, want %q %q %q %d (%s)", ro.Stage, ro.Phase, ro.AdmittedThrough, ro.FailedRevision,
+					tc.stage, tc.phase, tc.admitted, tc.failed, ro.Message)
+			}
+			var events []string
+			for _, e := range d.Events {
+				events = append(events, e.Reason)
+			}
+			if len(events) != len(tc.events) || (len(events) > 0 && !equalStrings(events, tc.events)) {
+				t.Errorf("events = %v, want %v", events, tc.events)
+			}
+			if d.RequeueAfter != tc.requeue {
+				t.Errorf("requeueAfter = %v, want %v", d.RequeueAfter, tc.requeue)
+			}
+			again := Decide(RolloutInput{Strategy: tc.strategy, Status: hubv1alpha1.FleetBundleStatus{CurrentRevision: d.Current, UpdateRevision: tc.update, Rollout: d.Rollout},
+				Update: tc.update, Members: tc.members, Now: t0})
+			if again.Rollout.Stage != ro.Stage || again.Rollout.AdmittedThrough != ro.AdmittedThrough || again.Rollout.Phase != ro.Phase {
+				t.Errorf("decided again on its own result: %+v, want %+v", again.Rollout, ro)
+			}
+		})
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestTargetRevision(t *testing.T) {
+	canary := map[string]string{"ring": "canary"}
+	fb := func(mod func(*hubv1alpha1.FleetBundle)) *hubv1alpha1.FleetBundle {
+		f := &hubv1alpha1.FleetBundle{Spec: hubv1alpha1.FleetBundleSpec{Rollout: strategy()},
+			Status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)}}
+		mod(f)
+		return f
+	}
+	same := func(*hubv1alpha1.FleetBundle) {}
+	for _, tc := range []struct {
+		name   string
+		fb     *hubv1alpha1.FleetBundle
+		member string
+		labels map[string]string
+		held   int64
+		want   int64
+	}{
+		{name: "no revision yet: keep", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status = hubv1alpha1.FleetBundleStatus{} }), member: "c1", labels: canary},
+		{name: "no stages: update", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Spec.Rollout = nil }), member: "r9", want: 2},
+		{name: "admitted canary: update", fb: fb(same), member: "c1", labels: canary, held: 1, want: 2},
+		{name: "canary not admitted yet: current", fb: fb(same), member: "c2", labels: canary, held: 1, want: 1},
+		{name: "later stage: current", fb: fb(same), member: "a0", held: 1, want: 1},
+		{name: "later stage, nothing held, first revision: nothing yet", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.CurrentRevision = 0 }), member: "r1"},
+		{name: "passed stage: update", fb: fb(func(f *hubv1alpha1.FleetBundle) {
+			f.Status.Rollout = rolling("rest", "", hubv1alpha1.RolloutProgressing)
+		}),
+			member: "c9", labels: canary, held: 1, want: 2},
+		{name: "holding update keeps it when halted", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout.Phase = hubv1alpha1.RolloutHalted }),
+			member: "c1", labels: canary, held: 2, want: 2},
+		{name: "halted admits nobody new", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout.Phase = hubv1alpha1.RolloutHalted }),
+			member: "c1", labels: canary, held: 1, want: 1},
+		{name: "paused admits nobody new", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Spec.Rollout.Paused = true }),
+			member: "c1", labels: canary, held: 1, want: 1},
+		{name: "rolled back: current even when holding update", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout.FailedRevision = 2 }),
+			member: "c1", labels: canary, held: 2, want: 1},
+		{name: "complete: update", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.CurrentRevision = 2 }), member: "r1", held: 1, want: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TargetRevision(tc.fb, tc.member, tc.labels, tc.held); got != tc.want {
+				t.Errorf("TargetRevision = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScaled(t *testing.T) {
+	for _, tc := range []struct {
+		v          *intstr.IntOrString
+		total      int
+		atLeastOne bool
+		want       int
+	}{
+		{v: nil, total: 7, atLeastOne: true, want: 7}, // default 100%
+		{v: ptr.To(intstr.FromInt32(3)), total: 7, want: 3},
+		{v: ptr.To(intstr.FromString("25%")), total: 7, atLeastOne: true, want: 1},
+		{v: ptr.To(intstr.FromString("25%")), total: 3, atLeastOne: true, want: 1},
+		{v: ptr.To(intstr.FromString("25%")), total: 3, want: 0},
+		{v: ptr.To(intstr.FromString("50%")), total: 10, want: 5},
+		{v: ptr.To(intstr.FromString("junk")), total: 10, want: 10},
+	} {
+		if got := scaled(tc.v, tc.total, intstr.FromString("100%"), tc.atLeastOne); got != tc.want {
+			t.Errorf("scaled(%v, %d, %v) = %d, want %d", tc.v, tc.total, tc.atLeastOne, got, tc.want)
+		}
+	}
+}
