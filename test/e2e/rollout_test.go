@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -320,6 +321,46 @@ func messagePolicy(t *testing.T, member, ns, message string) (remove func()) {
 	}
 }
 
+// traceRollout records, every 50 ms until the returned function is called, each change of where
+// FleetBundle fb's rollout stands (revisions, phase, stage, soak start, admitted members,
+// message), and returns them, one line each, for the test's log.
+func traceRollout(fb *hubv1alpha1.FleetBundle) (stop func() []string) {
+	done, out := make(chan struct{}), make(chan []string)
+	go func() {
+		var lines []string
+		last := ""
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			got := &hubv1alpha1.FleetBundle{}
+			if err := fl.Hub.Get(context.Background(), client.ObjectKeyFromObject(fb), got); err == nil {
+				s, line := got.Status, ""
+				if ro := s.Rollout; ro != nil {
+					soak := "-"
+					if ro.SoakStartTime != nil {
+						soak = ro.SoakStartTime.UTC().Format(time.TimeOnly)
+					}
+					line = fmt.Sprintf("current %d update %d: %s stage %s soak since %s admitted through %q: %s",
+						s.CurrentRevision, s.UpdateRevision, ro.Phase, ro.Stage, soak, ro.AdmittedThrough, ro.Message)
+				}
+				if line != last {
+					lines, last = append(lines, time.Now().UTC().Format("15:04:05.000")+" "+line), line
+				}
+			}
+			select {
+			case <-done:
+				out <- lines
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		return <-out
+	}
+}
+
 var (
 	rolloutCLIOnce sync.Once
 	rolloutCLIHave bool
@@ -330,7 +371,9 @@ var (
 // so.
 func haveRolloutCLI(t *testing.T) bool {
 	rolloutCLIOnce.Do(func() {
-		rolloutCLIHave = exec.Command(fl.Binary, "rollout", "--help").Run() == nil
+		// `hub rollout --help` would print the root's help if there were no rollout command.
+		out, err := exec.Command(fl.Binary, "rollout", "status", "--help").CombinedOutput()
+		rolloutCLIHave = err == nil && strings.Contains(string(out), "rollout status")
 	})
 	if !rolloutCLIHave {
 		t.Log("the hub binary has no rollout command yet: editing the FleetBundle as it would")
@@ -383,9 +426,15 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 		HaveField("Clusters.Updated", BeEquivalentTo(1)), HaveField("Rollout.SoakStartTime", Not(BeNil()))))
 	g.Expect(kstatusOf(fb)(g)).To(Equal(kstatus.InProgressStatus), "a soaking rollout reads InProgress")
 	// The soak started once the canary's bundle was Ready, after its ConfigMap changed: the rest
-	// keep v1 at least until then.
-	g.Consistently(holding(fb, members...)).WithTimeout(time.Until(canaryAt.Add(soak-300*time.Millisecond))).WithPolling(interval).Should(
+	// keep v1 at least until then. (Checked without failing at once, so that a failure also
+	// reports, from the audit logs below, how much sooner than the soak the rest were updated.)
+	var duringSoak string
+	NewGomega(func(message string, _ ...int) { duringSoak = message }).Consistently(holding(fb, members...)).
+		WithTimeout(time.Until(canaryAt.Add(soak-300*time.Millisecond))).WithPolling(interval).Should(
 		Equal(with(all(holds(1, "v1"), members...), "ro1", holds(2, "v2"))), "the rest keep v1 while the canary soaks")
+	if duringSoak != "" {
+		t.Errorf("%v after the canary's ConfigMap changed: %s", time.Since(canaryAt).Round(time.Millisecond), duringSoak)
+	}
 
 	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(Equal(all(holds(2, "v2"), members...)))
 	t.Logf("template change → every ConfigMap: %v (soak %v)", time.Since(changed).Round(time.Millisecond), soak)
@@ -400,8 +449,8 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 	for _, m := range []string{"ro2", "ro3"} {
 		w := bundleWrites(g, m, fb, changed)
 		g.Expect(w).To(HaveLen(1), "%s's writes: %v", m, writeTimes(w))
-		g.Expect(w[0].At).To(BeTemporally(">=", canary[0].At.Add(soak)), "%s updated %v after the canary, before its soak of %v ended", m, w[0].At.Sub(canary[0].At), soak)
 		t.Logf("%s updated %v after the canary", m, w[0].At.Sub(canary[0].At).Round(time.Millisecond))
+		g.Expect(w[0].At).To(BeTemporally(">=", canary[0].At.Add(soak)), "%s updated %v after the canary, before its soak of %v ended", m, w[0].At.Sub(canary[0].At), soak)
 	}
 
 	// Both revisions are ControllerRevisions of the FleetBundle, holding their templates.
@@ -679,6 +728,12 @@ func TestRolloutProgressDeadline(t *testing.T) {
 	rollout.ProgressDeadline = &metav1.Duration{Duration: deadline}
 	created := time.Now()
 	fb := newRolloutBundle(t, ns, key, "v1", rollout, nil)
+	stopTrace := traceRollout(fb)
+	defer func() {
+		for _, line := range stopTrace() {
+			t.Logf("rollout: %s", line)
+		}
+	}()
 
 	g.Eventually(placed("ro1", fb)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).ShouldNot(BeNil())
 	placedAt := time.Now()
@@ -818,6 +873,12 @@ func TestRolloutMidRolloutMembersAndHubRestart(t *testing.T) {
 	t.Logf("the canary stage soaks since %s", soakStart.Format(time.RFC3339))
 
 	// The hub restarts a while into the soak.
+	stopTrace := traceRollout(fb)
+	defer func() {
+		for _, line := range stopTrace() {
+			t.Logf("rollout: %s", line)
+		}
+	}()
 	time.Sleep(time.Until(soakStart.Add(soak / 2)))
 	fl.StopHub(fleet.HubName, syscall.SIGTERM)
 	t.Cleanup(func() {
