@@ -6,6 +6,7 @@
 //	hub register NAME [flags]   register a member cluster (see hub register --help)
 //	hub unregister NAME [flags] undo a registration
 //	hub status [flags]          print the fleet's health; exit 0 only if Ready and fresh
+//	hub rollout SUBCOMMAND NAME status, history, undo, pause or resume a FleetBundle's rollout
 //	hub version                 print the version
 //	hub help [command]          print help
 //
@@ -37,6 +38,7 @@ var subcommands = []func() *cobra.Command{
 	newUnregisterCommand,
 	newVersionCommand,
 	newStatusCommand,
+	newRolloutCommand,
 }
 
 func main() {

@@ -58,6 +58,81 @@ type RolloutInput struct {
 	Members []RolloutMember
 	// Now is the time of the decision.
 	Now time.Time
+	// Tally, if set, counts the members for the rollout of Update in place of Members' Held,
+	// BundleReady, Failure and UpdatedAt (which are then unknown): the sum of the sharded
+	// replicas' tallies of the members each manages. It is used only if it counts Update and
+	// the status's stage and admittedThrough.
+	Tally *Tally
+}
+
+// Tally counts members for the rollout of one revision, from where the status says the rollout
+// stands (its stage and admittedThrough).
+type Tally struct {
+	// Failed are the members that failed the revision (all of them, or the first of them when
+	// summed from replicas), by name.
+	Failed map[string]hubv1alpha1.ClusterFailure
+	// FailedCount counts them all.
+	FailedCount int
+	// Stages count the Ready members of each stage, by index.
+	Stages []StageCount
+	// RequeueAfter is when a progress deadline ends; 0: none.
+	RequeueAfter time.Duration
+}
+
+// StageCount counts the Ready members of one stage.
+type StageCount struct {
+	// Done counts those that hold the revision, Ready, or failed it.
+	Done int32
+	// InFlight counts those updated, or admitted to be, and not yet Ready.
+	InFlight int32
+	// Waiting names those not done (unknown when summed from replicas).
+	Waiting []string
+}
+
+// TallyMembers counts members for the rollout of revision u of strategy s, whose status names
+// the stage of index stage and admittedThrough, at now.
+func TallyMembers(s *hubv1alpha1.RolloutStrategy, u int64, stage int, admittedThrough string, members []RolloutMember, now time.Time) Tally {
+	t := Tally{Failed: map[string]hubv1alpha1.ClusterFailure{}, Stages: make([]StageCount, len(s.Stages)+1)}
+	deadline := progressDeadline(s)
+	for _, m := range members {
+		if !m.Ready {
+			continue
+		}
+		switch {
+		case m.Refused && m.Failure != nil:
+			t.Failed[m.Name] = *m.Failure
+		case m.Held != u || m.BundleReady:
+		case m.Failure != nil:
+			t.Failed[m.Name] = *m.Failure
+		case m.UpdatedAt.IsZero():
+		case now.Sub(m.UpdatedAt) >= deadline:
+			t.Failed[m.Name] = hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.ProgressDeadlineExceededReason,
+				Message: fmt.Sprintf("the bundle of revision %d is not Ready %s after member %s got it (progressDeadline)", u, deadline, m.Name)}
+		default:
+			if wait := m.UpdatedAt.Add(deadline).Sub(now); t.RequeueAfter == 0 || wait < t.RequeueAfter {
+				t.RequeueAfter = wait
+			}
+		}
+	}
+	t.FailedCount = len(t.Failed)
+	sorted := slices.SortedFunc(slices.Values(members), func(a, b RolloutMember) int { return strings.Compare(a.Name, b.Name) })
+	for _, m := range sorted {
+		if !m.Ready || m.Stage < 0 || m.Stage >= len(t.Stages) {
+			continue
+		}
+		c := &t.Stages[m.Stage]
+		_, failed := t.Failed[m.Name]
+		switch {
+		case failed || (m.Held == u && m.BundleReady):
+			c.Done++ // a tolerated failure holds no stage back
+		case m.Held == u || (m.Stage == stage && admittedThrough != "" && m.Name <= admittedThrough):
+			c.InFlight++ // updated, or admitted and about to be
+			c.Waiting = append(c.Waiting, m.Name)
+		default:
+			c.Waiting = append(c.Waiting, m.Name)
+		}
+	}
+	return t
 }
 
 // RolloutEvent is an Event a decision records on the FleetBundle.
@@ -168,6 +243,14 @@ func Decide(in RolloutInput) RolloutDecision {
 		}
 		return d.out
 	}
+	if in.Tally != nil && in.Status.UpdateRevision == u && in.Status.Rollout != nil && ro.Stage == in.Status.Rollout.Stage {
+		d.tally = *in.Tally
+	} else {
+		d.tally = TallyMembers(d.s, u, slices.Index(d.names, ro.Stage), ro.AdmittedThrough, in.Members, in.Now)
+	}
+	if len(d.tally.Stages) != len(d.names) { // a tally of other stages counts nothing here
+		d.tally.Stages = make([]StageCount, len(d.names))
+	}
 	if d.failed() {
 		return d.out
 	}
@@ -187,6 +270,7 @@ type decision struct {
 	names     []string
 	ro        *hubv1alpha1.RolloutStatus
 	prevPhase hubv1alpha1.RolloutPhase
+	tally     Tally
 	out       RolloutDecision
 }
 
@@ -208,36 +292,21 @@ func (d *decision) requeue(wait time.Duration) {
 	}
 }
 
-// failed finds the members that failed the rollout and, when more failed than maxFailures
-// tolerates, halts or rolls back; it reports whether it did.
+// failed halts or rolls back the rollout when more members failed than maxFailures tolerates;
+// it reports whether it did.
 func (d *decision) failed() bool {
-	u, deadline := d.in.Update, progressDeadline(d.s)
-	d.out.Failed = map[string]hubv1alpha1.ClusterFailure{}
-	for _, m := range d.in.Members {
-		switch {
-		case !m.Ready:
-		case m.Refused && m.Failure != nil:
-			d.out.Failed[m.Name] = *m.Failure
-		case m.Held != u || m.BundleReady:
-		case m.Failure != nil:
-			d.out.Failed[m.Name] = *m.Failure
-		case m.UpdatedAt.IsZero():
-		case d.in.Now.Sub(m.UpdatedAt) >= deadline:
-			d.out.Failed[m.Name] = hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.ProgressDeadlineExceededReason,
-				Message: fmt.Sprintf("the bundle of revision %d is not Ready %s after member %s got it (progressDeadline)", u, deadline, m.Name)}
-		default:
-			d.requeue(m.UpdatedAt.Add(deadline).Sub(d.in.Now))
-		}
-	}
+	u, t := d.in.Update, d.tally
+	d.out.Failed = t.Failed
+	d.requeue(t.RequeueAfter)
 	tolerated := scaled(d.s.MaxFailures, len(d.in.Members), intstr.FromInt32(0), false)
-	if len(d.out.Failed) <= tolerated {
+	if t.FailedCount <= tolerated {
 		return false
 	}
-	names := sortedKeys(d.out.Failed)
-	first := d.out.Failed[names[0]]
-	what := fmt.Sprintf("%d members failed revision %d (maxFailures %d): %s; %s: %s: %s", len(names), u, tolerated,
+	names := sortedKeys(t.Failed)
+	first := t.Failed[names[0]]
+	what := fmt.Sprintf("%d members failed revision %d (maxFailures %d): %s; %s: %s: %s", t.FailedCount, u, tolerated,
 		listNames(names), first.Cluster, first.Reason, first.Message)
-	if len(names) == 1 {
+	if t.FailedCount == 1 {
 		what = fmt.Sprintf("member %s failed revision %d (maxFailures %d): %s: %s", first.Cluster, u, tolerated, first.Reason, first.Message)
 	}
 	c := d.in.Status.CurrentRevision
@@ -262,8 +331,7 @@ func (d *decision) failed() bool {
 // maxConcurrency, soaks a stage that is done, and starts the next one once the soak passed.
 func (d *decision) progress() {
 	u := d.in.Update
-	current := slices.Index(d.names, d.ro.Stage)
-	for i := current; ; i++ {
+	for i := slices.Index(d.names, d.ro.Stage); ; i++ {
 		var members []RolloutMember
 		for _, m := range d.in.Members {
 			if m.Stage == i {
@@ -271,24 +339,14 @@ func (d *decision) progress() {
 			}
 		}
 		slices.SortFunc(members, func(a, b RolloutMember) int { return strings.Compare(a.Name, b.Name) })
-		var eligible, done, inFlight int // a tolerated failure counts as done: it holds no stage back
-		var waiting []string
+		eligible := 0
 		for _, m := range members {
-			if !m.Ready {
-				continue
-			}
-			eligible++
-			_, failed := d.out.Failed[m.Name]
-			switch {
-			case failed || (m.Held == u && m.BundleReady):
-				done++
-			case m.Held == u || (i == current && m.Name <= d.ro.AdmittedThrough):
-				inFlight++ // updated, or admitted and about to be
-				waiting = append(waiting, m.Name)
-			default:
-				waiting = append(waiting, m.Name)
+			if m.Ready {
+				eligible++
 			}
 		}
+		count := d.tally.Stages[i]
+		done, inFlight := int(count.Done), int(count.InFlight)
 		stage := d.names[i]
 		if len(members) > 0 && eligible == 0 {
 			d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
@@ -298,7 +356,10 @@ func (d *decision) progress() {
 		if done < eligible {
 			d.admit(i, members, inFlight)
 			d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
-			d.ro.Message = truncate(fmt.Sprintf("Stage %s: revision %d is Ready in %d of %d Ready members; waiting for %s", stage, u, done, eligible, listNames(waiting)))
+			d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in %d of %d Ready members", stage, u, done, eligible)
+			if len(count.Waiting) > 0 {
+				d.ro.Message = truncate(d.ro.Message + "; waiting for " + listNames(count.Waiting))
+			}
 			return
 		}
 		if soak := soakTime(d.s, i); len(members) > 0 && soak > 0 {
@@ -325,7 +386,6 @@ func (d *decision) progress() {
 			return
 		}
 		d.startStage(i + 1)
-		current = i + 1
 	}
 }
 

@@ -36,7 +36,10 @@ func (s *rolloutState) byNumber() map[int64]Revision {
 
 // rolloutOf ensures the revision of a FleetBundle's template and decides, from its members,
 // where its rollout stands.
-func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []RolloutMember, now time.Time) (*rolloutState, error) {
+// With sharded replicas, members know only their names, stages and readiness, and tally is
+// the sum of the replicas' counts; nil: the replicas have not caught up with the status, and the
+// rollout stays where the status says until they have.
+func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []RolloutMember, now time.Time, tally *Tally) (*rolloutState, error) {
 	revs, err := listRevisions(ctx, r.hub, fb)
 	if err != nil {
 		return nil, err
@@ -56,7 +59,12 @@ func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetB
 	for _, m := range members {
 		st.held[m.Held] = true
 	}
-	st.decision = Decide(RolloutInput{Strategy: fb.Spec.Rollout, Status: fb.Status, Update: update.Number, Members: members, Now: now})
+	sharded := r.opts.Replica.Sharded()
+	if sharded && tally == nil && fb.Spec.Rollout != nil && fb.Status.Rollout != nil && fb.Status.UpdateRevision == update.Number {
+		st.decision = RolloutDecision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout.DeepCopy()}
+		return st, nil // the replicas count again for the status last written
+	}
+	st.decision = Decide(RolloutInput{Strategy: fb.Spec.Rollout, Status: fb.Status, Update: update.Number, Members: members, Now: now, Tally: tally})
 	st.next.Status.UpdateRevision, st.next.Status.CurrentRevision = update.Number, st.decision.Current
 	st.next.Status.Rollout = st.decision.Rollout
 	return st, nil

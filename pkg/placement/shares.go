@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,27 +42,95 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	health := judgeAll(fb, (&rolloutState{revisions: revs}).byNumber(), mine, nil)
+	tally := shareTally(fb, rolloutMembers(fb, mine, r.opts.FieldOwner), time.Now())
+	var failed map[string]hubv1alpha1.ClusterFailure
+	if tally != nil {
+		failed = tally.Failed
+	}
+	health := judgeAll(fb, (&rolloutState{revisions: revs}).byNumber(), mine, failed)
 	if fb.DeletionTimestamp.IsZero() {
 		r.transitions.observe(fb, health)
 	}
 	prev := shareOf(fb.Status.Replicas, r.opts.Replica.ID)
 	share := shareFrom(fb, r.opts.Replica.ID, mine, health, prev, pending)
+	share.Rollout = replicaRollout(fb, tally)
+	var res ctrl.Result
+	if tally != nil {
+		res.RequeueAfter = tally.RequeueAfter // a progress deadline ends
+	}
 	if prev == nil || !equality.Semantic.DeepEqual(*prev, share) {
 		key := client.ObjectKeyFromObject(fb)
-		if wait := r.shareWrites.Take(key, prev == nil || prev.Clusters.Failed != share.Clusters.Failed); wait > 0 {
+		urgent := prev == nil || prev.Clusters.Failed != share.Clusters.Failed || !equality.Semantic.DeepEqual(prev.Rollout, share.Rollout)
+		if wait := r.shareWrites.Take(key, urgent); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		if err := r.applyShare(ctx, fb, share); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.ledger.noteHealsWritten(fb.UID, pending)
-		return ctrl.Result{}, nil // the write comes back as an event, for the totals
+		return res, nil // the write comes back as an event, for the totals
 	}
 	if !r.leading() {
-		return ctrl.Result{}, nil
+		return res, nil
 	}
 	return r.reconcileTotals(ctx, fb)
+}
+
+// shareTally counts this replica's members for the rollout the FleetBundle's status names; nil
+// without one.
+func shareTally(fb *hubv1alpha1.FleetBundle, mine []RolloutMember, now time.Time) *Tally {
+	s, ro := fb.Spec.Rollout, fb.Status.Rollout
+	if s == nil || ro == nil || fb.Status.UpdateRevision == 0 {
+		return nil
+	}
+	t := TallyMembers(s, fb.Status.UpdateRevision, slices.Index(StageNames(s), ro.Stage), ro.AdmittedThrough, mine, now)
+	return &t
+}
+
+// replicaRollout is a replica's share of a rollout, from its tally.
+func replicaRollout(fb *hubv1alpha1.FleetBundle, t *Tally) *hubv1alpha1.ReplicaRolloutStatus {
+	if t == nil {
+		return nil
+	}
+	out := &hubv1alpha1.ReplicaRolloutStatus{UpdateRevision: fb.Status.UpdateRevision, Stage: fb.Status.Rollout.Stage,
+		AdmittedThrough: fb.Status.Rollout.AdmittedThrough, Failed: int32(t.FailedCount)}
+	for _, c := range t.Stages {
+		out.Stages = append(out.Stages, hubv1alpha1.StageTally{Done: c.Done, InFlight: c.InFlight})
+	}
+	for _, name := range sortedKeys(t.Failed) {
+		if len(out.FailedClusters) == hubv1alpha1.MaxFailedClusters {
+			break
+		}
+		out.FailedClusters = append(out.FailedClusters, t.Failed[name])
+	}
+	return out
+}
+
+// SumTallies sums the live replicas' counts of the rollout the FleetBundle's status names, or
+// returns nil if a share counted another revision, stage or admittedThrough, or counted none
+// (the replicas have not caught up with the status yet: nothing may be decided from them).
+func SumTallies(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus) *Tally {
+	s, ro := fb.Spec.Rollout, fb.Status.Rollout
+	if s == nil || ro == nil || len(shares) == 0 {
+		return nil
+	}
+	t := &Tally{Failed: map[string]hubv1alpha1.ClusterFailure{}, Stages: make([]StageCount, len(s.Stages)+1)}
+	for _, share := range shares {
+		sr := share.Rollout
+		if sr == nil || share.ObservedGeneration != fb.Generation || sr.UpdateRevision != fb.Status.UpdateRevision ||
+			sr.Stage != ro.Stage || sr.AdmittedThrough != ro.AdmittedThrough || len(sr.Stages) != len(t.Stages) {
+			return nil
+		}
+		for i, c := range sr.Stages {
+			t.Stages[i].Done += c.Done
+			t.Stages[i].InFlight += c.InFlight
+		}
+		t.FailedCount += int(sr.Failed)
+		for _, f := range sr.FailedClusters {
+			t.Failed[f.Cluster] = f
+		}
+	}
+	return t
 }
 
 // Share computes one replica's share of a FleetBundle's status from the selected members it
@@ -98,6 +167,9 @@ func Totals(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplica
 	st := hubv1alpha1.FleetBundleStatus{
 		ObservedGeneration: fb.Generation,
 		Replicas:           shares,
+		CurrentRevision:    fb.Status.CurrentRevision,
+		UpdateRevision:     fb.Status.UpdateRevision,
+		Rollout:            fb.Status.Rollout.DeepCopy(),
 		Conditions:         slices.Clone(fb.Status.Conditions),
 	}
 	st.Clusters.Selected = selected
@@ -135,26 +207,38 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 		controllerutil.AddFinalizer(fb, hubv1alpha1.PlacementFinalizer)
 		return r.patchFinalizers(ctx, fb)
 	}
-	selected, err := r.countSelected(ctx, fb)
+	members, err := r.memberNames(ctx, fb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	want := Totals(fb, shares, selected, metav1.Now())
-	if equality.Semantic.DeepEqual(want, fb.Status) {
-		return ctrl.Result{}, nil
+	ro, err := r.rolloutOf(ctx, fb, members, time.Now(), SumTallies(fb, shares))
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	key := client.ObjectKeyFromObject(fb)
-	if wait := r.writes.Take(key, readyChanged(want, fb.Status)); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
+	want := Totals(ro.next, shares, int32(len(members)), metav1.Now())
+	res, _, err := r.writeStatus(ctx, fb, want, ro)
+	return res, err
+}
+
+// memberNames is what the elected replica knows of each member the FleetBundle selects, whoever
+// manages it: its name, its stage, and whether its MemberCluster is Ready.
+func (r *StatusReconciler) memberNames(ctx context.Context, fb *hubv1alpha1.FleetBundle) ([]RolloutMember, error) {
+	list := &hubv1alpha1.MemberClusterList{}
+	if err := r.hub.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing MemberClusters: %w", err)
 	}
-	updated := fb.DeepCopy()
-	updated.Status = want
-	if err := r.hub.Status().Update(ctx, updated, client.FieldOwner(r.opts.FieldOwner)); apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil // a share was written meanwhile
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing FleetBundle status: %w", err)
+	var members []RolloutMember
+	for _, mc := range list.Items {
+		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok {
+			continue
+		}
+		m := RolloutMember{Name: mc.Name, Ready: meta.IsStatusConditionTrue(mc.Status.Conditions, hubv1alpha1.ReadyCondition)}
+		if fb.Spec.Rollout != nil {
+			m.Stage = StageOf(fb.Spec.Rollout, mc.Labels)
+		}
+		members = append(members, m)
 	}
-	return ctrl.Result{}, nil
+	return members, nil
 }
 
 // releaseShared removes the finalizer of a FleetBundle being deleted once no live replica
@@ -176,21 +260,6 @@ func (r *StatusReconciler) releaseShared(ctx context.Context, fb *hubv1alpha1.Fl
 		ctrl.LoggerFrom(ctx).Info("Released FleetBundle")
 	}
 	return res, err
-}
-
-// countSelected counts the MemberClusters the FleetBundle selects, whoever manages them.
-func (r *StatusReconciler) countSelected(ctx context.Context, fb *hubv1alpha1.FleetBundle) (int32, error) {
-	list := &hubv1alpha1.MemberClusterList{}
-	if err := r.hub.List(ctx, list); err != nil {
-		return 0, fmt.Errorf("listing MemberClusters: %w", err)
-	}
-	var n int32
-	for _, mc := range list.Items {
-		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err == nil && ok {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // applyShare writes this replica's entry of status.replicas, and nothing else, server-side

@@ -442,6 +442,63 @@ type FleetBundleReplicaStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Holding int32 `json:"holding"`
+
+	// rollout counts the replica's members for the rollout of updateRevision, with
+	// spec.rollout: the elected replica decides where the rollout stands from the sum of the
+	// live replicas' counts.
+	// +optional
+	Rollout *ReplicaRolloutStatus `json:"rollout,omitempty"`
+}
+
+// ReplicaRolloutStatus counts one replica's members for the rollout of one revision, from the
+// stage and admittedThrough the FleetBundle's status.rollout said when it counted.
+type ReplicaRolloutStatus struct {
+	// updateRevision is the revision counted.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	UpdateRevision int64 `json:"updateRevision"`
+
+	// stage is the stage status.rollout named.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Stage string `json:"stage,omitempty"`
+
+	// admittedThrough is the admittedThrough status.rollout named.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	AdmittedThrough string `json:"admittedThrough,omitempty"`
+
+	// stages count the replica's Ready members of each stage, in the order of the stages (the
+	// implicit last stage last).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=11
+	Stages []StageTally `json:"stages,omitempty"`
+
+	// failed counts the replica's members that failed updateRevision.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Failed int32 `json:"failed"`
+
+	// failedClusters are the first MaxFailedClusters (10) of them, sorted by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=10
+	FailedClusters []ClusterFailure `json:"failedClusters,omitempty"`
+}
+
+// StageTally counts the Ready members of one stage for the rollout of a revision.
+type StageTally struct {
+	// done counts those that hold the revision, Ready, or failed it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Done int32 `json:"done"`
+
+	// inFlight counts those updated, or admitted to be, and not yet Ready.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	InFlight int32 `json:"inFlight"`
 }
 
 // FleetBundleStatus is where a FleetBundle's bundle stands in the members it selects.
