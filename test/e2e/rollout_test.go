@@ -389,6 +389,40 @@ func hubRollout(t *testing.T, sub, ns string, args ...string) (int, string) {
 	return code, stdout + stderr
 }
 
+// rolloutWatch is `hub rollout status web -n ns --timeout <timeout>` running on: it follows the
+// rollout until it completes or stops.
+type rolloutWatch struct {
+	done chan struct{}
+	code int
+	out  []byte
+	err  error
+}
+
+// watchRollout starts `hub rollout status` (watching) on FleetBundle ns/web.
+func watchRollout(ns string, limit time.Duration) *rolloutWatch {
+	w := &rolloutWatch{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		cmd := exec.Command(fl.Binary, "rollout", "status", "web", "-n", ns, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath, "--timeout", limit.String())
+		w.out, w.err = cmd.CombinedOutput()
+		w.code = cmd.ProcessState.ExitCode()
+	}()
+	return w
+}
+
+// wait waits for the command to exit, at most timeout, logs its output and returns its exit
+// code.
+func (w *rolloutWatch) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-w.done:
+	case <-time.After(timeout):
+		t.Fatalf("hub rollout status still running after %v", timeout)
+	}
+	t.Logf("$ hub rollout status (watching): exit %d (%v)\n%s", w.code, w.err, w.out)
+	return w.code
+}
+
 // setPaused pauses or resumes the rollout of fb: with `hub rollout pause|resume` where the
 // binary has it.
 func setPaused(t *testing.T, fb *hubv1alpha1.FleetBundle, paused bool) {
@@ -415,6 +449,10 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 
 	changed := time.Now()
 	g.Expect(updateTemplate(g, fb, "v2")).To(Succeed())
+	var watch *rolloutWatch
+	if haveRolloutCLI(t) {
+		watch = watchRollout(ns, timeout)
+	}
 	g.Eventually(placedMessage("ro1", fb)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(Equal("v2"))
 	canaryAt := time.Now()
 	t.Logf("template change → the canary's ConfigMap: %v", canaryAt.Sub(changed).Round(time.Millisecond))
@@ -440,6 +478,9 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 	t.Logf("template change → every ConfigMap: %v (soak %v)", time.Since(changed).Round(time.Millisecond), soak)
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(2, 3))
 	g.Eventually(kstatusOf(fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal(kstatus.CurrentStatus))
+	if watch != nil {
+		g.Expect(watch.wait(t, timeout)).To(Equal(0), "hub rollout status, watching, exits 0 once the rollout is complete")
+	}
 
 	// From the members' audit logs: one write each, the rest's no sooner than a soak after the
 	// canary's.
@@ -519,6 +560,7 @@ func TestRolloutHaltsWhenTheCanaryFails(t *testing.T) {
 	if haveRolloutCLI(t) {
 		code, out := hubRollout(t, "status", ns, "--watch=false")
 		g.Expect(code).To(Equal(1), "hub rollout status of a halted rollout: %s", out)
+		g.Expect(watchRollout(ns, timeout).wait(t, timeout)).To(Equal(1), "hub rollout status, watching, exits 1 on a halted rollout")
 	}
 
 	// The canary holds revision 2 (its bundle) and still publishes v1 (its ConfigMap, which the
@@ -819,6 +861,8 @@ func TestRolloutHistoryAndUndo(t *testing.T) {
 		code, out = hubRollout(t, "history", ns, "--revision", "5")
 		g.Expect(code).To(Equal(0), out)
 		g.Expect(out).To(ContainSubstring("v5"))
+		code, out = hubRollout(t, "history", ns, "--revision", "3")
+		g.Expect(code).To(Equal(1), "revision 3 is not kept: %s", out)
 		code, out = hubRollout(t, "undo", ns, "--to-revision", "4")
 		g.Expect(code).To(Equal(0), out)
 	}
