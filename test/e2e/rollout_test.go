@@ -93,21 +93,19 @@ func rolloutMembers(t *testing.T, names ...string) {
 	}
 }
 
-// rolloutFixture joins canary and rest, creates namespace ns in each, selects them by key=yes
-// and puts canary in ring canary, rest in ring rest.
-func rolloutFixture(t *testing.T, ns, key, canary string, rest ...string) {
+// rolloutFixture joins ro1, ro2 and ro3, creates namespace ns in each, selects them by key=yes
+// and puts ro1 in ring canary, ro2 and ro3 in ring rest.
+func rolloutFixture(t *testing.T, ns, key string) {
 	t.Helper()
 	g := NewWithT(t)
-	all := append([]string{canary}, rest...)
-	rolloutMembers(t, all...)
-	for _, m := range all {
+	rolloutMembers(t, "ro1", "ro2", "ro3")
+	for _, m := range []string{"ro1", "ro2", "ro3"} {
 		ensureNamespace(g, m, ns)
 		selectMember(t, m, key, "yes")
 	}
-	selectMember(t, canary, ringLabel, "canary")
-	for _, m := range rest {
-		selectMember(t, m, ringLabel, "rest")
-	}
+	selectMember(t, "ro1", ringLabel, "canary")
+	selectMember(t, "ro2", ringLabel, "rest")
+	selectMember(t, "ro3", ringLabel, "rest")
 }
 
 // stage returns a stage of a rollout selecting the members of ring (all the selected members
@@ -152,13 +150,13 @@ func editFleetBundle(g Gomega, fb *hubv1alpha1.FleetBundle, edit func(*hubv1alph
 	})).To(Succeed())
 }
 
-// placedThenStaged places FleetBundle ns/web with message at once in the members (no rollout
+// placedThenStaged places FleetBundle ns/web with message v1 at once in the members (no rollout
 // yet: fast), then gives it rollout and waits until the rollout of revision 1 reads Complete.
-func placedThenStaged(t *testing.T, ns, key, message string, rollout *hubv1alpha1.RolloutStrategy, members ...string) *hubv1alpha1.FleetBundle {
+func placedThenStaged(t *testing.T, ns, key string, rollout *hubv1alpha1.RolloutStrategy, members ...string) *hubv1alpha1.FleetBundle {
 	t.Helper()
 	g := NewWithT(t)
-	fb := newRolloutBundle(t, ns, key, message, nil, nil)
-	everywhere(g, fb, message, members...)
+	fb := newRolloutBundle(t, ns, key, "v1", nil, nil)
+	everywhere(g, fb, "v1", members...)
 	editFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Rollout = rollout })
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		rolloutPhase(hubv1alpha1.RolloutComplete), revisions(1, 1), condition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason)))
@@ -444,8 +442,8 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	const key, ns, soak = "e2e.rollout/canary", "rollout-canary", 3 * time.Second
 	members := []string{"ro1", "ro2", "ro3"}
-	rolloutFixture(t, ns, key, "ro1", "ro2", "ro3")
-	fb := placedThenStaged(t, ns, key, "v1", canaryThenRest(soak), members...)
+	rolloutFixture(t, ns, key)
+	fb := placedThenStaged(t, ns, key, canaryThenRest(soak), members...)
 
 	changed := time.Now()
 	g.Expect(updateTemplate(g, fb, "v2")).To(Succeed())
@@ -529,8 +527,8 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 func haltedByTheCanary(t *testing.T, ns, key string, rollout *hubv1alpha1.RolloutStrategy, want OmegaMatcher) (*hubv1alpha1.FleetBundle, time.Time, func()) {
 	t.Helper()
 	g := NewWithT(t)
-	rolloutFixture(t, ns, key, "ro1", "ro2", "ro3")
-	fb := placedThenStaged(t, ns, key, "v1", rollout, "ro1", "ro2", "ro3")
+	rolloutFixture(t, ns, key)
+	fb := placedThenStaged(t, ns, key, rollout, "ro1", "ro2", "ro3")
 	unrefuse := messagePolicy(t, "ro1", ns, "bad")
 	stopTrace := traceRollout(fb)
 	t.Cleanup(func() {
@@ -659,8 +657,8 @@ func TestRolloutPausedChangesNothing(t *testing.T) {
 	g := NewWithT(t)
 	const key, ns = "e2e.rollout/paused", "rollout-paused"
 	members := []string{"ro1", "ro2", "ro3"}
-	rolloutFixture(t, ns, key, "ro1", "ro2", "ro3")
-	fb := placedThenStaged(t, ns, key, "v1", canaryThenRest(time.Second), members...)
+	rolloutFixture(t, ns, key)
+	fb := placedThenStaged(t, ns, key, canaryThenRest(time.Second), members...)
 
 	setPaused(t, fb, true)
 	g.Eventually(func(g Gomega) bool {
@@ -700,7 +698,7 @@ func TestRolloutMaxConcurrency(t *testing.T) {
 	}
 	one := stage("all", "", 0)
 	one.MaxConcurrency = ptr.To(intstr.FromInt32(1))
-	fb := placedThenStaged(t, ns, key, "v1", &hubv1alpha1.RolloutStrategy{Stages: []hubv1alpha1.RolloutStage{one}}, members...)
+	fb := placedThenStaged(t, ns, key, &hubv1alpha1.RolloutStrategy{Stages: []hubv1alpha1.RolloutStage{one}}, members...)
 
 	changed := time.Now()
 	g.Expect(updateTemplate(g, fb, "v2")).To(Succeed())
@@ -770,7 +768,7 @@ func TestRolloutProgressDeadline(t *testing.T) {
 	g := NewWithT(t)
 	const key, ns, deadline = "e2e.rollout/deadline", "rollout-deadline", 3 * time.Second
 	members := []string{"ro1", "ro2", "ro3"}
-	rolloutFixture(t, ns, key, "ro1", "ro2", "ro3")
+	rolloutFixture(t, ns, key)
 	release := holdGarbage(t, "ro1", ns, "web")
 	rollout := canaryThenRest(time.Second)
 	rollout.ProgressDeadline = &metav1.Duration{Duration: deadline}
@@ -894,11 +892,11 @@ func TestRolloutHistoryAndUndo(t *testing.T) {
 func TestRolloutMidRolloutMembersAndHubRestart(t *testing.T) {
 	g := NewWithT(t)
 	const key, ns, soak = "e2e.rollout/restart", "rollout-restart", 5 * time.Second
-	rolloutFixture(t, ns, key, "ro1", "ro2", "ro3")
+	rolloutFixture(t, ns, key)
 	rolloutMembers(t, "ro4", "ro5")
 	ensureNamespace(g, "ro4", ns)
 	ensureNamespace(g, "ro5", ns)
-	fb := placedThenStaged(t, ns, key, "v1", canaryThenRest(soak), "ro1", "ro2", "ro3")
+	fb := placedThenStaged(t, ns, key, canaryThenRest(soak), "ro1", "ro2", "ro3")
 
 	changed := time.Now()
 	g.Expect(updateTemplate(g, fb, "v2")).To(Succeed())

@@ -124,7 +124,11 @@ func (p MessagePolicy) waitEnforced(ctx context.Context, c client.Client, want b
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("policy %s enforced %v: not within %v (last dry-run create: %v)", p.Name, want, timeout, last)
+			what := "accepted"
+			if last != nil {
+				what = last.Error()
+			}
+			return fmt.Errorf("policy %s enforced %v: not within %v (last dry-run create: %s)", p.Name, want, timeout, what)
 		}
 		select {
 		case <-ctx.Done():
