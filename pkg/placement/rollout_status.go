@@ -76,7 +76,7 @@ func rolloutMembers(fb *hubv1alpha1.FleetBundle, selected []MemberView, fieldOwn
 	key := client.ObjectKeyFromObject(fb)
 	members := make([]RolloutMember, 0, len(selected))
 	for _, v := range selected {
-		m := RolloutMember{Name: v.Name, Ready: v.NotReady.Reason == ""}
+		m := RolloutMember{Name: v.Name, Ready: v.NotReady.Reason == "", Joining: joining(v.NotReady.Reason)}
 		if fb.Spec.Rollout != nil {
 			m.Stage = StageOf(fb.Spec.Rollout, v.Labels)
 		}

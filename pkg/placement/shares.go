@@ -232,7 +232,9 @@ func (r *StatusReconciler) memberNames(ctx context.Context, fb *hubv1alpha1.Flee
 		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok {
 			continue
 		}
-		m := RolloutMember{Name: mc.Name, Ready: meta.IsStatusConditionTrue(mc.Status.Conditions, hubv1alpha1.ReadyCondition)}
+		ready := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
+		m := RolloutMember{Name: mc.Name, Ready: ready != nil && ready.Status == metav1.ConditionTrue,
+			Joining: ready == nil || joining(ready.Reason)}
 		if fb.Spec.Rollout != nil {
 			m.Stage = StageOf(fb.Spec.Rollout, mc.Labels)
 		}
