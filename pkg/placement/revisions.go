@@ -205,7 +205,6 @@ func heldRevision(b *configbundlev1alpha1.ConfigBundle) int64 {
 	return n
 }
 
-
 // RevisionCacheOptions restricts a hub manager's cache of ControllerRevisions to those of
 // FleetBundles (labelled FleetBundleLabel): the hub reads no other.
 func RevisionCacheOptions(opts *cache.Options) {
