@@ -8,4 +8,9 @@
 // "fleetbundle-status", one request per FleetBundle on the hub, which writes the status and owns
 // the finalizer. The per-member reconciler (package configbundle) then enforces each placed
 // ConfigBundle as it does a local one.
+//
+// Every distinct template is a revision, kept as a ControllerRevision (revisions.go). With
+// spec.rollout a new revision is staged: fleetbundle-status decides where the rollout stands
+// (Decide, in rollout.go) and writes it to the status, and placement gives each member the
+// revision that status says it gets (TargetRevision).
 package placement

@@ -45,6 +45,16 @@ type ledger struct {
 	// due holds when the hub first found that a pair's member must get the FleetBundle's bundle
 	// or its new template, until the write that does it: the start of its placement latency.
 	due map[pair]time.Time
+	// held holds, per pair, the revision its member holds and since when: since the hub wrote
+	// it, or since the hub first saw it there (after a restart). A rollout's progressDeadline
+	// runs from then.
+	held map[pair]heldRevisionSince
+}
+
+// heldRevisionSince is a revision a member holds, and since when.
+type heldRevisionSince struct {
+	revision int64
+	since    time.Time
 }
 
 // placement is what the hub placed for a pair.
@@ -59,7 +69,7 @@ type placement struct {
 
 func newLedger() *ledger {
 	return &ledger{outcomes: map[pair]Outcome{}, placed: map[pair]placement{}, removed: map[pair]types.UID{},
-		heals: map[types.UID]int64{}, due: map[pair]time.Time{}}
+		heals: map[types.UID]int64{}, due: map[pair]time.Time{}, held: map[pair]heldRevisionSince{}}
 }
 
 // setOutcome records a pair's outcome and reports whether it changed.
@@ -108,7 +118,27 @@ func (m *ledger) forget(p pair, bundle types.UID) {
 	delete(m.placed, p)
 	delete(m.outcomes, p)
 	delete(m.due, p)
+	delete(m.held, p)
 	m.removed[p] = bundle
+}
+
+// noteWritten records that the hub wrote revision of a pair's bundle, at now.
+func (m *ledger) noteWritten(p pair, revision int64, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.held[p] = heldRevisionSince{revision: revision, since: now}
+}
+
+// heldSince returns since when a pair's member holds revision: since the hub wrote it, or, if
+// the hub did not (it restarted since), since now, the first time it is asked.
+func (m *ledger) heldSince(p pair, revision int64, now time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h, ok := m.held[p]; ok && h.revision == revision {
+		return h.since
+	}
+	m.held[p] = heldRevisionSince{revision: revision, since: now}
+	return now
 }
 
 // wasRemoved reports whether the bundle of uid bundle is the pair's bundle the hub removed last.
@@ -180,6 +210,11 @@ func (m *ledger) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
 	for p := range m.due {
 		if p.fb == fb {
 			delete(m.due, p)
+		}
+	}
+	for p := range m.held {
+		if p.fb == fb {
+			delete(m.held, p)
 		}
 	}
 	for p := range m.removed {

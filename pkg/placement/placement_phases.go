@@ -160,6 +160,7 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, terminalIfInvalid(fmt.Errorf("placing the bundle: %w", err))
 	}
 	s.observePlacementLatency()
+	s.r.ledger.noteWritten(s.pair, heldRevision(b), time.Now())
 	if s.r.ledger.wasPlaced(s.pair, s.placement()) {
 		s.heal(ctx, []string{"deleted"})
 	}
@@ -192,6 +193,7 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 		return terminalIfInvalid(fmt.Errorf("updating the placed bundle: %w", err))
 	}
 	s.r.ledger.setPlaced(s.pair, s.placement())
+	s.r.ledger.noteWritten(s.pair, heldRevision(b), time.Now())
 	if !templateChanged {
 		s.heal(ctx, drift)
 	} else {

@@ -205,17 +205,6 @@ func heldRevision(b *configbundlev1alpha1.ConfigBundle) int64 {
 	return n
 }
 
-// hubWriteTime is when the hub last wrote a placed bundle (its field manager's last update of
-// the object, not of its status); zero if unknown.
-func hubWriteTime(b *configbundlev1alpha1.ConfigBundle, fieldOwner string) (t metav1.Time) {
-	for _, f := range b.ManagedFields {
-		if f.Manager == fieldOwner && f.Subresource == "" && f.Time != nil && f.Time.After(t.Time) {
-			t = *f.Time
-		}
-	}
-	return t
-}
-
 // RevisionCacheOptions restricts a hub manager's cache of ControllerRevisions to those of
 // FleetBundles (labelled FleetBundleLabel): the hub reads no other.
 func RevisionCacheOptions(opts *cache.Options) {

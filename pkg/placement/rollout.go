@@ -33,6 +33,10 @@ type RolloutMember struct {
 	// Ready is whether the member is reachable: a member that is not is neither updated nor a
 	// failure, and the rollout does not wait for it.
 	Ready bool
+	// Joining is whether the hub is still connecting to the member for the first time (a hub
+	// that just started): where it stands is not known yet, so its stage neither moves on nor
+	// restarts its soak until it is.
+	Joining bool
 	// Held is the revision of the bundle the member holds, 0 if none.
 	Held int64
 	// BundleReady is whether that bundle is Ready for its current generation.
@@ -348,6 +352,19 @@ func (d *decision) progress() {
 		count := d.tally.Stages[i]
 		done, inFlight := int(count.Done), int(count.InFlight)
 		stage := d.names[i]
+		var joining []string
+		for _, m := range members {
+			if m.Joining {
+				joining = append(joining, m.Name)
+			}
+		}
+		if len(joining) > 0 {
+			if d.ro.Phase != hubv1alpha1.RolloutSoaking {
+				d.ro.Phase = hubv1alpha1.RolloutProgressing
+			}
+			d.ro.Message = truncate(fmt.Sprintf("Stage %s: waiting for %s to join", stage, listNames(joining)))
+			return
+		}
 		if len(members) > 0 && eligible == 0 {
 			d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
 			d.ro.Message = fmt.Sprintf("Stage %s: none of its %d members is Ready; waiting for one to be", stage, len(members))
@@ -364,7 +381,7 @@ func (d *decision) progress() {
 		}
 		if soak := soakTime(d.s, i); len(members) > 0 && soak > 0 {
 			if d.ro.SoakStartTime == nil {
-				now := metav1.NewTime(d.in.Now)
+				now := metav1.NewMicroTime(d.in.Now)
 				d.ro.SoakStartTime = &now
 			}
 			if left := d.ro.SoakStartTime.Add(soak).Sub(d.in.Now); left > 0 {

@@ -71,17 +71,18 @@ func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetB
 }
 
 // rolloutMembers is what a rollout needs to know of each selected member, from what the status
-// knows of it.
-func rolloutMembers(fb *hubv1alpha1.FleetBundle, selected []MemberView, fieldOwner string) []RolloutMember {
+// knows of it, at now.
+func (r *StatusReconciler) rolloutMembers(fb *hubv1alpha1.FleetBundle, selected []MemberView, now time.Time) []RolloutMember {
 	key := client.ObjectKeyFromObject(fb)
 	members := make([]RolloutMember, 0, len(selected))
 	for _, v := range selected {
-		m := RolloutMember{Name: v.Name, Ready: v.NotReady.Reason == ""}
+		m := RolloutMember{Name: v.Name, Ready: v.NotReady.Reason == "", Joining: joining(v.NotReady.Reason)}
 		if fb.Spec.Rollout != nil {
 			m.Stage = StageOf(fb.Spec.Rollout, v.Labels)
 		}
 		if OwnershipOf(v.Bundle, key, fb.UID) == Own {
-			m.Held, m.UpdatedAt = heldRevision(v.Bundle), hubWriteTime(v.Bundle, fieldOwner).Time
+			m.Held = heldRevision(v.Bundle)
+			m.UpdatedAt = r.ledger.heldSince(pair{member: v.Name, fb: key}, m.Held, now)
 			ready := meta.FindStatusCondition(v.Bundle.Status.Conditions, configbundlev1alpha1.ReadyCondition)
 			if ready != nil && v.Bundle.Status.ObservedGeneration == v.Bundle.Generation {
 				m.BundleReady = ready.Status == metav1.ConditionTrue

@@ -42,6 +42,13 @@ func rolling(stage, admitted string, phase hubv1alpha1.RolloutPhase) *hubv1alpha
 	return &hubv1alpha1.RolloutStatus{Stage: stage, Phase: phase, AdmittedThrough: admitted, StageStartTime: &start}
 }
 
+// rolledBack is the rollout of a revision rolled back in the canary stage.
+func rolledBack(revision int64) *hubv1alpha1.RolloutStatus {
+	ro := rolling("canary", "", hubv1alpha1.RolloutRolledBack)
+	ro.FailedRevision = revision
+	return ro
+}
+
 func TestDecide(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -80,6 +87,14 @@ func TestDecide(t *testing.T) {
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
 			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Held: 1}, member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing},
+		{name: "a member joining holds its stage where it is", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
+				ro := rolling("canary", "c1", hubv1alpha1.RolloutSoaking)
+				ro.SoakStartTime = ptr.To(metav1.NewMicroTime(t0.Add(-10 * time.Second)))
+				return ro
+			}()},
+			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Joining: true}, member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutSoaking, admitted: "c1"},
 		{name: "a done stage soaks", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
 			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 1, true)},
@@ -87,7 +102,7 @@ func TestDecide(t *testing.T) {
 		{name: "a soaked stage starts the next, which admits half", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
 				ro := rolling("canary", "c1", hubv1alpha1.RolloutSoaking)
-				ro.SoakStartTime = ptr.To(metav1.NewTime(t0.Add(-31 * time.Second)))
+				ro.SoakStartTime = ptr.To(metav1.NewMicroTime(t0.Add(-31 * time.Second)))
 				return ro
 			}()},
 			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 1, true), member("r2", 1, 1, true), member("r3", 1, 1, true), member("r4", 1, 1, true)},
@@ -134,19 +149,11 @@ func TestDecide(t *testing.T) {
 			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false))},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutRolledBack, failed: 2, events: []string{hubv1alpha1.RolledBackEvent}},
 		{name: "rolled back stays rolled back", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
-			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
-				ro := rolling("canary", "", hubv1alpha1.RolloutRolledBack)
-				ro.FailedRevision = 2
-				return ro
-			}()},
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolledBack(2)},
 			update: 2, members: []RolloutMember{member("c1", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutRolledBack, failed: 2},
 		{name: "a new template after a rollback rolls out", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
-			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
-				ro := rolling("canary", "", hubv1alpha1.RolloutRolledBack)
-				ro.FailedRevision = 2
-				return ro
-			}()},
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolledBack(2)},
 			update: 3, members: []RolloutMember{member("c1", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1", failed: 2, events: []string{hubv1alpha1.StageStartedEvent}},
 		{name: "the first revision halts instead of rolling back", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),

@@ -42,7 +42,8 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	tally := shareTally(fb, rolloutMembers(fb, mine, r.opts.FieldOwner), time.Now())
+	now := time.Now()
+	tally := shareTally(fb, r.rolloutMembers(fb, mine, now), now)
 	var failed map[string]hubv1alpha1.ClusterFailure
 	if tally != nil {
 		failed = tally.Failed
@@ -232,7 +233,9 @@ func (r *StatusReconciler) memberNames(ctx context.Context, fb *hubv1alpha1.Flee
 		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok {
 			continue
 		}
-		m := RolloutMember{Name: mc.Name, Ready: meta.IsStatusConditionTrue(mc.Status.Conditions, hubv1alpha1.ReadyCondition)}
+		ready := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
+		m := RolloutMember{Name: mc.Name, Ready: ready != nil && ready.Status == metav1.ConditionTrue,
+			Joining: ready == nil || joining(ready.Reason)}
 		if fb.Spec.Rollout != nil {
 			m.Stage = StageOf(fb.Spec.Rollout, mc.Labels)
 		}

@@ -105,7 +105,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 		return ctrl.Result{}, err
 	}
 	now := metav1.Now()
-	ro, err := r.rolloutOf(ctx, fb, rolloutMembers(fb, selected, r.opts.FieldOwner), now.Time, nil)
+	ro, err := r.rolloutOf(ctx, fb, r.rolloutMembers(fb, selected, now.Time), now.Time, nil)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

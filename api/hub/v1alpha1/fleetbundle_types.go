@@ -583,9 +583,10 @@ type RolloutStatus struct {
 	StageStartTime *metav1.Time `json:"stageStartTime,omitempty"`
 
 	// soakStartTime is when every Ready member of the current stage was first seen holding
-	// updateRevision, Ready, since when it stayed so: the stage's soak started then.
+	// updateRevision, Ready, since when it stayed so: the stage's soak started then (to the
+	// microsecond, so that a soak lasts its whole soakTime).
 	// +optional
-	SoakStartTime *metav1.Time `json:"soakStartTime,omitempty"`
+	SoakStartTime *metav1.MicroTime `json:"soakStartTime,omitempty"`
 
 	// admittedThrough is the name of the last member of the current stage, in name order, that
 	// may get updateRevision: the hub moves it on as updated members become Ready, keeping at
