@@ -2,6 +2,7 @@ package placement
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -21,7 +22,8 @@ var placementLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 // The FleetBundles' counts as their status says them (status.clusters), one series per
 // FleetBundle, exported by the replica that writes that status: the leader, or with --sharded
 // the elected replica, whose status is the sum of every replica's share. A FleetBundle's series
-// go with it. Alert on configbundle_fleetbundle_failed > 0 for 10m (FleetBundleFailing).
+// go with it. Alert on configbundle_fleetbundle_failed > 0 for 10m (FleetBundleFailing), and on
+// configbundle_fleetbundle_rollout_stalled > 0 for 5m (FleetBundleRolloutStalled).
 var (
 	fleetBundleSelected = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "configbundle_fleetbundle_selected",
@@ -35,23 +37,45 @@ var (
 		Name: "configbundle_fleetbundle_failed",
 		Help: "Selected members where placement or the FleetBundle's bundle failed, or that are not Ready (status.clusters.failed; status.failedClusters names them).",
 	}, []string{"namespace", "name"})
+	fleetBundleUpdated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_fleetbundle_updated",
+		Help: "Selected members that hold the FleetBundle's updateRevision (status.clusters.updated); equal to selected once a rollout is complete.",
+	}, []string{"namespace", "name"})
+	fleetBundleRolloutStalled = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_fleetbundle_rollout_stalled",
+		Help: "1 while the FleetBundle's rollout cannot proceed without someone acting (its Stalled condition is True: RolloutHalted, RolledBack), else 0.",
+	}, []string{"namespace", "name"})
 )
 
+// fleetBundleGauges are the per-FleetBundle series, deleted together with the FleetBundle.
+var fleetBundleGauges = []*prometheus.GaugeVec{fleetBundleSelected, fleetBundleReady, fleetBundleFailed,
+	fleetBundleUpdated, fleetBundleRolloutStalled}
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(placementLatency, fleetBundleSelected, fleetBundleReady, fleetBundleFailed)
+	ctrlmetrics.Registry.MustRegister(placementLatency)
+	for _, g := range fleetBundleGauges {
+		ctrlmetrics.Registry.MustRegister(g)
+	}
 }
 
-// setFleetBundleMetrics publishes a FleetBundle's counts from its status.
+// setFleetBundleMetrics publishes a FleetBundle's counts and whether its rollout is stalled from
+// its status. Without spec.rollout there is no Stalled condition: the rollout is never stalled.
 func setFleetBundleMetrics(fb *hubv1alpha1.FleetBundle) {
 	n := fb.Status.Clusters
 	fleetBundleSelected.WithLabelValues(fb.Namespace, fb.Name).Set(float64(n.Selected))
 	fleetBundleReady.WithLabelValues(fb.Namespace, fb.Name).Set(float64(n.Ready))
 	fleetBundleFailed.WithLabelValues(fb.Namespace, fb.Name).Set(float64(n.Failed))
+	fleetBundleUpdated.WithLabelValues(fb.Namespace, fb.Name).Set(float64(n.Updated))
+	stalled := 0.0
+	if apimeta.IsStatusConditionTrue(fb.Status.Conditions, hubv1alpha1.StalledCondition) {
+		stalled = 1
+	}
+	fleetBundleRolloutStalled.WithLabelValues(fb.Namespace, fb.Name).Set(stalled)
 }
 
 // deleteFleetBundleMetrics removes the series of a FleetBundle that is gone.
 func deleteFleetBundleMetrics(key types.NamespacedName) {
-	for _, g := range []*prometheus.GaugeVec{fleetBundleSelected, fleetBundleReady, fleetBundleFailed} {
+	for _, g := range fleetBundleGauges {
 		g.DeleteLabelValues(key.Namespace, key.Name)
 	}
 }

@@ -334,76 +334,78 @@ func (d *decision) failed() bool {
 // progress moves the rollout on: it admits members of the current stage up to its
 // maxConcurrency, soaks a stage that is done, and starts the next one once the soak passed.
 func (d *decision) progress() {
-	u := d.in.Update
-	for i := slices.Index(d.names, d.ro.Stage); ; i++ {
-		var members []RolloutMember
-		for _, m := range d.in.Members {
-			if m.Stage == i {
-				members = append(members, m)
-			}
-		}
-		slices.SortFunc(members, func(a, b RolloutMember) int { return strings.Compare(a.Name, b.Name) })
-		eligible := 0
-		for _, m := range members {
-			if m.Ready {
-				eligible++
-			}
-		}
-		count := d.tally.Stages[i]
-		done, inFlight := int(count.Done), int(count.InFlight)
-		stage := d.names[i]
-		var joining []string
-		for _, m := range members {
-			if m.Joining {
-				joining = append(joining, m.Name)
-			}
-		}
-		if len(joining) > 0 {
-			if d.ro.Phase != hubv1alpha1.RolloutSoaking {
-				d.ro.Phase = hubv1alpha1.RolloutProgressing
-			}
-			d.ro.Message = truncate(fmt.Sprintf("Stage %s: waiting for %s to join", stage, listNames(joining)))
-			return
-		}
-		if len(members) > 0 && eligible == 0 {
-			d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
-			d.ro.Message = fmt.Sprintf("Stage %s: none of its %d members is Ready; waiting for one to be", stage, len(members))
-			return
-		}
-		if done < eligible {
-			d.admit(i, members, inFlight)
-			d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
-			d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in %d of %d Ready members", stage, u, done, eligible)
-			if len(count.Waiting) > 0 {
-				d.ro.Message = truncate(d.ro.Message + "; waiting for " + listNames(count.Waiting))
-			}
-			return
-		}
-		if soak := soakTime(d.s, i); len(members) > 0 && soak > 0 {
-			if d.ro.SoakStartTime == nil {
-				now := metav1.NewMicroTime(d.in.Now)
-				d.ro.SoakStartTime = &now
-			}
-			if left := d.ro.SoakStartTime.Add(soak).Sub(d.in.Now); left > 0 {
-				d.ro.Phase = hubv1alpha1.RolloutSoaking
-				d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in all %d Ready members; soaking until %s", stage, u, eligible,
-					d.ro.SoakStartTime.Add(soak).UTC().Format(time.RFC3339))
-				d.requeue(left)
-				return
-			}
-		}
-		if len(members) > 0 {
-			d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, "Revision %d: stage %s completed: %s", u, stage, listNames(memberNames(members)))
-		}
+	for i := slices.Index(d.names, d.ro.Stage); d.stageDone(i); i++ {
 		if i == len(d.names)-1 {
-			d.out.Current = u
+			d.out.Current = d.in.Update
 			d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
-			d.ro.Message = fmt.Sprintf("Revision %d is rolled out", u)
-			d.event(corev1.EventTypeNormal, hubv1alpha1.RolloutCompleteEvent, "Revision %d is rolled out to every stage", u)
+			d.ro.Message = fmt.Sprintf("Revision %d is rolled out", d.in.Update)
+			d.event(corev1.EventTypeNormal, hubv1alpha1.RolloutCompleteEvent, "Revision %d is rolled out to every stage", d.in.Update)
 			return
 		}
 		d.startStage(i + 1)
 	}
+}
+
+// stageDone moves stage i on and reports whether it is done (and soaked): while members of the
+// stage are joining it waits for them; while some of its Ready members do not hold the revision
+// Ready, it admits more of them; once all do, it soaks.
+func (d *decision) stageDone(i int) bool {
+	u, stage := d.in.Update, d.names[i]
+	var members []RolloutMember
+	var eligible int
+	var joining []string
+	for _, m := range d.in.Members {
+		if m.Stage != i {
+			continue
+		}
+		members = append(members, m)
+		if m.Ready {
+			eligible++
+		}
+		if m.Joining {
+			joining = append(joining, m.Name)
+		}
+	}
+	slices.SortFunc(members, func(a, b RolloutMember) int { return strings.Compare(a.Name, b.Name) })
+	count := d.tally.Stages[i]
+	switch done := int(count.Done); {
+	case len(joining) > 0:
+		if d.ro.Phase != hubv1alpha1.RolloutSoaking {
+			d.ro.Phase = hubv1alpha1.RolloutProgressing
+		}
+		slices.Sort(joining)
+		d.ro.Message = truncate(fmt.Sprintf("Stage %s: waiting for %s to join", stage, listNames(joining)))
+		return false
+	case len(members) > 0 && eligible == 0:
+		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
+		d.ro.Message = fmt.Sprintf("Stage %s: none of its %d members is Ready; waiting for one to be", stage, len(members))
+		return false
+	case done < eligible:
+		d.admit(i, members, int(count.InFlight))
+		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
+		d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in %d of %d Ready members", stage, u, done, eligible)
+		if len(count.Waiting) > 0 {
+			d.ro.Message = truncate(d.ro.Message + "; waiting for " + listNames(count.Waiting))
+		}
+		return false
+	}
+	if soak := soakTime(d.s, i); len(members) > 0 && soak > 0 {
+		if d.ro.SoakStartTime == nil {
+			now := metav1.NewMicroTime(d.in.Now)
+			d.ro.SoakStartTime = &now
+		}
+		if left := d.ro.SoakStartTime.Add(soak).Sub(d.in.Now); left > 0 {
+			d.ro.Phase = hubv1alpha1.RolloutSoaking
+			d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in all %d Ready members; soaking until %s", stage, u, eligible,
+				d.ro.SoakStartTime.Add(soak).UTC().Format(time.RFC3339Nano))
+			d.requeue(left)
+			return false
+		}
+	}
+	if len(members) > 0 {
+		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, "Revision %d: stage %s completed: %s", u, stage, listNames(memberNames(members)))
+	}
+	return true
 }
 
 // admit moves admittedThrough on over the stage's members (sorted by name) so that at most the

@@ -40,6 +40,9 @@ func (s *rolloutState) byNumber() map[int64]Revision {
 // the sum of the replicas' counts; nil: the replicas have not caught up with the status, and the
 // rollout stays where the status says until they have.
 func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []RolloutMember, now time.Time, tally *Tally) (*rolloutState, error) {
+	if !LabelFits(client.ObjectKeyFromObject(fb)) { // it places nothing, and no revision can carry its label
+		return &rolloutState{next: fb.DeepCopy(), decision: RolloutDecision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
+	}
 	revs, err := listRevisions(ctx, r.hub, fb)
 	if err != nil {
 		return nil, err

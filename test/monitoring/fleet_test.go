@@ -9,12 +9,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/fleet"
 )
@@ -30,9 +32,10 @@ const (
 
 // monitored is a hub binary managing two members on real control planes, in the state the test
 // scrapes: a FleetBundle placed in both members, and another that cannot be placed in m2 (a local
-// ConfigBundle of its name there: Conflict); m1 healthy, with drift healed and one fight; m2 with
-// a ConfigBundle whose ConfigMap a ResourceQuota keeps refusing (CreateFailed, retried: reconcile
-// errors and a failed bundle).
+// ConfigBundle of its name there: Conflict); a FleetBundle whose staged rollout halted (its
+// canary, m2, refuses its ConfigMap: Stalled); m1 healthy, with drift healed and one fight; m2
+// with a ConfigBundle whose ConfigMap a ResourceQuota keeps refusing (CreateFailed, retried:
+// reconcile errors and a failed bundle).
 type monitored struct {
 	*fleet.Fleet
 }
@@ -114,6 +117,32 @@ func (f *monitored) makeHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Both: a FleetBundle whose rollout starts with m2 as its canary, where the ResourceQuota of
+	// namespace quota refuses its ConfigMap: the rollout halts (a first revision has nothing to
+	// roll back to), m1 never gets it, and its Stalled condition is True.
+	for _, c := range []client.Client{f.Hub, m1} {
+		if err := fleet.EnsureNamespace(ctx, c, "quota"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.LabelMember(ctx, "m2", map[string]string{"ring": "canary"}); err != nil {
+		t.Fatal(err)
+	}
+	halted := fleet.NewFleetBundle("quota", "halted", map[string]string{"monitoring": "yes"}, configbundlev1alpha1.ConfigBundleSpec{Message: "halted"})
+	halted.Spec.Rollout = &hubv1alpha1.RolloutStrategy{Stages: []hubv1alpha1.RolloutStage{
+		{Name: "canary", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ring": "canary"}}},
+	}}
+	if err := f.Hub.Create(ctx, halted); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, timeout, "the rollout of quota/halted to halt", func(ctx context.Context) (bool, error) {
+		fb := &hubv1alpha1.FleetBundle{}
+		if err := f.Hub.Get(ctx, client.ObjectKeyFromObject(halted), fb); err != nil {
+			return false, err
+		}
+		return apimeta.IsStatusConditionTrue(fb.Status.Conditions, hubv1alpha1.StalledCondition), nil
+	})
+
 	// m1: a bundle, and drift healed often enough to be a fight.
 	b := fleet.NewBundle("monitoring", "web", "hello")
 	if err := m1.Create(ctx, b); err != nil {
@@ -167,7 +196,7 @@ var historyShown = []string{
 	`configbundle_heals_total{cluster="m1"} 10`,
 	`configbundle_fights_total{cluster="m1"} 1`,
 	`configbundle_reconcile_errors_total{cluster="m2",reason="CreateFailed"}`,
-	`configbundle_member_failed_bundles{cluster="m2"} 1`,
+	`configbundle_member_failed_bundles{cluster="m2"} 2`, // quota/blocked and quota/halted
 	`configbundle_member_last_probe_success_timestamp_seconds{cluster="m2"}`,
 	`configbundle_member_probe_duration_seconds_count{cluster="m2"}`,
 	`configbundle_placement_latency_seconds_count{cluster="m1"}`,
@@ -176,6 +205,11 @@ var historyShown = []string{
 	`configbundle_fleetbundle_selected{name="conflicted",namespace="monitoring"} 2`,
 	`configbundle_fleetbundle_ready{name="conflicted",namespace="monitoring"} 1`,
 	`configbundle_fleetbundle_failed{name="conflicted",namespace="monitoring"} 1`,
+	`configbundle_fleetbundle_updated{name="placed",namespace="monitoring"} 2`,
+	`configbundle_fleetbundle_rollout_stalled{name="placed",namespace="monitoring"} 0`,
+	`configbundle_fleetbundle_updated{name="halted",namespace="quota"} 1`,
+	`configbundle_fleetbundle_failed{name="halted",namespace="quota"} 1`,
+	`configbundle_fleetbundle_rollout_stalled{name="halted",namespace="quota"} 1`,
 }
 
 // scrapeShowing scrapes the hub once its metrics show every line of want. Series the hub does

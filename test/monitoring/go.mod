@@ -21,6 +21,7 @@ require (
 	github.com/go-openapi/validate v1.0.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
 	github.com/prometheus/alertmanager v0.34.1 // indirect
+	sigs.k8s.io/cli-utils v0.37.2 // indirect
 )
 
 require (

@@ -42,7 +42,7 @@ func TestRulesCheck(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"ConfigBundleHubAbsent", "ConfigBundleMemberNotReady", "ConfigBundleMemberCredentialsExpiring",
-		"ConfigBundleHealRateHigh", "ConfigBundleReconcileErrors", "ConfigBundleMemberFailedBundles", "FleetBundleFailing"} {
+		"ConfigBundleHealRateHigh", "ConfigBundleReconcileErrors", "ConfigBundleMemberFailedBundles", "FleetBundleFailing", "FleetBundleRolloutStalled"} {
 		if !alerts[want] {
 			t.Errorf("no alert %s", want)
 		}

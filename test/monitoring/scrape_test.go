@@ -112,7 +112,8 @@ var wantFiring = map[string][]string{
 	"ConfigBundleFightingWriter":      {"m1"},
 	"ConfigBundleReconcileErrors":     {"m2"},
 	"ConfigBundleMemberFailedBundles": {"m2"},
-	"FleetBundleFailing":              {"monitoring/conflicted"},
+	"FleetBundleFailing":              {"monitoring/conflicted", "quota/halted"},
+	"FleetBundleRolloutStalled":       {"quota/halted"},
 }
 
 // checkAlerts evaluates each alert's expression, compares what fires with wantFiring and
