@@ -147,6 +147,10 @@ type RolloutEvent struct {
 	Reason string
 	// Note says what happened, naming the revision and the members.
 	Note string
+	// Revision is the revision it is about.
+	Revision int64
+	// Stage is the stage it is about.
+	Stage string
 }
 
 // RolloutDecision is where a rollout stands.
@@ -282,11 +286,15 @@ type decision struct {
 func (d *decision) startStage(i int) {
 	now := metav1.NewTime(d.in.Now)
 	d.ro.Stage, d.ro.StageStartTime, d.ro.SoakStartTime, d.ro.AdmittedThrough = d.names[i], &now, nil, ""
-	d.event(corev1.EventTypeNormal, hubv1alpha1.StageStartedEvent, "Revision %d: stage %s started", d.in.Update, d.names[i])
+	if slices.ContainsFunc(d.in.Members, func(m RolloutMember) bool { return m.Stage == i }) { // an empty stage passes unsaid
+		d.event(corev1.EventTypeNormal, hubv1alpha1.StageStartedEvent, d.names[i], "Revision %d: stage %s started", d.in.Update, d.names[i])
+	}
 }
 
-func (d *decision) event(typ, reason, format string, args ...any) {
-	d.out.Events = append(d.out.Events, RolloutEvent{Type: typ, Reason: reason, Note: truncate(fmt.Sprintf(format, args...))})
+// event records an Event of the revision in stage.
+func (d *decision) event(typ, reason, stage, format string, args ...any) {
+	d.out.Events = append(d.out.Events, RolloutEvent{Type: typ, Reason: reason, Note: truncate(fmt.Sprintf(format, args...)),
+		Revision: d.in.Update, Stage: stage})
 }
 
 // requeue asks for the decision again after wait at the latest.
@@ -317,7 +325,7 @@ func (d *decision) failed() bool {
 	if d.s.OnFailure == hubv1alpha1.OnFailureRollback && c > 0 {
 		d.ro.FailedRevision, d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = u, hubv1alpha1.RolloutRolledBack, "", nil
 		d.ro.Message = truncate(fmt.Sprintf("Rolled back to revision %d: %s", c, what))
-		d.event(corev1.EventTypeWarning, hubv1alpha1.RolledBackEvent, "Revision %d rolled back to revision %d in stage %s: %s", u, c, d.ro.Stage, what)
+		d.event(corev1.EventTypeWarning, hubv1alpha1.RolledBackEvent, d.ro.Stage, "Revision %d rolled back to revision %d in stage %s: %s", u, c, d.ro.Stage, what)
 		return true
 	}
 	d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutHalted, nil
@@ -326,7 +334,7 @@ func (d *decision) failed() bool {
 		d.ro.Message = truncate(fmt.Sprintf("Halted in stage %s (revision %d is the first: nothing to roll back to): %s", d.ro.Stage, u, what))
 	}
 	if d.prevPhase != hubv1alpha1.RolloutHalted {
-		d.event(corev1.EventTypeWarning, hubv1alpha1.RolloutHaltedEvent, "Revision %d halted in stage %s: %s", u, d.ro.Stage, what)
+		d.event(corev1.EventTypeWarning, hubv1alpha1.RolloutHaltedEvent, d.ro.Stage, "Revision %d halted in stage %s: %s", u, d.ro.Stage, what)
 	}
 	return true
 }
@@ -338,8 +346,11 @@ func (d *decision) progress() {
 		if i == len(d.names)-1 {
 			d.out.Current = d.in.Update
 			d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
+			if !slices.ContainsFunc(d.in.Members, func(m RolloutMember) bool { return m.Stage == i }) {
+				d.ro.Stage = d.names[i-1] // the implicit stage is empty: the rollout ended in the last stage named
+			}
 			d.ro.Message = fmt.Sprintf("Revision %d is rolled out", d.in.Update)
-			d.event(corev1.EventTypeNormal, hubv1alpha1.RolloutCompleteEvent, "Revision %d is rolled out to every stage", d.in.Update)
+			d.event(corev1.EventTypeNormal, hubv1alpha1.RolloutCompleteEvent, d.ro.Stage, "Revision %d is rolled out to every stage", d.in.Update)
 			return
 		}
 		d.startStage(i + 1)
@@ -403,7 +414,7 @@ func (d *decision) stageDone(i int) bool {
 		}
 	}
 	if len(members) > 0 {
-		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, "Revision %d: stage %s completed: %s", u, stage, listNames(memberNames(members)))
+		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, stage, "Revision %d: stage %s completed: %s", u, stage, listNames(memberNames(members)))
 	}
 	return true
 }

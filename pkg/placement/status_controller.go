@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -136,7 +138,12 @@ func (r *StatusReconciler) writeStatus(ctx context.Context, fb *hubv1alpha1.Flee
 		}
 		written = true
 		for _, e := range ro.decision.Events {
-			r.transitions.recorder.Eventf(fleetBundleReference(fb), nil, e.Type, e.Reason, "Rollout", "%s", e.Note)
+			// The revision's ControllerRevision as the related object and the stage as the
+			// action: the recorder makes one series of the Events alike in those, never one of
+			// two revisions' or two stages'.
+			related := &corev1.ObjectReference{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "ControllerRevision",
+				Namespace: fb.Namespace, Name: RevisionName(fb.Name, e.Revision)}
+			r.transitions.recorder.Eventf(fleetBundleReference(fb), related, e.Type, e.Reason, e.Stage, "%s", e.Note)
 		}
 	}
 	if err := pruneRevisions(ctx, r.hub, ro.next, ro.revisions, ro.held); err != nil {
