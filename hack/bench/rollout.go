@@ -150,18 +150,12 @@ func (f *fleet) measureRollout(ctx context.Context, cfg benchConfig, res *result
 	if err := f.prepareRollout(ctx, rr); err != nil {
 		return err
 	}
-	fbs, err := watchFleetBundles(ctx, f.Hub)
-	if err != nil {
-		return err
-	}
+	fbs := watchFleetBundles(ctx, f.Hub)
 	defer fbs.stop()
-	bundles, err := watchPlacedBundles(ctx, pm)
-	if err != nil {
-		return err
-	}
+	bundles := watchPlacedBundles(ctx, pm)
 	defer bundles.stop()
 	canary := f.Member(rr.Stages[0].Members[0])
-	err = f.rolloutRuns(ctx, rr, fbs, bundles, canary, say)
+	err := f.rolloutRuns(ctx, rr, fbs, bundles, canary, say)
 	if err == nil {
 		say("rollout: counting the hub's writes of the placed bundle from the members' audit logs")
 		err = f.countRolloutWrites(ctx, rr)
@@ -619,7 +613,7 @@ func watchLoop(ctx context.Context, c client.WithWatch, list client.ObjectList, 
 // fbWatch observes the benchmark's FleetBundle's status on the hub.
 type fbWatch struct{ *observer[fbStatus] }
 
-func watchFleetBundles(ctx context.Context, hub client.WithWatch) (*fbWatch, error) {
+func watchFleetBundles(ctx context.Context, hub client.WithWatch) *fbWatch {
 	o := newObserver[fbStatus]()
 	o.stops = append(o.stops, watchLoop(ctx, hub, &hubv1alpha1.FleetBundleList{}, rolloutNS, func(obj client.Object) {
 		fb, ok := obj.(*hubv1alpha1.FleetBundle)
@@ -633,7 +627,7 @@ func watchFleetBundles(ctx context.Context, hub client.WithWatch) (*fbWatch, err
 		}
 		o.add("", s)
 	}))
-	return &fbWatch{o}, nil
+	return &fbWatch{o}
 }
 
 // wait waits for the first status since from that satisfies cond.
@@ -654,7 +648,7 @@ func (w *fbWatch) last() string {
 // bundleWatch observes the placed ConfigBundles in the members.
 type bundleWatch struct{ *observer[placedBundle] }
 
-func watchPlacedBundles(ctx context.Context, pm []*member) (*bundleWatch, error) {
+func watchPlacedBundles(ctx context.Context, pm []*member) *bundleWatch {
 	o := newObserver[placedBundle]()
 	for _, m := range pm {
 		name := m.Name
@@ -671,7 +665,7 @@ func watchPlacedBundles(ctx context.Context, pm []*member) (*bundleWatch, error)
 			o.add(name, pb)
 		}))
 	}
-	return &bundleWatch{o}, nil
+	return &bundleWatch{o}
 }
 
 // stageTimes returns, per stage of rr, the first and last time (from start) one of its members
@@ -826,6 +820,12 @@ func (r *results) printRollout(p printer, cfg benchConfig) {
 		p("%s", row)
 	}
 	p("(updated: when the stage's members were first seen holding the revision; soaked: from its last member seen Ready at the revision to the next stage's first seen updated, or to Complete seen: at least soakTime, %s, if the hub keeps it)", rr.Soak)
+	rr.printFailuresAndWrites(p)
+}
+
+// printFailuresAndWrites prints the rollout phase's failure timings, the hub's writes per member
+// and revision, and the goals missed.
+func (rr *rolloutResults) printFailuresAndWrites(p printer) {
 	p("\nthe canary's failure (its placed bundle seen Ready=False at the new revision) -> Halted seen on the hub: %s (goal under %s); -> RolledBack (onFailure Rollback): %s; -> the canary holding the previous revision again: %s, Ready again: %s",
 		ms(rr.HaltAfter), goalHaltAfter, ms(rr.RolledBackAfter), ms(rr.CanaryRestoredAfter), ms(rr.CanaryReadyAfter))
 	leaks := "none"

@@ -158,14 +158,8 @@ func (d *demo) haltAndFix(ctx context.Context) error {
 	if err := d.conditions(ctx); err != nil {
 		return err
 	}
-	d.say("$ hub rollout status %s --watch=false; echo $?", rolloutName)
-	out, code, err := d.hubCLI(ctx, "rollout", "status", rolloutName, "--watch=false")
-	if err != nil {
+	if err := d.rolloutStatus(ctx, 1); err != nil {
 		return err
-	}
-	d.say("%s\n%d", strings.TrimRight(out, "\n"), code)
-	if code != 1 {
-		return fmt.Errorf("hub rollout status of a halted rollout exited %d, not 1", code)
 	}
 
 	d.say("==> The fix: a new template (revision 4) rolls out, canary first; the halt was a state, not a latch")
@@ -176,22 +170,31 @@ func (d *demo) haltAndFix(ctx context.Context) error {
 	if err := d.rolledOut(ctx, 4, flagsFixed, start, ""); err != nil {
 		return err
 	}
-	d.say("$ hub rollout status %s --watch=false; echo $?", rolloutName)
-	out, code, err = d.hubCLI(ctx, "rollout", "status", rolloutName, "--watch=false")
-	if err != nil {
+	if err := d.rolloutStatus(ctx, 0); err != nil {
 		return err
 	}
-	d.say("%s\n%d", strings.TrimRight(out, "\n"), code)
-	if code != 0 {
-		return fmt.Errorf("hub rollout status of a complete rollout exited %d, not 0", code)
-	}
 	d.say("$ hub rollout history %s", rolloutName)
-	if out, code, err = d.hubCLI(ctx, "rollout", "history", rolloutName); err != nil || code != 0 {
+	out, code, err := d.hubCLI(ctx, "rollout", "history", rolloutName)
+	if err != nil || code != 0 {
 		return errors.Join(err, fmt.Errorf("hub rollout history exited %d: %s", code, out))
 	}
 	d.say("%s", strings.TrimRight(out, "\n"))
 	d.say("$ kubectl get events --field-selector involvedObject.name=%s    # the rollout's Events", rolloutName)
 	return d.rolloutEvents(ctx)
+}
+
+// rolloutStatus shows `hub rollout status --watch=false` and checks its exit code.
+func (d *demo) rolloutStatus(ctx context.Context, want int) error {
+	d.say("$ hub rollout status %s --watch=false; echo $?", rolloutName)
+	out, code, err := d.hubCLI(ctx, "rollout", "status", rolloutName, "--watch=false")
+	if err != nil {
+		return err
+	}
+	d.say("%s\n%d", strings.TrimRight(out, "\n"), code)
+	if code != want {
+		return fmt.Errorf("hub rollout status exited %d, not %d", code, want)
+	}
+	return nil
 }
 
 // setFlags changes the rollout FleetBundle's message, as kubectl patch does.

@@ -106,7 +106,7 @@ func (f *monitored) makeHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []client.Client{m1, m2} {
-		poll(t, timeout, "the placed ConfigMap", configMapSays(c, fleet.NewBundle("monitoring", "placed", ""), "placed"))
+		poll(t, "the placed ConfigMap", configMapSays(c, fleet.NewBundle("monitoring", "placed", ""), "placed"))
 	}
 	// Both: a FleetBundle that m2's own bundle of its name keeps out (Conflict).
 	if err := m2.Create(ctx, fleet.NewBundle("monitoring", "conflicted", "m2's own")); err != nil {
@@ -135,7 +135,7 @@ func (f *monitored) makeHistory(t *testing.T) {
 	if err := f.Hub.Create(ctx, halted); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, timeout, "the rollout of quota/halted to halt", func(ctx context.Context) (bool, error) {
+	poll(t, "the rollout of quota/halted to halt", func(ctx context.Context) (bool, error) {
 		fb := &hubv1alpha1.FleetBundle{}
 		if err := f.Hub.Get(ctx, client.ObjectKeyFromObject(halted), fb); err != nil {
 			return false, err
@@ -148,10 +148,10 @@ func (f *monitored) makeHistory(t *testing.T) {
 	if err := m1.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, timeout, "the ConfigMap of m1's bundle", configMapSays(m1, b, "hello"))
+	poll(t, "the ConfigMap of m1's bundle", configMapSays(m1, b, "hello"))
 	for i := range fightHeals {
 		tamper(t, m1, b, fmt.Sprintf("tampered %d", i))
-		poll(t, timeout, "the heal of m1's ConfigMap", configMapSays(m1, b, "hello"))
+		poll(t, "the heal of m1's ConfigMap", configMapSays(m1, b, "hello"))
 	}
 }
 
@@ -251,9 +251,10 @@ func (f *monitored) pause(t *testing.T, member string) {
 	t.Cleanup(func() { _ = cp.Resume() })
 }
 
-func poll(t *testing.T, d time.Duration, what string, cond wait.ConditionWithContextFunc) {
+// poll waits until cond holds, at most timeout.
+func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), interval, d, true, cond); err != nil {
+	if err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
