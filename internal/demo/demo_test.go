@@ -100,7 +100,7 @@ func TestDemo(t *testing.T) {
 		"Progressing False RolloutHalted",
 		"Stalled True RolloutHalted",
 		"revision 4's ConfigMap in member-1 (canary) after",
-		"flags 3 3 3 0 4 default AllReady",
+		"flags 3 3 3 0 4 rest AllReady",
 		"Warning RolloutHalted fleetbundle/flags",
 		"Normal RolloutComplete fleetbundle/flags",
 		"$ kubectl get fleet",
