@@ -49,6 +49,11 @@ type ledger struct {
 	// it, or since the hub first saw it there (after a restart). A rollout's progressDeadline
 	// runs from then.
 	held map[pair]heldRevisionSince
+	// refused holds, per pair, the revision the member last refused (a write refused, its
+	// namespace missing, a ConfigBundle of the name not the hub's), until a write of a revision
+	// succeeds there: a refused updateRevision fails the rollout, and holds its halt, until the
+	// member takes it.
+	refused map[pair]int64
 }
 
 // heldRevisionSince is a revision a member holds, and since when.
@@ -69,7 +74,7 @@ type placement struct {
 
 func newLedger() *ledger {
 	return &ledger{outcomes: map[pair]Outcome{}, placed: map[pair]placement{}, removed: map[pair]types.UID{},
-		heals: map[types.UID]int64{}, due: map[pair]time.Time{}, held: map[pair]heldRevisionSince{}}
+		heals: map[types.UID]int64{}, due: map[pair]time.Time{}, held: map[pair]heldRevisionSince{}, refused: map[pair]int64{}}
 }
 
 // setOutcome records a pair's outcome and reports whether it changed.
@@ -119,7 +124,25 @@ func (m *ledger) forget(p pair, bundle types.UID) {
 	delete(m.outcomes, p)
 	delete(m.due, p)
 	delete(m.held, p)
+	delete(m.refused, p)
 	m.removed[p] = bundle
+}
+
+// noteRefused records that a pair's member refused revision (0: none decided).
+func (m *ledger) noteRefused(p pair, revision int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if revision != 0 {
+		m.refused[p] = revision
+	}
+}
+
+// refusedRevision returns the revision a pair's member last refused, 0 if none since its last
+// write.
+func (m *ledger) refusedRevision(p pair) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.refused[p]
 }
 
 // noteWritten records that the hub wrote revision of a pair's bundle, at now.
@@ -127,6 +150,7 @@ func (m *ledger) noteWritten(p pair, revision int64, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.held[p] = heldRevisionSince{revision: revision, since: now}
+	delete(m.refused, p)
 }
 
 // heldSince returns since when a pair's member holds revision: since the hub wrote it, or, if
@@ -215,6 +239,11 @@ func (m *ledger) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
 	for p := range m.held {
 		if p.fb == fb {
 			delete(m.held, p)
+		}
+	}
+	for p := range m.refused {
+		if p.fb == fb {
+			delete(m.refused, p)
 		}
 	}
 	for p := range m.removed {

@@ -347,7 +347,12 @@ func targetFacts(ro *hubv1alpha1.RolloutStatus) hubv1alpha1.RolloutStatus {
 	if ro == nil {
 		return hubv1alpha1.RolloutStatus{}
 	}
-	return hubv1alpha1.RolloutStatus{Stage: ro.Stage, Phase: ro.Phase, FailedRevision: ro.FailedRevision, AdmittedThrough: ro.AdmittedThrough}
+	gates := ro.Phase == hubv1alpha1.RolloutHalted || ro.Phase == hubv1alpha1.RolloutPaused
+	out := hubv1alpha1.RolloutStatus{Stage: ro.Stage, FailedRevision: ro.FailedRevision, AdmittedThrough: ro.AdmittedThrough}
+	if gates {
+		out.Phase = ro.Phase // Progressing, Soaking and Complete give every member the same
+	}
+	return out
 }
 
 func equalLabels(a, b map[string]string) bool { return maps.Equal(a, b) }

@@ -85,6 +85,7 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 	case Foreign:
 		s.outcome = Outcome{Reason: hubv1alpha1.ConflictReason, Message: fmt.Sprintf(
 			"ConfigBundle %s/%s exists in member %s and was not placed by the hub: it is left untouched, and placed once it is gone", current.Namespace, current.Name, s.pair.member)}
+		s.r.ledger.noteRefused(s.pair, s.target(nil))
 		return ctrl.Result{}, nil // its deletion wakes the pair
 	case Stale:
 		if err := s.remove(ctx, current, ownership); err != nil {
@@ -92,7 +93,7 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 		}
 		current, ownership = nil, Absent
 	}
-	n := TargetRevision(s.fb, s.pair.member, s.memberCluster.Labels, heldRevision(current))
+	n := s.target(current)
 	if n == 0 { // no revision decided for the member yet: it keeps what it holds
 		if ownership == Own {
 			s.r.ledger.setPlaced(s.pair, s.placement())
@@ -108,6 +109,18 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 		return s.create(ctx)
 	}
 	return ctrl.Result{}, s.update(ctx, current)
+}
+
+// target is the revision the member gets (TargetRevision), given the bundle it holds (nil:
+// none). A member that refused updateRevision keeps being given it, with the controller's
+// back-off, while the rollout is halted: the halt holds until the member takes it.
+func (s *scope) target(current *configbundlev1alpha1.ConfigBundle) int64 {
+	n := TargetRevision(s.fb, s.pair.member, s.memberCluster.Labels, heldRevision(current))
+	u, ro := s.fb.Status.UpdateRevision, s.fb.Status.Rollout
+	if n != u && u != 0 && ro != nil && ro.Phase == hubv1alpha1.RolloutHalted && s.r.ledger.refusedRevision(s.pair) == u {
+		return u
+	}
+	return n
 }
 
 // uid is the FleetBundle's uid, or "" if it is gone.
@@ -154,9 +167,11 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 	case apierrors.IsNotFound(err):
 		s.outcome = Outcome{Reason: hubv1alpha1.NamespaceMissingReason, Message: fmt.Sprintf(
 			"namespace %s does not exist in member %s: the hub does not create namespaces; the bundle is placed once it exists", b.Namespace, s.pair.member)}
+		s.r.ledger.noteRefused(s.pair, heldRevision(b))
 		return ctrl.Result{RequeueAfter: s.r.opts.NamespaceMissingRetry}, nil
 	case err != nil:
 		s.outcome = failed("creating", err)
+		s.r.ledger.noteRefused(s.pair, heldRevision(b))
 		return ctrl.Result{}, terminalIfInvalid(fmt.Errorf("placing the bundle: %w", err))
 	}
 	s.observePlacementLatency()
@@ -190,6 +205,7 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 		return fmt.Errorf("updating the placed bundle: %w: %w", errStale, err)
 	case err != nil:
 		s.outcome = failed("updating", err)
+		s.r.ledger.noteRefused(s.pair, heldRevision(b))
 		return terminalIfInvalid(fmt.Errorf("updating the placed bundle: %w", err))
 	}
 	s.r.ledger.setPlaced(s.pair, s.placement())

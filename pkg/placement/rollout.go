@@ -262,6 +262,10 @@ func Decide(in RolloutInput) RolloutDecision {
 	if d.failed() {
 		return d.out
 	}
+	if unknown := d.unknownFailures(); d.prevPhase == hubv1alpha1.RolloutHalted && len(unknown) > 0 {
+		ro.Phase = hubv1alpha1.RolloutHalted // until where they stand is known again
+		return d.out
+	}
 	if d.s.Paused {
 		ro.Phase = hubv1alpha1.RolloutPaused
 		ro.Message = fmt.Sprintf("Paused in stage %s: no member gets revision %d until spec.rollout.paused is false", ro.Stage, u)
@@ -337,6 +341,23 @@ func (d *decision) failed() bool {
 		d.event(corev1.EventTypeWarning, hubv1alpha1.RolloutHaltedEvent, d.ro.Stage, "Revision %d halted in stage %s: %s", u, d.ro.Stage, what)
 	}
 	return true
+}
+
+// unknownFailures names the members where a halt's failures may be and cannot be seen: members
+// the hub is still joining, and failed members (in the status's failedClusters) that are not
+// Ready. A halt holds while there are any: only a failure seen to clear lets it go on.
+func (d *decision) unknownFailures() []string {
+	failed := map[string]bool{}
+	for _, f := range d.in.Status.FailedClusters {
+		failed[f.Cluster] = true
+	}
+	var names []string
+	for _, m := range d.in.Members {
+		if m.Joining || (!m.Ready && failed[m.Name]) {
+			names = append(names, m.Name)
+		}
+	}
+	return names
 }
 
 // progress moves the rollout on: it admits members of the current stage up to its

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -94,11 +95,13 @@ func (r *StatusReconciler) rolloutMembers(fb *hubv1alpha1.FleetBundle, selected 
 				}
 			}
 		}
-		// A write of the revision the member gets that the member refused fails that revision.
-		if v.Placement.Reason == hubv1alpha1.PlacementFailedReason && fb.Status.UpdateRevision != 0 && m.Held != fb.Status.UpdateRevision &&
-			TargetRevision(fb, v.Name, v.Labels, m.Held) == fb.Status.UpdateRevision {
-			m.Refused = true
-			m.Failure = &hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: v.Placement.Reason, Message: truncate(v.Placement.Message)}
+		// A member that refused the revision fails it, as long as it does not take it.
+		if u := fb.Status.UpdateRevision; u != 0 && m.Held != u && r.ledger.refusedRevision(pair{member: v.Name, fb: key}) == u {
+			f := hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: v.Placement.Reason, Message: truncate(v.Placement.Message)}
+			if f.Reason == "" {
+				f.Reason, f.Message = hubv1alpha1.PlacementFailedReason, fmt.Sprintf("member %s refused revision %d", v.Name, u)
+			}
+			m.Refused, m.Failure = true, &f
 		}
 		members = append(members, m)
 	}

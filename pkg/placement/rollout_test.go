@@ -125,6 +125,15 @@ func TestDecide(t *testing.T) {
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
 			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
+		{name: "a halt holds while its failed member is not Ready", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted),
+				FailedClusters: []hubv1alpha1.ClusterFailure{{Cluster: "c1", Reason: "UpdateFailed"}}},
+			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Held: 2}, member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1"},
+		{name: "a halt holds while a member is joining", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
+			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Joining: true}, member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1"},
 		{name: "a tolerated failure does not halt and holds no stage back",
 			strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
 				s.MaxFailures = ptr.To(intstr.FromInt32(1))
@@ -196,7 +205,8 @@ func TestDecide(t *testing.T) {
 			if d.RequeueAfter != tc.requeue {
 				t.Errorf("requeueAfter = %v, want %v", d.RequeueAfter, tc.requeue)
 			}
-			again := Decide(RolloutInput{Strategy: tc.strategy, Status: hubv1alpha1.FleetBundleStatus{CurrentRevision: d.Current, UpdateRevision: tc.update, Rollout: d.Rollout},
+			again := Decide(RolloutInput{Strategy: tc.strategy, Status: hubv1alpha1.FleetBundleStatus{CurrentRevision: d.Current, UpdateRevision: tc.update, Rollout: d.Rollout,
+				FailedClusters: tc.status.FailedClusters},
 				Update: tc.update, Members: tc.members, Now: t0})
 			if again.Rollout.Stage != ro.Stage || again.Rollout.AdmittedThrough != ro.AdmittedThrough || again.Rollout.Phase != ro.Phase {
 				t.Errorf("decided again on its own result: %+v, want %+v", again.Rollout, ro)

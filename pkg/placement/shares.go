@@ -74,7 +74,11 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if !r.leading() {
 		return res, nil
 	}
-	return r.reconcileTotals(ctx, fb)
+	totals, err := r.reconcileTotals(ctx, fb)
+	if res.RequeueAfter > 0 && (totals.RequeueAfter == 0 || res.RequeueAfter < totals.RequeueAfter) {
+		totals.RequeueAfter = res.RequeueAfter // this replica's own members' progress deadlines
+	}
+	return totals, err
 }
 
 // shareTally counts this replica's members for the rollout the FleetBundle's status names; nil
