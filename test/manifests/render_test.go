@@ -147,8 +147,8 @@ func TestDefault(t *testing.T) {
 
 	t.Run("RBAC", func(t *testing.T) {
 		g := NewWithT(t)
-		// Cluster-wide: the health reports, FleetBundles (read, finalizer, status) and their
-		// Events (a cluster-scoped MemberCluster's Events go to the namespace default), the
+		// Cluster-wide: the health reports, FleetBundles (read, finalizer, status), their
+		// revisions and their Events (a cluster-scoped MemberCluster's Events go to the namespace default), the
 		// metrics endpoint's reviews only; none
 		// of the member-side rules (ConfigMaps, ConfigBundles, CRDs, namespaces) may leak in from
 		// the packages the hub imports.
@@ -158,6 +158,8 @@ func TestDefault(t *testing.T) {
 			expand([]string{"hub.configbundle.dev/memberclusters/status", "hub.configbundle.dev/fleets/status", "hub.configbundle.dev/fleetbundles/status"}, "get", "update", "patch"),
 			expand([]string{"hub.configbundle.dev/fleetbundles"}, "get", "list", "watch", "update"),
 			expand([]string{"hub.configbundle.dev/fleetbundles/finalizers"}, "update"),
+			// A FleetBundle's revisions, ControllerRevisions in its namespace.
+			expand([]string{"apps/controllerrevisions"}, "get", "list", "watch", "create", "delete"),
 			expand([]string{"events.k8s.io/events"}, "create", "patch"),
 			// The metrics endpoint's authentication and authorization of scrapers.
 			expand([]string{"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews"}, "create"),
