@@ -151,6 +151,19 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 
 // runPhases runs every phase but the scale curve on one fleet of full control planes.
 func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
+	return onFleet(ctx, cfg, res, say,
+		(*fleet).measureJoin, (*fleet).measureConvergence, (*fleet).measureUnmanaged, (*fleet).measureHeal,
+		(*fleet).measurePlacement, (*fleet).measureBacklog, (*fleet).measureHubOutage, (*fleet).measureRollout)
+}
+
+// runRolloutOnly runs the members' join and the rollout phase alone (--rollout-only).
+func runRolloutOnly(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
+	return onFleet(ctx, cfg, res, say, (*fleet).joinAll, (*fleet).measureRollout)
+}
+
+// onFleet starts a fleet of cfg.Members full control planes and the hub, and runs phases on it.
+func onFleet(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any),
+	phases ...func(*fleet, context.Context, benchConfig, *results, func(string, ...any)) error) error {
 	say("starting %d control planes", cfg.Members+1)
 	f, err := startFleet(ctx, cfg)
 	if err != nil {
@@ -160,33 +173,22 @@ func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(stri
 	if err := f.startHub(ctx); err != nil {
 		return err
 	}
-	for _, phase := range []func(context.Context, benchConfig, *results, func(string, ...any)) error{
-		f.measureJoin, f.measureConvergence, f.measureUnmanaged, f.measureHeal, f.measurePlacement, f.measureBacklog, f.measureHubOutage, f.measureRollout,
-	} {
-		if err := phase(ctx, cfg, res, say); err != nil {
+	for _, p := range phases {
+		if err := p(f, ctx, cfg, res, say); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// runRolloutOnly runs the members' join and the rollout phase alone (--rollout-only).
-func runRolloutOnly(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
-	say("starting %d control planes", cfg.Members+1)
-	f, err := startFleet(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer f.close()
-	if err := f.startHub(ctx); err != nil {
-		return err
-	}
+// joinAll joins every member, measuring nothing.
+func (f *fleet) joinAll(ctx context.Context, _ benchConfig, _ *results, _ func(string, ...any)) error {
 	for _, m := range f.Members() {
 		if _, err := f.join(ctx, m); err != nil {
 			return err
 		}
 	}
-	return f.measureRollout(ctx, cfg, res, say)
+	return nil
 }
 
 // startFleet starts the hub's control plane and cfg.Members members', each logging the writes
