@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
@@ -44,9 +45,6 @@ const (
 	// rolloutTimeout bounds a wait that includes soaks and the reconciler's back-off (its base
 	// delay is 3 s, doubling).
 	rolloutTimeout = 45 * time.Second
-	// writeSettle is how long after a status says a member got a revision its write may still be
-	// on its way into the member's audit log (written when the response is complete).
-	writeSettle = 200 * time.Millisecond
 )
 
 var (
@@ -274,6 +272,29 @@ func bundleWrites(g Gomega, member string, fb *hubv1alpha1.FleetBundle, since ti
 	return fleet.WritesSince(writes, since)
 }
 
+// auditBarrier returns once the audit log of each member holds every write that completed before
+// it was called: it writes a ConfigMap of its own there, and waits until the log has that write
+// (a log records writes in the order they complete).
+func auditBarrier(g Gomega, members ...string) {
+	ctx := context.Background()
+	for _, m := range members {
+		at := time.Now()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e2e-audit-barrier"}}
+		_, err := controllerutil.CreateOrUpdate(ctx, fl.Member(m).Client, cm, func() error {
+			cm.Data = map[string]string{"at": at.Format(time.RFC3339Nano)}
+			return nil
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(func(g Gomega) bool {
+			writes, err := fl.Member(m).Plane.Writes()
+			g.Expect(err).NotTo(HaveOccurred())
+			return slices.ContainsFunc(writes, func(w controlplane.Write) bool {
+				return w.Resource == "configmaps" && w.Name == cm.Name && !w.At.Before(at)
+			})
+		}).WithTimeout(timeout).WithPolling(20*time.Millisecond).Should(BeTrue(), "member %s's audit log has caught up", m)
+	}
+}
+
 // statusWrites returns the hub's writes of the status of fb's placed bundle in member since then.
 func statusWrites(g Gomega, member string, fb *hubv1alpha1.FleetBundle, since time.Time) []controlplane.Write {
 	writes, err := fleet.BundleWrites(fl.Member(member).Plane, fb.Namespace, fb.Name, "status")
@@ -482,7 +503,7 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 
 	// From the members' audit logs: one write each, the rest's no sooner than a soak after the
 	// canary's.
-	time.Sleep(writeSettle)
+	auditBarrier(g, rolloutMemberNames...)
 	canary := bundleWrites(g, "ro1", fb, changed)
 	g.Expect(canary).To(HaveLen(1), "the canary's writes: %v", writeTimes(canary))
 	for _, m := range []string{"ro2", "ro3"} {
@@ -569,7 +590,7 @@ func TestRolloutHaltsWhenTheCanaryFails(t *testing.T) {
 		g.Expect(fleetBundleStatus(fb)(g)).To(haltedByCanary())
 		return holding(fb, members...)(g)
 	}).WithTimeout(2*soak+time.Second).WithPolling(interval).Should(Equal(want), "halted: no other member gets the change")
-	time.Sleep(writeSettle)
+	auditBarrier(g, rolloutMemberNames...)
 	g.Expect(bundleWrites(g, "ro1", fb, changed)).To(HaveLen(1), "one write to the canary")
 	for _, m := range []string{"ro2", "ro3"} {
 		g.Expect(bundleWrites(g, m, fb, changed)).To(BeEmpty(), "the hub wrote %s's bundle during the halt", m)
@@ -584,7 +605,7 @@ func TestRolloutHaltsWhenTheCanaryFails(t *testing.T) {
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(3, 3))
 	g.Eventually(kstatusOf(fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal(kstatus.CurrentStatus))
 	t.Logf("fixed template → Complete: %v", time.Since(fixed).Round(time.Millisecond))
-	time.Sleep(writeSettle)
+	auditBarrier(g, rolloutMemberNames...)
 	canary := bundleWrites(g, "ro1", fb, fixed)
 	g.Expect(canary).To(HaveLen(1), "the canary's writes: %v", writeTimes(canary))
 	for _, m := range []string{"ro2", "ro3"} {
@@ -635,7 +656,7 @@ func TestRolloutRollsBackTheCanary(t *testing.T) {
 		g.Expect(fleetBundleStatus(fb)(g)).To(And(rolloutPhase(hubv1alpha1.RolloutRolledBack), HaveField("Rollout.FailedRevision", BeEquivalentTo(2))))
 		return holding(fb, members...)(g)
 	}).WithTimeout(2*soak+time.Second).WithPolling(interval).Should(Equal(all(holds(1, "v1"), members...)), "the failed revision is not placed again")
-	time.Sleep(writeSettle)
+	auditBarrier(g, rolloutMemberNames...)
 	canary := bundleWrites(g, "ro1", fb, changed)
 	g.Expect(canary).To(HaveLen(2), "the canary: updated, rolled back: %v", writeTimes(canary))
 	for _, m := range []string{"ro2", "ro3"} {
@@ -705,7 +726,7 @@ func TestRolloutMaxConcurrency(t *testing.T) {
 	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(2, "v2"), members...)))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(2, 3))
 	t.Logf("template change → Complete, one member at a time: %v", time.Since(changed).Round(time.Millisecond))
-	time.Sleep(writeSettle)
+	auditBarrier(g, rolloutMemberNames...)
 
 	type update struct {
 		member string
@@ -944,7 +965,7 @@ func TestRolloutMidRolloutMembersAndHubRestart(t *testing.T) {
 	}
 	g.Eventually(holding(fb, all5...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(2, "v2"), all5...)))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(2, 5))
-	time.Sleep(writeSettle)
+	auditBarrier(g, rolloutMemberNames...)
 
 	// From the audit logs: the rest were updated when the soak that started before the restart
 	// ended, sooner than a soak after the restart; no member was written more than once per
