@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -221,35 +222,17 @@ func (m *ledger) noteHealsWritten(uid types.UID, n int64) {
 func (m *ledger) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for p := range m.outcomes {
-		if p.fb == fb {
-			delete(m.outcomes, p)
-		}
-	}
-	for p := range m.placed {
-		if p.fb == fb {
-			delete(m.placed, p)
-		}
-	}
-	for p := range m.due {
-		if p.fb == fb {
-			delete(m.due, p)
-		}
-	}
-	for p := range m.held {
-		if p.fb == fb {
-			delete(m.held, p)
-		}
-	}
-	for p := range m.refused {
-		if p.fb == fb {
-			delete(m.refused, p)
-		}
-	}
-	for p := range m.removed {
-		if p.fb == fb {
-			delete(m.removed, p)
-		}
-	}
+	ofFleetBundle := func(p pair) bool { return p.fb == fb }
+	deletePairs(m.outcomes, ofFleetBundle)
+	deletePairs(m.placed, ofFleetBundle)
+	deletePairs(m.due, ofFleetBundle)
+	deletePairs(m.held, ofFleetBundle)
+	deletePairs(m.refused, ofFleetBundle)
+	deletePairs(m.removed, ofFleetBundle)
 	delete(m.heals, uid)
+}
+
+// deletePairs deletes the entries of the pairs that match from a map kept by pair.
+func deletePairs[V any](m map[pair]V, match func(pair) bool) {
+	maps.DeleteFunc(m, func(p pair, _ V) bool { return match(p) })
 }

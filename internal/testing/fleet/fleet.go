@@ -225,6 +225,11 @@ func (f *Fleet) AddSlimMembers(ctx context.Context, names ...string) ([]*Member,
 	if err != nil {
 		return nil, err
 	}
+	return f.addMembers(cps)
+}
+
+// addMembers adds started control planes to the fleet as members, in order.
+func (f *Fleet) addMembers(cps []*controlplane.ControlPlane) ([]*Member, error) {
 	out := make([]*Member, 0, len(cps))
 	for _, cp := range cps {
 		m, err := f.addMember(cp)

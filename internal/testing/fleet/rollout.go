@@ -34,15 +34,7 @@ func (f *Fleet) AddMembers(ctx context.Context, planes ...controlplane.Plane) ([
 	f.mu.Lock()
 	f.planes = append(f.planes, cps...)
 	f.mu.Unlock()
-	out := make([]*Member, 0, len(cps))
-	for _, cp := range cps {
-		m, err := f.addMember(cp)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return f.addMembers(cps)
 }
 
 // MessagePolicy is a ValidatingAdmissionPolicy of a member, and its binding, both named Name,
