@@ -29,7 +29,7 @@ const (
 )
 
 // DesiredConfigMap renders the ConfigMap a bundle asks for: the bundle's name and namespace, its
-// message as data.message, its immutability, its labels exactly, its annotations but kubectl's
+// data and its message as data.message, its immutability, its labels exactly, its annotations but kubectl's
 // last-applied record, and one ownerReference naming the bundle as controller.
 func DesiredConfigMap(bundle *configbundlev1alpha1.ConfigBundle) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
@@ -41,9 +41,20 @@ func DesiredConfigMap(bundle *configbundlev1alpha1.ConfigBundle) *corev1.ConfigM
 			Annotations:     propagatedAnnotations(bundle.Annotations),
 			OwnerReferences: []metav1.OwnerReference{controllerReference(bundle)},
 		},
-		Data:      map[string]string{configbundlev1alpha1.MessageKey: bundle.Spec.Message},
+		Data:      configMapData(bundle.Spec),
 		Immutable: ptr.To(bundle.Spec.Immutable),
 	}
+}
+
+// configMapData is the data of the ConfigMap of a spec: its data, and its message as
+// data.message (admission refuses a data key "message"; the message would win).
+func configMapData(spec configbundlev1alpha1.ConfigBundleSpec) map[string]string {
+	data := make(map[string]string, len(spec.Data)+1)
+	for k, v := range spec.Data {
+		data[k] = string(v)
+	}
+	data[configbundlev1alpha1.MessageKey] = spec.Message
+	return data
 }
 
 func propagatedAnnotations(in map[string]string) map[string]string {
@@ -68,7 +79,7 @@ func controllerReference(bundle *configbundlev1alpha1.ConfigBundle) metav1.Owner
 
 // Drift lists, in a fixed order, the parts of actual that differ from desired: namespace,
 // labels, annotations, ownerReferences, data, binaryData and immutable. Empty and missing maps
-// are equal; any binaryData is drift, as is any data key but message.
+// are equal; any binaryData is drift, as is any data key the bundle does not set.
 func Drift(desired, actual *corev1.ConfigMap) []string {
 	var drift []string
 	if actual.Namespace != desired.Namespace {
@@ -110,10 +121,26 @@ func contentDrift(drift []string) bool {
 
 // specFromConfigMap reads back the spec an immutable ConfigMap was made from.
 func specFromConfigMap(cm *corev1.ConfigMap) configbundlev1alpha1.ConfigBundleSpec {
-	return configbundlev1alpha1.ConfigBundleSpec{
+	spec := configbundlev1alpha1.ConfigBundleSpec{
 		Message:   cm.Data[configbundlev1alpha1.MessageKey],
 		Immutable: ptr.Deref(cm.Immutable, false),
 	}
+	for k, v := range cm.Data {
+		if k == configbundlev1alpha1.MessageKey {
+			continue
+		}
+		if spec.Data == nil {
+			spec.Data = make(map[string]configbundlev1alpha1.DataValue, len(cm.Data)-1)
+		}
+		spec.Data[k] = configbundlev1alpha1.DataValue(v)
+	}
+	return spec
+}
+
+// equalSpec reports whether two specs ask for the same ConfigMap: an empty and a missing data
+// are equal.
+func equalSpec(a, b configbundlev1alpha1.ConfigBundleSpec) bool {
+	return a.Message == b.Message && a.Immutable == b.Immutable && maps.Equal(a.Data, b.Data)
 }
 
 // ownedBy reports whether cm is the bundle's: it names the bundle as its controller, or it is

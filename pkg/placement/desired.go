@@ -143,7 +143,7 @@ func OwnershipOf(b *configbundlev1alpha1.ConfigBundle, fb types.NamespacedName, 
 // "annotations"; none if it is as desired.
 func Drift(desired, current *configbundlev1alpha1.ConfigBundle) []string {
 	var out []string
-	if current.Spec != desired.Spec {
+	if !sameSpec(current.Spec, desired.Spec) {
 		out = append(out, "spec")
 	}
 	if !equality.Semantic.DeepEqual(nonEmpty(current.Labels), nonEmpty(desired.Labels)) {
@@ -153,6 +153,11 @@ func Drift(desired, current *configbundlev1alpha1.ConfigBundle) []string {
 		out = append(out, "annotations")
 	}
 	return out
+}
+
+// sameSpec reports whether two bundle specs are equal, an empty and a missing data alike.
+func sameSpec(a, b configbundlev1alpha1.ConfigBundleSpec) bool {
+	return a.Message == b.Message && a.Immutable == b.Immutable && maps.Equal(a.Data, b.Data)
 }
 
 // nonEmpty is m, or an empty map for nil, so that nil and empty compare equal.

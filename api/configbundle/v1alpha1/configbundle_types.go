@@ -27,6 +27,17 @@ const MaxEscapedMessageBytes = StorageLimitBytes - 256*1024
 // too large".
 const StorageLimitBytes = 1536 * 1024
 
+// MaxDataKeys is the most keys of a ConfigBundle's spec.data.
+const MaxDataKeys = 48
+
+// MaxDataValueBytes is the longest value of a ConfigBundle's spec.data, in bytes of UTF-8. Message
+// and data share the ConfigMap's MaxMessageBytes.
+const MaxDataValueBytes = 32 * 1024
+
+// DataValue is a value of a ConfigBundle's spec.data.
+// +kubebuilder:validation:MaxLength=32768
+type DataValue string
+
 // Condition types of a ConfigBundle.
 const (
 	// ReadyCondition is True when the managed ConfigMap exists, is owned by the bundle and equals
@@ -99,7 +110,9 @@ const (
 // refused message, up to 1.5 MiB, in the error.
 //
 // +kubebuilder:validation:XValidation:rule=`!has(self.message) || size(bytes(self.message)) + 5 * size(self.message.findAll('[<>&\x00-\x08\x0b\x0c\x0e-\x1f]')) + 3 * size(self.message.findAll('[\u2028\u2029]')) + size(self.message.findAll('[\t\n\r"\\\\]')) <= 1310720`,fieldPath=".message",message=`message is too large to store: at most 1310720 bytes once JSON-escaped, as etcd stores it (<, >, &, U+2028, U+2029 and control characters other than tab, newline and carriage return take 6 bytes each; ", \, tab, newline and carriage return 2)`,reason=FieldValueInvalid
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.immutable) || !oldSelf.immutable || self == oldSelf",message="spec is immutable: this ConfigBundle was made immutable (spec.immutable: true), so its message and immutable fields can no longer change; delete and recreate it to publish a different message",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.immutable) || !oldSelf.immutable || self == oldSelf",message="spec is immutable: this ConfigBundle was made immutable (spec.immutable: true), so its message, data and immutable fields can no longer change; delete and recreate it to publish different content",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule=`!has(self.data) || size(bytes(self.message)) + self.data.map(k, size(bytes(self.data[k]))).sum() <= 1048576`,fieldPath=".data",message="message and data together must fit in a ConfigMap: at most 1048576 bytes of UTF-8 in all their values (a ConfigMap holds at most 1 MiB of data)",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule=`!has(self.data) || size(bytes(self.message)) + 5 * size(self.message.findAll('[<>&\x00-\x08\x0b\x0c\x0e-\x1f]')) + 3 * size(self.message.findAll('[\u2028\u2029]')) + size(self.message.findAll('[\t\n\r"\\\\]')) + self.data.map(k, size(bytes(self.data[k])) + 5 * size(self.data[k].findAll('[<>&\x00-\x08\x0b\x0c\x0e-\x1f]')) + 3 * size(self.data[k].findAll('[\u2028\u2029]')) + size(self.data[k].findAll('[\t\n\r"\\\\]'))).sum() <= 1310720`,fieldPath=".data",message="message and data together are too large to store: at most 1310720 bytes once JSON-escaped, as etcd stores them (<, >, &, U+2028, U+2029 and control characters other than tab, newline and carriage return take 6 bytes each; \", \\, tab, newline and carriage return 2)",reason=FieldValueInvalid
 type ConfigBundleSpec struct {
 	// message is published as data.message of the managed ConfigMap. It must fit in a
 	// ConfigMap: at most 1,048,576 bytes of UTF-8. It must also fit in etcd, where the bundle is
@@ -111,8 +124,18 @@ type ConfigBundleSpec struct {
 	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 1048576",message="message must fit in a ConfigMap: at most 1048576 bytes of UTF-8 (a ConfigMap holds at most 1 MiB of data)",reason=FieldValueInvalid
 	Message string `json:"message"`
 
+	// data holds more keys of the managed ConfigMap, published beside data.message. A key is a
+	// valid ConfigMap key (at most 253 characters of letters, digits, '-', '_' and '.', not '.'
+	// or '..' nor starting with '..') and is never "message"; at most 48 keys, each value at
+	// most 32,768 bytes, and message and data together at most 1,048,576 bytes.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=48
+	// +kubebuilder:validation:XValidation:rule="!('message' in self)",message="data must not have the key message: spec.message is published as data.message",reason=FieldValueInvalid
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$') && k != '.' && !k.startsWith('..'))`,message="every data key must be a valid ConfigMap key: at most 253 characters of letters, digits, '-', '_' and '.', and neither '.' nor starting with '..'",reason=FieldValueInvalid
+	Data map[string]DataValue `json:"data,omitempty"`
+
 	// immutable makes the managed ConfigMap immutable and freezes this spec: once it is true,
-	// neither field can change. Defaults to false.
+	// no field of it can change. Defaults to false.
 	// +optional
 	// +kubebuilder:default=false
 	Immutable bool `json:"immutable"`

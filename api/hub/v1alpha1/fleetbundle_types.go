@@ -34,6 +34,13 @@ const (
 	// FleetBundleLabel cannot name it: nothing is placed. Recreate it with a shorter name.
 	NameTooLongReason = "NameTooLong"
 
+	// InvalidTemplateReason (False): with templateEngine GoTemplate, a templated field of
+	// spec.template or spec.overrides does not parse, or uses an action a template may not use
+	// (range, define, template, block); or an override's clusterSelector is invalid. The message
+	// names the field and the error. Nothing is placed, removed or changed in any member until it
+	// is fixed.
+	InvalidTemplateReason = "InvalidTemplate"
+
 	// InvalidSelectorReason (False): spec.clusterSelector is not a valid label selector (an
 	// operator In without values, say): nothing is placed, removed or changed in any member
 	// until it is fixed.
@@ -60,6 +67,13 @@ const (
 	// PlacementFailedReason: writing the placed ConfigBundle failed; the message says why.
 	PlacementFailedReason = "PlacementFailed"
 
+	// RenderFailedReason: the FleetBundle's bundle could not be rendered for this member (a
+	// label its template reads is missing, a rendered label value is invalid, the output is too
+	// large); the message names the field and the error. Nothing is written to the member, which
+	// keeps what it holds; every other member proceeds. A change of the member's labels or of the
+	// FleetBundle that fixes it places the bundle.
+	RenderFailedReason = "RenderFailed"
+
 	// A selected member that is not Ready has the reason of its own Ready condition
 	// (Connecting, Unreachable, Forbidden, ...); a placed bundle that is not Ready has the reason
 	// of its Ready condition (CreateFailed, ConfigMapConflict, ...).
@@ -81,6 +95,13 @@ const (
 	// ConfigBundle was written from ("1", "2", ...): the ControllerRevision
 	// "<fleetbundle>-<revision>" in the FleetBundle's namespace holds its template.
 	FleetBundleRevisionAnnotation = "hub.configbundle.dev/fleet-bundle-revision"
+
+	// FleetBundleRenderHashAnnotation holds a hash of what a placed ConfigBundle was rendered to
+	// for its member, when the FleetBundle renders per member (templateEngine GoTemplate, or
+	// overrides). A placed bundle that differs from its rendering although it carries the hash
+	// of its current rendering was changed by someone else: restoring it is a heal. One that
+	// carries another hash is following a change of its member's labels: not a heal.
+	FleetBundleRenderHashAnnotation = "hub.configbundle.dev/fleet-bundle-render-hash"
 
 	// FleetBundleTemplateHashAnnotation holds a hash of the template a placed ConfigBundle was
 	// written from. A placed bundle that differs from the template although it carries the hash
@@ -230,6 +251,62 @@ const (
 // status.clusters.failed.
 const MaxFailedClusters = 10
 
+// TemplateEngine says how a FleetBundle's template is rendered for each member.
+// +kubebuilder:validation:Enum=None;GoTemplate
+type TemplateEngine string
+
+const (
+	// TemplateEngineNone: the template is used as written; "{{" is placed literally.
+	TemplateEngineNone TemplateEngine = "None"
+
+	// TemplateEngineGoTemplate: the message, every data value and every label and annotation
+	// value of the template (after overrides) is a Go text/template rendered for each member with
+	// .Cluster.Name (its MemberCluster's name) and .Cluster.Labels (its MemberCluster's labels),
+	// with missingkey=error. range, define, template and block are refused, only text/template's
+	// built-in functions exist, and the output of each value is bounded.
+	TemplateEngineGoTemplate TemplateEngine = "GoTemplate"
+)
+
+// MaxOverrides is the most entries of a FleetBundle's spec.overrides.
+const MaxOverrides = 20
+
+// TemplateOverride changes the template for the members its selector selects.
+type TemplateOverride struct {
+	// name identifies the override: a DNS label (at most 63 lowercase letters, digits and '-'),
+	// unique among the FleetBundle's overrides.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// clusterSelector selects, by their labels, the MemberClusters the override applies to: an
+	// empty selector ({}) selects every member.
+	// +required
+	ClusterSelector metav1.LabelSelector `json:"clusterSelector"`
+
+	// message replaces spec.template.spec.message in the members selected.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
+	Message *string `json:"message,omitempty"`
+
+	// data is merged over spec.template.spec.data: its keys are set, the others kept.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=48
+	// +kubebuilder:validation:XValidation:rule="!('message' in self)",message="data must not have the key message: spec.message is published as data.message",reason=FieldValueInvalid
+	Data map[string]configbundlev1alpha1.DataValue `json:"data,omitempty"`
+
+	// labels are merged over spec.template.metadata.labels.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are merged over spec.template.metadata.annotations.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
 // ConfigBundleTemplate is what each selected member gets as a ConfigBundle.
 type ConfigBundleTemplate struct {
 	// metadata holds the labels and annotations of the placed ConfigBundles.
@@ -256,6 +333,7 @@ type TemplateMetadata struct {
 }
 
 // FleetBundleSpec says what to place and where.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.template.spec.immutable) || !oldSelf.template.spec.immutable || (has(self.overrides) == has(oldSelf.overrides) && (!has(self.overrides) || self.overrides == oldSelf.overrides) && has(self.templateEngine) == has(oldSelf.templateEngine) && (!has(self.templateEngine) || self.templateEngine == oldSelf.templateEngine))",message="overrides and templateEngine are immutable: the template was made immutable (spec.template.spec.immutable: true), which freezes what members get; delete and recreate the FleetBundle to change them",reason=FieldValueForbidden
 type FleetBundleSpec struct {
 	// clusterSelector selects MemberClusters by their labels, with Kubernetes semantics: an
 	// empty selector ({}) selects every member, an absent one selects none.
@@ -263,10 +341,29 @@ type FleetBundleSpec struct {
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 
 	// template is the ConfigBundle each selected member gets, named like the FleetBundle, in
-	// the namespace of the same name as the FleetBundle's. Every distinct template is a
-	// revision, kept as a ControllerRevision "<fleetbundle>-<revision>".
+	// the namespace of the same name as the FleetBundle's. Every distinct definition (template,
+	// templateEngine and overrides) is a revision, kept as a ControllerRevision
+	// "<fleetbundle>-<revision>".
 	// +required
 	Template ConfigBundleTemplate `json:"template"`
+
+	// templateEngine says how the template is rendered for each member: None (the default) uses
+	// it as written; GoTemplate renders the message, every data value and every label and
+	// annotation value (after overrides) as a Go text/template with .Cluster.Name and
+	// .Cluster.Labels of the member's MemberCluster. Keys are never templated.
+	// +optional
+	// +kubebuilder:default=None
+	TemplateEngine TemplateEngine `json:"templateEngine,omitempty"`
+
+	// overrides change the template for the members they select, in order: each override whose
+	// clusterSelector selects a member's MemberCluster replaces the message and merges its data,
+	// labels and annotations over the template's, a later override winning over an earlier one.
+	// At most 20.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
+	Overrides []TemplateOverride `json:"overrides,omitempty"`
 
 	// revisionHistoryLimit is how many revisions are kept besides those in use (currentRevision,
 	// updateRevision, failedRevision and any a member holds); the oldest go first. Defaults to 10.
