@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -426,8 +424,8 @@ is not kept.`,
 type fleetBundleRevision struct {
 	number   int64
 	created  time.Time
-	data     []byte                            // the template as JSON
-	template *hubv1alpha1.ConfigBundleTemplate // nil if data does not decode
+	data     []byte                 // the definition as JSON
+	template *placement.Definition // nil if data does not decode
 	err      error                             // why data does not decode
 }
 
@@ -450,11 +448,10 @@ func readRevisions(ctx context.Context, c client.Client, key types.NamespacedNam
 			continue
 		}
 		rev := fleetBundleRevision{number: cr.Revision, created: cr.CreationTimestamp.Time, data: cr.Data.Raw}
-		t := &hubv1alpha1.ConfigBundleTemplate{}
-		if err := json.Unmarshal(cr.Data.Raw, t); err != nil {
-			rev.err = fmt.Errorf("ControllerRevision %s holds no template: %w", cr.Name, err)
+		if r, err := placement.RevisionOf(cr); err != nil {
+			rev.err = fmt.Errorf("ControllerRevision %s holds no definition: %w", cr.Name, err)
 		} else {
-			rev.template = t
+			rev.template = &r.Definition
 		}
 		revs = append(revs, rev)
 	}
@@ -537,9 +534,9 @@ func newRolloutUndoCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "undo NAME [flags]",
-		Short: "Write an earlier revision's template into a FleetBundle's spec",
-		Long: `Writes the template of a kept revision into the spec.template of the FleetBundle NAME, as kubectl
-rollout undo does a Deployment's: by default the highest revision kept below status.updateRevision,
+		Short: "Write an earlier revision's definition into a FleetBundle's spec",
+		Long: `Writes the definition of a kept revision (spec.template, spec.templateEngine and spec.overrides)
+into the spec of the FleetBundle NAME, as kubectl rollout undo does a Deployment's template: by default the highest revision kept below status.updateRevision,
 else --to-revision. The hub then rolls it out as any change of the template, through the stages of
 spec.rollout. It exits 1 if the revision is not kept, or if there is none to undo to.
 
@@ -572,7 +569,7 @@ change it there too, or the next sync reverts the undo.`,
 }
 
 // undo writes revision to (0: the one undoTarget chooses) of the FleetBundle key into its
-// spec.template with a JSON merge patch that carries the resourceVersion read, reading again and
+// spec (template, templateEngine, overrides) with a JSON merge patch that carries the resourceVersion read, reading again and
 // retrying on a conflict.
 func undo(ctx context.Context, c client.Client, key types.NamespacedName, to int64, out io.Writer) error {
 	var (
@@ -591,11 +588,13 @@ func undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 		if rev.template == nil {
 			return failed(rev.err)
 		}
-		if skipped = equality.Semantic.DeepEqual(fb.Spec.Template, *rev.template); skipped {
+		current := placement.DefinitionOf(fb)
+		if skipped = placement.TemplateHash(&current) == placement.TemplateHash(rev.template); skipped {
 			return nil
 		}
 		patch := client.MergeFromWithOptions(fb.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		fb.Spec.Template = *rev.template
+		fb.Spec.Template, fb.Spec.Overrides = rev.template.ConfigBundleTemplate, rev.template.Overrides
+		fb.Spec.TemplateEngine = cmp.Or(rev.template.TemplateEngine, hubv1alpha1.TemplateEngineNone)
 		return c.Patch(ctx, fb, patch)
 	})
 	switch {

@@ -21,8 +21,8 @@ func FleetBundleReady(fb *hubv1alpha1.FleetBundle) bool {
 
 // FleetBundleFailed returns the Ready reason of a FleetBundle that has failed: its Ready
 // condition is False with a reason other than Progressing (still on its way) and
-// NoClustersSelected (nothing to place is no failure), so ClustersFailed, InvalidSelector or
-// NameTooLong. It returns "" for one that has not failed. The Fleet counts it in
+// NoClustersSelected (nothing to place is no failure), so ClustersFailed, InvalidSelector,
+// InvalidTemplate, NameTooLong, RolloutHalted or RolledBack. It returns "" for one that has not failed. The Fleet counts it in
 // status.fleetBundles.failed, and `hub status` fails on it.
 func FleetBundleFailed(fb *hubv1alpha1.FleetBundle) string {
 	c := meta.FindStatusCondition(fb.Status.Conditions, hubv1alpha1.ReadyCondition)

@@ -44,6 +44,16 @@ func selectorError(selector *metav1.LabelSelector) error {
 	return err
 }
 
+// specError returns why nothing of a FleetBundle can be placed, removed or changed in any member
+// (InvalidSelector, InvalidTemplate), or nil.
+func specError(fb *hubv1alpha1.FleetBundle) error {
+	if err := selectorError(fb.Spec.ClusterSelector); err != nil {
+		return err
+	}
+	d := DefinitionOf(fb)
+	return d.Check()
+}
+
 // Selects reports whether a FleetBundle's selector selects a member with these labels, with
 // Kubernetes semantics: an absent selector selects none, an empty one every member.
 func Selects(selector *metav1.LabelSelector, memberLabels map[string]string) (bool, error) {
@@ -57,57 +67,74 @@ func Selects(selector *metav1.LabelSelector, memberLabels map[string]string) (bo
 	return s.Matches(labels.Set(memberLabels)), nil
 }
 
-// TemplateHash identifies a template's content: the placed bundles carry it in
+// TemplateHash identifies a definition's content: the placed bundles carry it in
 // FleetBundleTemplateHashAnnotation.
-func TemplateHash(t *hubv1alpha1.ConfigBundleTemplate) string {
-	raw, err := json.Marshal(hashedTemplate{Metadata: t.Metadata, Spec: t.Spec}) // map keys are sorted: the same template, the same bytes
+func TemplateHash(d *Definition) string {
+	return hashOf(hashedDefinition{Metadata: d.Metadata, Spec: d.Spec, TemplateEngine: d.TemplateEngine, Overrides: d.Overrides})
+}
+
+// hashOf is a short hash of v's JSON encoding.
+func hashOf(v any) string {
+	raw, err := json.Marshal(v) // map keys are sorted: the same content, the same bytes
 	if err != nil {
-		panic(fmt.Sprintf("marshalling a template: %v", err)) // plain maps and strings cannot fail
+		panic(fmt.Sprintf("marshalling for a hash: %v", err)) // plain maps and strings cannot fail
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])
 }
 
-// hashedTemplate is what TemplateHash hashes: a template with its metadata always encoded, as
-// ConfigBundleTemplate was before its metadata became omitzero, so that a hub upgrade changes no
-// hash, and so rewrites no placed bundle.
-type hashedTemplate struct {
-	Metadata hubv1alpha1.TemplateMetadata          `json:"metadata"`
-	Spec     configbundlev1alpha1.ConfigBundleSpec `json:"spec"`
+// hashedDefinition is what TemplateHash hashes: a template with its metadata always encoded, as
+// ConfigBundleTemplate was before its metadata became omitzero, and templateEngine and overrides
+// only when set, so that a hub upgrade changes no hash, and so rewrites no placed bundle.
+type hashedDefinition struct {
+	Metadata       hubv1alpha1.TemplateMetadata          `json:"metadata"`
+	Spec           configbundlev1alpha1.ConfigBundleSpec `json:"spec"`
+	TemplateEngine hubv1alpha1.TemplateEngine            `json:"templateEngine,omitempty"`
+	Overrides      []hubv1alpha1.TemplateOverride        `json:"overrides,omitempty"`
 }
 
-// Desired renders the ConfigBundle a FleetBundle places from its spec's template, without a
+// Desired renders the ConfigBundle a FleetBundle places in a member from its spec, without a
 // revision (DesiredOf).
-func Desired(fb *hubv1alpha1.FleetBundle) *configbundlev1alpha1.ConfigBundle {
-	return DesiredOf(fb, Revision{Template: fb.Spec.Template, Hash: TemplateHash(&fb.Spec.Template)})
+func Desired(fb *hubv1alpha1.FleetBundle, m Member) (*configbundlev1alpha1.ConfigBundle, error) {
+	d := DefinitionOf(fb)
+	return DesiredOf(fb, Revision{Definition: d, Hash: TemplateHash(&d)}, m)
 }
 
-// DesiredOf renders the ConfigBundle a FleetBundle places in a member from one of its revisions:
-// its name and namespace, the template's labels plus FleetBundleLabel, the template's annotations
-// plus FleetBundleUIDAnnotation, FleetBundleTemplateHashAnnotation and (for a numbered revision)
-// FleetBundleRevisionAnnotation, and the template's spec. The hub's label and annotations win
-// over a template's of the same key.
-func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision) *configbundlev1alpha1.ConfigBundle {
-	t := &r.Template
-	lbls := maps.Clone(t.Metadata.Labels)
+// DesiredOf renders the ConfigBundle a FleetBundle places in a member from one of its revisions
+// (Definition.Render): its name and namespace, the rendered labels plus FleetBundleLabel, the
+// rendered annotations plus FleetBundleUIDAnnotation, FleetBundleTemplateHashAnnotation, (for a
+// numbered revision) FleetBundleRevisionAnnotation and (for a definition rendered per member)
+// FleetBundleRenderHashAnnotation, and the rendered spec. The hub's label and annotations win
+// over a template's of the same key. The error is the member's RenderFailed.
+func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision, m Member) (*configbundlev1alpha1.ConfigBundle, error) {
+	rendered, err := r.Definition.Render(m)
+	if err != nil {
+		return nil, err
+	}
+	lbls := rendered.Labels
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
 	lbls[hubv1alpha1.FleetBundleLabel] = LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name})
-	annotations := maps.Clone(t.Metadata.Annotations)
+	annotations := rendered.Annotations
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
+	for _, hubs := range []string{hubv1alpha1.FleetBundleRevisionAnnotation, hubv1alpha1.FleetBundleRenderHashAnnotation} {
+		delete(annotations, hubs)
+	}
+	if r.Definition.PerMember() {
+		annotations[hubv1alpha1.FleetBundleRenderHashAnnotation] = hashOf(rendered)
+	}
 	annotations[hubv1alpha1.FleetBundleUIDAnnotation] = string(fb.UID)
 	annotations[hubv1alpha1.FleetBundleTemplateHashAnnotation] = r.Hash
-	delete(annotations, hubv1alpha1.FleetBundleRevisionAnnotation)
 	if r.Number > 0 {
 		annotations[hubv1alpha1.FleetBundleRevisionAnnotation] = strconv.FormatInt(r.Number, 10)
 	}
 	return &configbundlev1alpha1.ConfigBundle{
 		ObjectMeta: metav1.ObjectMeta{Name: fb.Name, Namespace: fb.Namespace, Labels: lbls, Annotations: annotations},
-		Spec:       t.Spec,
-	}
+		Spec:       rendered.Spec,
+	}, nil
 }
 
 // Ownership is what the hub makes of a ConfigBundle found where a FleetBundle places its own.

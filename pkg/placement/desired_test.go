@@ -62,13 +62,17 @@ func fleetBundle(message string) *hubv1alpha1.FleetBundle {
 
 func TestDesired(t *testing.T) {
 	fb := fleetBundle("hello")
-	got := Desired(fb)
+	got, err := Desired(fb, Member{Name: "m1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := DefinitionOf(fb)
 	want := &configbundlev1alpha1.ConfigBundle{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "team", Name: "web",
 			Labels: map[string]string{"app": "web", hubv1alpha1.FleetBundleLabel: "team.web"},
 			Annotations: map[string]string{"owner": "team", hubv1alpha1.FleetBundleUIDAnnotation: "uid-1",
-				hubv1alpha1.FleetBundleTemplateHashAnnotation: TemplateHash(&fb.Spec.Template)},
+				hubv1alpha1.FleetBundleTemplateHashAnnotation: TemplateHash(&def)},
 		},
 		Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello"},
 	}
@@ -78,19 +82,39 @@ func TestDesired(t *testing.T) {
 	if fb.Spec.Template.Metadata.Labels[hubv1alpha1.FleetBundleLabel] != "forged" {
 		t.Errorf("Desired changed the FleetBundle's template")
 	}
-	if TemplateHash(&fb.Spec.Template) == TemplateHash(&fleetBundle("other").Spec.Template) {
+	hash := func(fb *hubv1alpha1.FleetBundle) string {
+		d := DefinitionOf(fb)
+		return TemplateHash(&d)
+	}
+	if hash(fb) == hash(fleetBundle("other")) {
 		t.Errorf("two templates have the same hash")
 	}
 	fb.Spec.ClusterSelector = nil
-	if TemplateHash(&fb.Spec.Template) != TemplateHash(&fleetBundle("hello").Spec.Template) {
+	if hash(fb) != hash(fleetBundle("hello")) {
 		t.Errorf("the selector changed the template's hash")
+	}
+	fb.Spec.TemplateEngine = hubv1alpha1.TemplateEngineNone
+	if hash(fb) != hash(fleetBundle("hello")) {
+		t.Errorf("templateEngine None changed the template's hash")
+	}
+	fb.Spec.TemplateEngine = hubv1alpha1.TemplateEngineGoTemplate
+	if hash(fb) == hash(fleetBundle("hello")) {
+		t.Errorf("templateEngine GoTemplate did not change the template's hash")
+	}
+	fb.Spec.TemplateEngine = ""
+	fb.Spec.Overrides = []hubv1alpha1.TemplateOverride{{Name: "dev", ClusterSelector: metav1.LabelSelector{}}}
+	if hash(fb) == hash(fleetBundle("hello")) {
+		t.Errorf("an override did not change the template's hash")
 	}
 }
 
 func TestOwnershipAndDrift(t *testing.T) {
 	fb := fleetBundle("hello")
 	key := types.NamespacedName{Namespace: "team", Name: "web"}
-	desired := Desired(fb)
+	desired, err := Desired(fb, Member{Name: "m1"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	edit := func(f func(b *configbundlev1alpha1.ConfigBundle)) *configbundlev1alpha1.ConfigBundle {
 		b := desired.DeepCopy()
 		f(b)
@@ -165,10 +189,13 @@ func TestTemplateHashIsStable(t *testing.T) {
 			Metadata: hubv1alpha1.TemplateMetadata{Labels: map[string]string{"b": "2", "a": "1"}},
 			Spec:     configbundlev1alpha1.ConfigBundleSpec{Message: "x", Immutable: true}},
 			encoded: `{"metadata":{"labels":{"a":"1","b":"2"}},"spec":{"message":"x","immutable":true}}`},
+		{name: "empty data", template: hubv1alpha1.ConfigBundleTemplate{
+			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x", Data: map[string]configbundlev1alpha1.DataValue{}}},
+			encoded: `{"metadata":{},"spec":{"message":"x","immutable":false}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sum := sha256.Sum256([]byte(tc.encoded))
-			if got, want := TemplateHash(&tc.template), hex.EncodeToString(sum[:8]); got != want {
+			if got, want := TemplateHash(&Definition{ConfigBundleTemplate: tc.template}), hex.EncodeToString(sum[:8]); got != want {
 				t.Errorf("TemplateHash = %s, want %s (the hash of %s)", got, want, tc.encoded)
 			}
 		})

@@ -164,7 +164,7 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 	case err != nil:
 		return nil, fmt.Errorf("reading FleetBundle: %w", err)
 	}
-	if selectorError(fb.Spec.ClusterSelector) != nil && fb.DeletionTimestamp.IsZero() {
+	if specError(fb) != nil && fb.DeletionTimestamp.IsZero() {
 		return nil, nil // reported on the FleetBundle; its fix is a spec change, which brings the pair back
 	}
 	s.fb = fb

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +105,12 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.want = DesiredOf(s.fb, *rev)
+	if s.want, err = DesiredOf(s.fb, *rev, s.memberOf()); err != nil {
+		s.outcome = Outcome{Reason: hubv1alpha1.RenderFailedReason, Message: fmt.Sprintf(
+			"revision %d does not render for member %s: %v; the member keeps what it holds", rev.Number, s.pair.member, err)}
+		s.r.ledger.noteRefused(s.pair, rev.Number)
+		return ctrl.Result{}, nil // a change of the member's labels or of the FleetBundle brings the pair back
+	}
 	if ownership == Absent {
 		return s.create(ctx)
 	}
@@ -121,6 +127,11 @@ func (s *scope) target(current *configbundlev1alpha1.ConfigBundle) int64 {
 		return u
 	}
 	return n
+}
+
+// memberOf is what a template sees of the pair's member.
+func (s *scope) memberOf() Member {
+	return Member{Name: s.pair.member, Labels: s.memberCluster.Labels}
 }
 
 // uid is the FleetBundle's uid, or "" if it is gone.
@@ -184,16 +195,17 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
-// update brings the hub's bundle back to the template: a heal if it carries the current
-// template's hash (someone else changed it), a template update otherwise.
+// update brings the hub's bundle back to its rendering: a heal if it carries the current
+// template's hash, revision and render hash (someone else changed it), an update otherwise (a
+// new revision, or a change of the member's labels that renders it anew).
 func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.ConfigBundle) error {
 	drift := Drift(s.want, current)
 	if len(drift) == 0 {
 		s.r.ledger.setPlaced(s.pair, s.placement())
 		return nil
 	}
-	hash, revision := hubv1alpha1.FleetBundleTemplateHashAnnotation, hubv1alpha1.FleetBundleRevisionAnnotation
-	templateChanged := current.Annotations[hash] != s.want.Annotations[hash] || current.Annotations[revision] != s.want.Annotations[revision]
+	templateChanged := slices.ContainsFunc([]string{hubv1alpha1.FleetBundleTemplateHashAnnotation, hubv1alpha1.FleetBundleRevisionAnnotation, hubv1alpha1.FleetBundleRenderHashAnnotation},
+		func(a string) bool { return current.Annotations[a] != s.want.Annotations[a] })
 	if templateChanged {
 		s.r.ledger.notePlacementDue(s.pair, time.Now())
 	}

@@ -21,18 +21,18 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-// Every distinct template of a FleetBundle is a revision, numbered 1, 2, 3... in the order the
+// Every distinct definition (template, templateEngine, overrides) of a FleetBundle is a revision, numbered 1, 2, 3... in the order the
 // hub first sees them, and kept as an apps/v1 ControllerRevision "<fleetbundle>-<revision>" in
 // the FleetBundle's namespace, controller-owned by it (the garbage collector removes them with
-// it), labelled FleetBundleLabel, its .data the template.
+// it), labelled FleetBundleLabel, its .data the Definition.
 
-// Revision is one revision of a FleetBundle's template.
+// Revision is one revision of a FleetBundle's definition.
 type Revision struct {
 	// Number is the revision's number (ControllerRevision .revision).
 	Number int64
-	// Template is the template.
-	Template hubv1alpha1.ConfigBundleTemplate
-	// Hash is TemplateHash of Template.
+	// Definition is the definition.
+	Definition Definition
+	// Hash is TemplateHash of Definition.
 	Hash string
 	// Name and UID are those of its ControllerRevision.
 	Name string
@@ -47,10 +47,10 @@ func RevisionName(fleetBundle string, revision int64) string {
 // RevisionOf decodes a FleetBundle's revision from its ControllerRevision.
 func RevisionOf(cr *appsv1.ControllerRevision) (Revision, error) {
 	r := Revision{Number: cr.Revision, Name: cr.Name, UID: cr.UID}
-	if err := json.Unmarshal(cr.Data.Raw, &r.Template); err != nil {
-		return Revision{}, fmt.Errorf("decoding the template of ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
+	if err := json.Unmarshal(cr.Data.Raw, &r.Definition); err != nil {
+		return Revision{}, fmt.Errorf("decoding the definition of ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
-	r.Hash = TemplateHash(&r.Template)
+	r.Hash = TemplateHash(&r.Definition)
 	return r, nil
 }
 
@@ -83,10 +83,11 @@ func listRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.Fl
 	return revs, nil
 }
 
-// revisionOfTemplate returns the revision of the FleetBundle's template among revs, and false if
-// it has none yet.
+// revisionOfTemplate returns the revision of the FleetBundle's definition among revs, and false
+// if it has none yet.
 func revisionOfTemplate(fb *hubv1alpha1.FleetBundle, revs []Revision) (Revision, bool) {
-	hash := TemplateHash(&fb.Spec.Template)
+	d := DefinitionOf(fb)
+	hash := TemplateHash(&d)
 	for _, r := range revs {
 		if r.Hash == hash {
 			return r, true
@@ -108,11 +109,12 @@ func nextRevision(fb *hubv1alpha1.FleetBundle, revs []Revision) int64 {
 	return n + 1
 }
 
-// newControllerRevision is the ControllerRevision of a FleetBundle's template as revision n.
+// newControllerRevision is the ControllerRevision of a FleetBundle's definition as revision n.
 func newControllerRevision(fb *hubv1alpha1.FleetBundle, n int64, fieldOwner string) (*appsv1.ControllerRevision, error) {
-	raw, err := json.Marshal(&fb.Spec.Template)
+	d := DefinitionOf(fb)
+	raw, err := json.Marshal(&d)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the template: %w", err)
+		return nil, fmt.Errorf("encoding the definition: %w", err)
 	}
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{

@@ -41,7 +41,7 @@ func (s *rolloutState) byNumber() map[int64]Revision {
 // the sum of the replicas' counts; nil: the replicas have not caught up with the status, and the
 // rollout stays where the status says until they have.
 func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []RolloutMember, now time.Time, tally *Tally) (*rolloutState, error) {
-	if !LabelFits(client.ObjectKeyFromObject(fb)) { // it places nothing, and no revision can carry its label
+	if !LabelFits(client.ObjectKeyFromObject(fb)) || templateError(fb) != nil { // it places nothing: no revision can carry its label, or render
 		return &rolloutState{next: fb.DeepCopy(), decision: RolloutDecision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
 	}
 	revs, err := listRevisions(ctx, r.hub, fb)

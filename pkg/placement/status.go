@@ -69,27 +69,39 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []MemberView, failed map[string]hubv1alpha1.ClusterFailure) []Health {
 	hs := make([]Health, 0, len(selected))
 	for _, m := range selected {
-		var desired *configbundlev1alpha1.ConfigBundle
-		key := types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}
-		held := int64(0)
-		if OwnershipOf(m.Bundle, key, fb.UID) == Own {
-			held = heldRevision(m.Bundle)
-		}
-		switch n := TargetRevision(fb, m.Name, m.Labels, held); {
-		case fb.Status.UpdateRevision == 0:
-			desired = Desired(fb)
-		case n != 0:
-			if r, ok := revs[n]; ok {
-				desired = DesiredOf(fb, r)
-			}
-		}
+		desired, renderErr := desiredFor(fb, revs, m)
 		h := judge(fb, desired, m)
+		if renderErr != nil && h.Failure == nil {
+			h.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.RenderFailedReason, Message: truncate(renderErr.Error())}
+			h.Ready = false
+		}
 		if f, ok := failed[m.Name]; ok && h.Failure == nil {
 			h.Failure, h.Ready = &f, false
 		}
 		hs = append(hs, h)
 	}
 	return hs
+}
+
+// desiredFor is the bundle a selected member should hold: rendered from the revision the rollout
+// gives it (TargetRevision), or from the spec if the status names no revision yet; nil if none
+// is decided, or if it does not render for the member (the error).
+func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, m MemberView) (*configbundlev1alpha1.ConfigBundle, error) {
+	key := types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}
+	held := int64(0)
+	if OwnershipOf(m.Bundle, key, fb.UID) == Own {
+		held = heldRevision(m.Bundle)
+	}
+	member := Member{Name: m.Name, Labels: m.Labels}
+	switch n := TargetRevision(fb, m.Name, m.Labels, held); {
+	case fb.Status.UpdateRevision == 0:
+		return Desired(fb, member)
+	case n != 0:
+		if r, ok := revs[n]; ok {
+			return DesiredOf(fb, r, member)
+		}
+	}
+	return nil, nil
 }
 
 // ComputeStatus computes a FleetBundle's status from its selected members (in any order) and
@@ -193,6 +205,9 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatu
 	case selectorError(fb.Spec.ClusterSelector) != nil:
 		c.Reason = hubv1alpha1.InvalidSelectorReason
 		c.Message = truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", selectorError(fb.Spec.ClusterSelector)))
+	case templateError(fb) != nil:
+		c.Reason = hubv1alpha1.InvalidTemplateReason
+		c.Message = truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", templateError(fb)))
 	case n.Selected == 0: // vacuously Ready: nothing to place, nothing to wait for
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, hubv1alpha1.NoClustersSelectedReason, "The clusterSelector selects no member: nothing is placed"
 		if fb.Spec.ClusterSelector == nil {
@@ -220,6 +235,12 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatu
 		c.Message = fmt.Sprintf("The bundle is Ready in %d of %d selected members", n.Ready, n.Selected)
 	}
 	return c
+}
+
+// templateError returns why a FleetBundle's definition renders for no member (InvalidTemplate).
+func templateError(fb *hubv1alpha1.FleetBundle) error {
+	d := DefinitionOf(fb)
+	return d.Check()
 }
 
 // truncate shortens a message to maxMessageBytes, on a UTF-8 boundary.

@@ -16,7 +16,10 @@ import (
 // placedBundle is fb's bundle as a member holds it, with a Ready condition of status and reason
 // ("" for none yet).
 func placedBundle(fb *hubv1alpha1.FleetBundle, status metav1.ConditionStatus, reason string) *configbundlev1alpha1.ConfigBundle {
-	b := Desired(fb)
+	b, err := Desired(fb, Member{})
+	if err != nil {
+		panic(err) // the tests' templates render
+	}
 	b.Generation, b.Status.ObservedGeneration = 1, 1
 	if status != "" {
 		b.Status.Conditions = []metav1.Condition{{Type: configbundlev1alpha1.ReadyCondition, Status: status, Reason: reason}}

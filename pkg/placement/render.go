@@ -1,0 +1,303 @@
+package placement
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// Definition is what a FleetBundle's revision holds: its template, how it is rendered and its
+// overrides. Encoded, it is a ConfigBundleTemplate with templateEngine and overrides beside
+// metadata and spec when they are set, so that the revisions of a FleetBundle that sets neither
+// are encoded (and hashed) as before they existed.
+type Definition struct {
+	hubv1alpha1.ConfigBundleTemplate
+
+	// TemplateEngine is "" for None.
+	TemplateEngine hubv1alpha1.TemplateEngine `json:"templateEngine,omitempty"`
+
+	Overrides []hubv1alpha1.TemplateOverride `json:"overrides,omitempty"`
+}
+
+// DefinitionOf is the definition a FleetBundle's spec gives.
+func DefinitionOf(fb *hubv1alpha1.FleetBundle) Definition {
+	d := Definition{ConfigBundleTemplate: fb.Spec.Template, TemplateEngine: fb.Spec.TemplateEngine, Overrides: fb.Spec.Overrides}
+	if d.TemplateEngine == hubv1alpha1.TemplateEngineNone {
+		d.TemplateEngine = ""
+	}
+	return d
+}
+
+// PerMember reports whether the definition renders differently for different members: it is
+// templated, or it has overrides.
+func (d *Definition) PerMember() bool {
+	return d.TemplateEngine == hubv1alpha1.TemplateEngineGoTemplate || len(d.Overrides) > 0
+}
+
+// Member is what a template sees of a member: .Cluster.Name and .Cluster.Labels, those of its
+// MemberCluster.
+type Member struct {
+	Name   string
+	Labels map[string]string
+}
+
+// templateData is the data a template is executed with.
+type templateData struct {
+	Cluster Member
+}
+
+// Rendered is what a definition renders to for one member: the labels, annotations and spec of
+// its ConfigBundle, before the hub's own label and annotations.
+type Rendered struct {
+	Labels      map[string]string
+	Annotations map[string]string
+	Spec        configbundlev1alpha1.ConfigBundleSpec
+}
+
+// value is one value of a definition, named by the field it comes from.
+type value struct {
+	field string
+	text  string
+}
+
+// Check returns why the definition cannot be rendered for any member (InvalidTemplate): an
+// override's clusterSelector is invalid, or, with GoTemplate, a value does not parse or uses an
+// action a template may not use. The error names the field.
+func (d *Definition) Check() error {
+	for i := range d.Overrides {
+		if _, err := metav1.LabelSelectorAsSelector(&d.Overrides[i].ClusterSelector); err != nil {
+			return fmt.Errorf("spec.overrides[%s].clusterSelector: %w", d.Overrides[i].Name, err)
+		}
+	}
+	if d.TemplateEngine != hubv1alpha1.TemplateEngineGoTemplate {
+		return nil
+	}
+	for _, v := range d.values() {
+		if _, err := parseValue(v.field, v.text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// values lists every templated value of the definition, with its field, in a fixed order.
+func (d *Definition) values() []value {
+	var vs []value
+	add := func(prefix string, m map[string]string) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			vs = append(vs, value{field: fmt.Sprintf("%s[%s]", prefix, k), text: m[k]})
+		}
+	}
+	t := &d.ConfigBundleTemplate
+	vs = append(vs, value{field: "spec.template.spec.message", text: t.Spec.Message})
+	add("spec.template.spec.data", dataStrings(t.Spec.Data))
+	add("spec.template.metadata.labels", t.Metadata.Labels)
+	add("spec.template.metadata.annotations", t.Metadata.Annotations)
+	for _, o := range d.Overrides {
+		prefix := "spec.overrides[" + o.Name + "]"
+		if o.Message != nil {
+			vs = append(vs, value{field: prefix + ".message", text: *o.Message})
+		}
+		add(prefix+".data", dataStrings(o.Data))
+		add(prefix+".labels", o.Labels)
+		add(prefix+".annotations", o.Annotations)
+	}
+	return vs
+}
+
+func dataStrings(m map[string]configbundlev1alpha1.DataValue) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
+
+// Render renders the definition for a member: the overrides whose clusterSelector selects it
+// applied in order, then, with GoTemplate, every value executed for it and checked (label
+// values, sizes). The error (RenderFailed) names the field; Check's errors are returned too.
+func (d *Definition) Render(m Member) (Rendered, error) {
+	merged, err := d.merge(m)
+	if err != nil {
+		return Rendered{}, err
+	}
+	if d.TemplateEngine != hubv1alpha1.TemplateEngineGoTemplate {
+		return merged.rendered(), nil
+	}
+	return merged.execute(templateData{Cluster: m})
+}
+
+// mergedValues is a definition's values for one member once its overrides are applied: each
+// value with the field it came from.
+type mergedValues struct {
+	immutable                  bool
+	message                    value
+	data, labels, annotations map[string]value
+}
+
+// merge applies the overrides that select the member.
+func (d *Definition) merge(m Member) (mergedValues, error) {
+	t := &d.ConfigBundleTemplate
+	mv := mergedValues{
+		immutable:   t.Spec.Immutable,
+		message:     value{field: "spec.template.spec.message", text: t.Spec.Message},
+		data:        fields("spec.template.spec.data", dataStrings(t.Spec.Data)),
+		labels:      fields("spec.template.metadata.labels", t.Metadata.Labels),
+		annotations: fields("spec.template.metadata.annotations", t.Metadata.Annotations),
+	}
+	for i := range d.Overrides {
+		o := &d.Overrides[i]
+		ok, err := Selects(&o.ClusterSelector, m.Labels)
+		if err != nil {
+			return mergedValues{}, fmt.Errorf("spec.overrides[%s].clusterSelector: %w", o.Name, err)
+		}
+		if !ok {
+			continue
+		}
+		prefix := "spec.overrides[" + o.Name + "]"
+		if o.Message != nil {
+			mv.message = value{field: prefix + ".message", text: *o.Message}
+		}
+		mv.data = mergeFields(mv.data, prefix+".data", dataStrings(o.Data))
+		mv.labels = mergeFields(mv.labels, prefix+".labels", o.Labels)
+		mv.annotations = mergeFields(mv.annotations, prefix+".annotations", o.Annotations)
+	}
+	return mv, nil
+}
+
+func fields(prefix string, m map[string]string) map[string]value {
+	return mergeFields(nil, prefix, m)
+}
+
+// mergeFields sets the values of m over into, each named "<prefix>[<key>]".
+func mergeFields(into map[string]value, prefix string, m map[string]string) map[string]value {
+	if len(m) == 0 {
+		return into
+	}
+	if into == nil {
+		into = make(map[string]value, len(m))
+	}
+	for k, v := range m {
+		into[k] = value{field: fmt.Sprintf("%s[%s]", prefix, k), text: v}
+	}
+	return into
+}
+
+// rendered is the merged values used as written.
+func (mv *mergedValues) rendered() Rendered {
+	r := Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: mv.message.text, Immutable: mv.immutable}}
+	r.Labels = texts(mv.labels, func(s string) string { return s })
+	r.Annotations = texts(mv.annotations, func(s string) string { return s })
+	if data := texts(mv.data, func(s string) string { return s }); data != nil {
+		r.Spec.Data = make(map[string]configbundlev1alpha1.DataValue, len(data))
+		for k, v := range data {
+			r.Spec.Data[k] = configbundlev1alpha1.DataValue(v)
+		}
+	}
+	return r
+}
+
+func texts(m map[string]value, f func(string) string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = f(v.text)
+	}
+	return out
+}
+
+// Limits of the rendered values of a member's bundle.
+const (
+	// maxAnnotationsBytes is the most bytes of a ConfigBundle's annotations, keys and values.
+	maxAnnotationsBytes = 256 * 1024
+)
+
+// execute renders every merged value for data, in a fixed order, and checks the results.
+func (mv *mergedValues) execute(data templateData) (Rendered, error) {
+	budget := newRenderBudget()
+	run := func(v value, limit int) (string, error) {
+		tree, err := parseValue(v.field, v.text)
+		if err != nil {
+			return "", err
+		}
+		return execValue(tree, data, limit, budget)
+	}
+	r := Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Immutable: mv.immutable}}
+	var err error
+	if r.Spec.Message, err = run(mv.message, configbundlev1alpha1.MaxMessageBytes); err != nil {
+		return Rendered{}, err
+	}
+	size := len(r.Spec.Message)
+	for _, k := range slices.Sorted(maps.Keys(mv.data)) {
+		out, err := run(mv.data[k], configbundlev1alpha1.MaxDataValueBytes)
+		if err != nil {
+			return Rendered{}, err
+		}
+		if size += len(out); size > configbundlev1alpha1.MaxMessageBytes {
+			return Rendered{}, fmt.Errorf("%s: message and data rendered are longer than %d bytes together", mv.data[k].field, configbundlev1alpha1.MaxMessageBytes)
+		}
+		if r.Spec.Data == nil {
+			r.Spec.Data = make(map[string]configbundlev1alpha1.DataValue, len(mv.data))
+		}
+		r.Spec.Data[k] = configbundlev1alpha1.DataValue(out)
+	}
+	if r.Labels, err = executeMap(mv.labels, validation.LabelValueMaxLength, run, checkLabelValue); err != nil {
+		return Rendered{}, err
+	}
+	if r.Annotations, err = executeMap(mv.annotations, maxAnnotationsBytes, run, nil); err != nil {
+		return Rendered{}, err
+	}
+	if n := annotationsSize(r.Annotations); n > maxAnnotationsBytes {
+		return Rendered{}, fmt.Errorf("annotations rendered are %d bytes, more than the %d a ConfigBundle's annotations hold", n, maxAnnotationsBytes)
+	}
+	return r, nil
+}
+
+// executeMap renders the values of m, each at most limit bytes, and checks each with check.
+func executeMap(m map[string]value, limit int, run func(value, int) (string, error), check func(string) error) (map[string]string, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		s, err := run(m[k], limit)
+		if err != nil {
+			return nil, err
+		}
+		if check != nil {
+			if err := check(s); err != nil {
+				return nil, fmt.Errorf("%s: rendered %q: %w", m[k].field, s, err)
+			}
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+// checkLabelValue returns why a rendered value is not a valid label value.
+func checkLabelValue(s string) error {
+	if errs := validation.IsValidLabelValue(s); len(errs) > 0 {
+		return fmt.Errorf("not a valid label value: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func annotationsSize(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+	}
+	return n
+}
