@@ -1,6 +1,8 @@
 package manifests
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -63,6 +65,14 @@ func TestServerAcceptsManifests(t *testing.T) {
 	}
 	t.Run("samples", func(t *testing.T) {
 		g := NewWithT(t)
+		hubSamples, err := filepath.Glob(filepath.Join(configDir, "samples", "fleetbundle_*.yaml"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(hubSamples).NotTo(BeEmpty())
+		for _, file := range hubSamples { // the hub's samples, not in kustomization.yaml
+			raw, err := os.ReadFile(file)
+			g.Expect(err).NotTo(HaveOccurred())
+			samples = append(samples, decodeYAML(t, string(raw))...)
+		}
 		for _, u := range samples {
 			u = u.DeepCopy()
 			u.SetNamespace(metav1.NamespaceDefault)
