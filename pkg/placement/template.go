@@ -34,11 +34,12 @@ const RenderBudgetBytes = 4 << 20
 // errRenderBudget is the error of a built-in that would exceed the rendering's budget.
 var errRenderBudget = fmt.Errorf("the template's functions would produce more than %d bytes in all", RenderBudgetBytes)
 
-// builtinNames are text/template's built-in functions: the only ones a template may call.
+// builtinNames are text/template's built-in functions, the only ones a template may call (the
+// parser checks names only; a name needs a non-nil value to count).
 var builtinNames = map[string]any{
-	"and": nil, "call": nil, "html": nil, "index": nil, "slice": nil, "js": nil, "len": nil,
-	"not": nil, "or": nil, "print": nil, "printf": nil, "println": nil, "urlquery": nil,
-	"eq": nil, "ge": nil, "gt": nil, "le": nil, "lt": nil, "ne": nil,
+	"and": true, "call": true, "html": true, "index": true, "slice": true, "js": true, "len": true,
+	"not": true, "or": true, "print": true, "printf": true, "println": true, "urlquery": true,
+	"eq": true, "ge": true, "gt": true, "le": true, "lt": true, "ne": true,
 }
 
 // parseValue parses one templated value, named by its field, and refuses what a template may not
