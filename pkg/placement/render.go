@@ -140,8 +140,8 @@ func (d *Definition) Render(m Member) (Rendered, error) {
 // mergedValues is a definition's values for one member once its overrides are applied: each
 // value with the field it came from.
 type mergedValues struct {
-	immutable                  bool
-	message                    value
+	immutable                 bool
+	message                   value
 	data, labels, annotations map[string]value
 }
 
