@@ -132,8 +132,9 @@ func startProvider(t *testing.T, opts spokeprovider.Options) *fixture {
 	return startProviderOn(t, opts, hub.Config)
 }
 
-// startProviderOn is startProvider with a manager that reaches the hub through hubConfig.
-func startProviderOn(t *testing.T, opts spokeprovider.Options, hubConfig *rest.Config) *fixture {
+// startProviderOn is startProvider with a manager that reaches the hub through hubConfig; setups
+// add more to the manager (a reconciler of the members' bundles) after the provider.
+func startProviderOn(t *testing.T, opts spokeprovider.Options, hubConfig *rest.Config, setups ...func(mcmanager.Manager, *spokeprovider.Provider) error) *fixture {
 	t.Helper()
 	opts.Namespace = newHubNamespace(t)
 	provider := spokeprovider.New(opts)
@@ -155,6 +156,11 @@ func startProviderOn(t *testing.T, opts spokeprovider.Options, hubConfig *rest.C
 	}
 	if err := provider.SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up the provider: %v", err)
+	}
+	for _, setup := range setups {
+		if err := setup(mgr, provider); err != nil {
+			t.Fatalf("setting up the manager: %v", err)
+		}
 	}
 	if err := mgr.Add(f.engaged); err != nil {
 		t.Fatalf("adding the engagement recorder: %v", err)

@@ -1,6 +1,7 @@
 package configbundle
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -70,6 +71,50 @@ func TestDesiredConfigMap(t *testing.T) {
 			Immutable:  ptr.To(false),
 		},
 	}, {
+		name: "data beside message",
+		bundle: testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
+			b.Spec.Data = map[string]configbundlev1alpha1.DataValue{"app.properties": "a=1", "log-level": "debug", "EMPTY": ""}
+		}),
+		want: &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", OwnerReferences: wantOwner},
+			Data:       map[string]string{"message": "hello", "app.properties": "a=1", "log-level": "debug", "EMPTY": ""},
+			Immutable:  ptr.To(false),
+		},
+	}, {
+		name: "immutable with data",
+		bundle: testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
+			b.Spec.Immutable = true
+			b.Spec.Data = map[string]configbundlev1alpha1.DataValue{"k": "v"}
+		}),
+		want: &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", OwnerReferences: wantOwner},
+			Data:       map[string]string{"message": "hello", "k": "v"},
+			Immutable:  ptr.To(true),
+		},
+	}, {
+		// Admission refuses a data key message; where a CRD lacks that rule, spec.message wins.
+		name: "a data key message never overrides spec.message",
+		bundle: testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
+			b.Spec.Data = map[string]configbundlev1alpha1.DataValue{"message": "from data", "k": "v"}
+		}),
+		want: &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", OwnerReferences: wantOwner},
+			Data:       map[string]string{"message": "hello", "k": "v"},
+			Immutable:  ptr.To(false),
+		},
+	}, {
+		name:   "empty data is message alone",
+		bundle: testBundle(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Data = map[string]configbundlev1alpha1.DataValue{} }),
+		want: &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", OwnerReferences: wantOwner},
+			Data:       map[string]string{"message": "hello"},
+			Immutable:  ptr.To(false),
+		},
+	}, {
 		name:   "empty message is published as empty",
 		bundle: testBundle(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "" }),
 		want: &corev1.ConfigMap{
@@ -89,12 +134,141 @@ func TestDesiredConfigMap(t *testing.T) {
 	}
 
 	t.Run("does not alias the bundle's maps", func(t *testing.T) {
-		b := testBundle(func(b *configbundlev1alpha1.ConfigBundle) { b.Labels = map[string]string{"a": "1"} })
-		DesiredConfigMap(b).Labels["a"] = "changed"
+		b := testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
+			b.Labels = map[string]string{"a": "1"}
+			b.Spec.Data = map[string]configbundlev1alpha1.DataValue{"k": "v"}
+		})
+		cm := DesiredConfigMap(b)
+		cm.Labels["a"] = "changed"
+		cm.Data["k"], cm.Data["added"] = "changed", "x"
 		if b.Labels["a"] != "1" {
 			t.Errorf("bundle labels changed through the desired ConfigMap")
 		}
+		if want := (map[string]configbundlev1alpha1.DataValue{"k": "v"}); !maps.Equal(b.Spec.Data, want) {
+			t.Errorf("bundle data changed through the desired ConfigMap: %v", b.Spec.Data)
+		}
 	})
+}
+
+// TestDriftOfData: with spec.data, every key of the ConfigMap's data is compared: a key the
+// bundle sets changed or removed, a key it does not set added, and the whole data gone are each
+// data drift; the keys' order is no drift.
+func TestDriftOfData(t *testing.T) {
+	desired := DesiredConfigMap(testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
+		b.Spec.Data = map[string]configbundlev1alpha1.DataValue{"a": "1", "b.conf": "x=y"}
+	}))
+	tests := []struct {
+		name   string
+		mutate func(*corev1.ConfigMap)
+		want   []string
+	}{
+		{name: "in sync", mutate: func(*corev1.ConfigMap) {}},
+		{name: "same keys built in another order", mutate: func(cm *corev1.ConfigMap) {
+			cm.Data = map[string]string{"b.conf": "x=y", "message": "hello", "a": "1"}
+		}},
+		{name: "a data key changed", mutate: func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" }, want: []string{DriftData}},
+		{name: "a data key emptied", mutate: func(cm *corev1.ConfigMap) { cm.Data["a"] = "" }, want: []string{DriftData}},
+		{name: "a data key removed", mutate: func(cm *corev1.ConfigMap) { delete(cm.Data, "b.conf") }, want: []string{DriftData}},
+		{name: "a foreign key added", mutate: func(cm *corev1.ConfigMap) { cm.Data["foreign"] = "1" }, want: []string{DriftData}},
+		{name: "message removed, data kept", mutate: func(cm *corev1.ConfigMap) { delete(cm.Data, "message") }, want: []string{DriftData}},
+		{name: "only message left", mutate: func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"message": "hello"} }, want: []string{DriftData}},
+		{name: "a data key moved to binaryData", mutate: func(cm *corev1.ConfigMap) {
+			delete(cm.Data, "a")
+			cm.BinaryData = map[string][]byte{"a": []byte("1")}
+		}, want: []string{DriftData, DriftBinaryData}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			actual := desired.DeepCopy()
+			tt.mutate(actual)
+			if diff := cmp.Diff(tt.want, Drift(desired, actual)); diff != "" {
+				t.Errorf("Drift() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// A bundle without data: any key beside message is drift.
+	plain := DesiredConfigMap(testBundle())
+	actual := plain.DeepCopy()
+	actual.Data["a"] = "1"
+	if diff := cmp.Diff([]string{DriftData}, Drift(plain, actual)); diff != "" {
+		t.Errorf("Drift() of a key added beside a plain bundle's message (-want +got):\n%s", diff)
+	}
+}
+
+// TestSpecFromConfigMap: the spec an immutable ConfigMap was made from is read back whole, its
+// data included, and equals (equalSpec) the spec it was rendered from.
+func TestSpecFromConfigMap(t *testing.T) {
+	tests := []struct {
+		name string
+		cm   *corev1.ConfigMap
+		want configbundlev1alpha1.ConfigBundleSpec
+	}{
+		{name: "message alone: no data", cm: &corev1.ConfigMap{Data: map[string]string{"message": "m"}, Immutable: ptr.To(true)},
+			want: configbundlev1alpha1.ConfigBundleSpec{Message: "m", Immutable: true}},
+		{name: "data beside message", cm: &corev1.ConfigMap{Data: map[string]string{"message": "m", "a": "1", "b.conf": ""}, Immutable: ptr.To(true)},
+			want: configbundlev1alpha1.ConfigBundleSpec{Message: "m", Immutable: true, Data: map[string]configbundlev1alpha1.DataValue{"a": "1", "b.conf": ""}}},
+		{name: "no message key: empty message", cm: &corev1.ConfigMap{Data: map[string]string{"a": "1"}},
+			want: configbundlev1alpha1.ConfigBundleSpec{Data: map[string]configbundlev1alpha1.DataValue{"a": "1"}}},
+		{name: "no data at all", cm: &corev1.ConfigMap{}, want: configbundlev1alpha1.ConfigBundleSpec{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, specFromConfigMap(tt.cm)); diff != "" {
+				t.Errorf("specFromConfigMap() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	for _, spec := range []configbundlev1alpha1.ConfigBundleSpec{
+		{Message: "m", Immutable: true},
+		{Message: "m", Immutable: true, Data: map[string]configbundlev1alpha1.DataValue{"a": "1", "b": ""}},
+		{Message: "", Immutable: false, Data: map[string]configbundlev1alpha1.DataValue{"a": "1"}},
+		{Message: "m", Data: map[string]configbundlev1alpha1.DataValue{}},
+	} {
+		b := testBundle(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec = spec })
+		if got := specFromConfigMap(DesiredConfigMap(b)); !equalSpec(got, spec) {
+			t.Errorf("specFromConfigMap(DesiredConfigMap(%+v)) = %+v: not the spec it was made from", spec, got)
+		}
+	}
+}
+
+// TestEqualSpec: two specs are equal when they ask for the same ConfigMap: message, immutable
+// and every data key and value; an empty and a missing data are equal.
+func TestEqualSpec(t *testing.T) {
+	base := configbundlev1alpha1.ConfigBundleSpec{Message: "m", Immutable: true, Data: map[string]configbundlev1alpha1.DataValue{"a": "1"}}
+	with := func(mutate func(*configbundlev1alpha1.ConfigBundleSpec)) configbundlev1alpha1.ConfigBundleSpec {
+		s := *base.DeepCopy()
+		mutate(&s)
+		return s
+	}
+	tests := []struct {
+		name string
+		a, b configbundlev1alpha1.ConfigBundleSpec
+		want bool
+	}{
+		{"same", base, with(func(*configbundlev1alpha1.ConfigBundleSpec) {}), true},
+		{"nil and empty data", configbundlev1alpha1.ConfigBundleSpec{Message: "m"},
+			configbundlev1alpha1.ConfigBundleSpec{Message: "m", Data: map[string]configbundlev1alpha1.DataValue{}}, true},
+		{"message differs", base, with(func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Message = "n" }), false},
+		{"immutable differs", base, with(func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Immutable = false }), false},
+		{"a value differs", base, with(func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Data["a"] = "2" }), false},
+		{"a key added", base, with(func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Data["b"] = "" }), false},
+		{"a key removed", base, with(func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Data = nil }), false},
+		{"a key renamed", base, with(func(s *configbundlev1alpha1.ConfigBundleSpec) {
+			s.Data = map[string]configbundlev1alpha1.DataValue{"b": "1"}
+		}), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := equalSpec(tt.a, tt.b); got != tt.want {
+				t.Errorf("equalSpec(%+v, %+v) = %v, want %v", tt.a, tt.b, got, tt.want)
+			}
+			if got := equalSpec(tt.b, tt.a); got != tt.want {
+				t.Errorf("equalSpec is not symmetric for %+v and %+v", tt.a, tt.b)
+			}
+		})
+	}
 }
 
 func TestDrift(t *testing.T) {

@@ -3,6 +3,7 @@ package configbundle_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,11 +31,20 @@ func TestAdmission(t *testing.T) {
 	// The error of a message that does not fit in etcd once escaped. It names the field and does
 	// not quote the message (that would read `Invalid value: "<<<…"`).
 	const tooLargeToStore = "spec.message: Invalid value: message is too large to store: at most 1310720 bytes once JSON-escaped"
+	// The errors of spec.data's rules: they name the field and quote no value.
+	const (
+		dataKeyMessage      = "spec.data: Invalid value: data must not have the key message: spec.message is published as data.message"
+		invalidDataKey      = "spec.data: Invalid value: every data key must be a valid ConfigMap key"
+		dataTooLarge        = "spec.data: Invalid value: message and data together must fit in a ConfigMap: at most 1048576 bytes of UTF-8"
+		dataTooLargeToStore = "spec.data: Invalid value: message and data together are too large to store: at most 1310720 bytes once JSON-escaped"
+	)
 	tests := []struct {
 		name    string
 		spec    configbundlev1alpha1.ConfigBundleSpec
 		update  func(*configbundlev1alpha1.ConfigBundleSpec)
 		wantErr string
+		// overBudget: a rule may run out of its cost budget on the refused spec.
+		overBudget bool
 	}{
 		{name: "largest message that fits a ConfigMap", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max)}},
 		{name: "largest message that fits in etcd once escaped", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", maxEscaped)}},
@@ -59,11 +69,71 @@ func TestAdmission(t *testing.T) {
 			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Message = "b" }, wantErr: "spec is immutable"},
 		{name: "immutable cannot be made mutable", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a", Immutable: true},
 			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Immutable = false }, wantErr: "spec is immutable"},
+
+		// spec.data.
+		{name: "data beside message", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"app.properties": "x=1", "log-level": "debug", "_K-1.v": ""})},
+		{name: "data key message", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"message": "b"}), wantErr: dataKeyMessage},
+		{name: "data key message beside others", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"k": "v", "message": "b"}), wantErr: dataKeyMessage},
+		{name: "data key with a slash", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"a/b": "v"}), wantErr: invalidDataKey},
+		{name: "data key starting with ..", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"..x": "v"}), wantErr: invalidDataKey},
+		{name: "data key .", spec: withData("a", map[string]configbundlev1alpha1.DataValue{".": "v"}), wantErr: invalidDataKey},
+		{name: "data key ..", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"..": "v"}), wantErr: invalidDataKey},
+		{name: "data key with a space", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"a b": "v"}), wantErr: invalidDataKey},
+		{name: "data key of 254 characters", spec: withData("a", map[string]configbundlev1alpha1.DataValue{strings.Repeat("k", 254): "v"}), wantErr: invalidDataKey},
+		{name: "data key of 253 characters and one starting with a dot", spec: withData("a", map[string]configbundlev1alpha1.DataValue{strings.Repeat("k", 253): "v", ".x": "v"})},
+		{name: "48 data keys", spec: withData("a", dataOf(configbundlev1alpha1.MaxDataKeys, 1, "v"))},
+		{name: "49 data keys", spec: withData("a", dataOf(configbundlev1alpha1.MaxDataKeys+1, 1, "v")), wantErr: "spec.data: Too many: 49: must have at most 48 items"},
+		{name: "a data value of 32 KiB", spec: withData("a", dataOf(1, configbundlev1alpha1.MaxDataValueBytes, "v"))},
+		{name: "a data value of 32 KiB and a byte", spec: withData("a", dataOf(1, configbundlev1alpha1.MaxDataValueBytes+1, "v")),
+			wantErr: "spec.data.k00: Too long: may not be more than 32768 bytes"},
+		{name: "message and data of 1 MiB together", spec: withData(strings.Repeat("a", max-2*configbundlev1alpha1.MaxDataValueBytes),
+			dataOf(2, configbundlev1alpha1.MaxDataValueBytes, "v"))},
+		{name: "message and data of 1 MiB and a byte together", spec: withData(strings.Repeat("a", max-2*configbundlev1alpha1.MaxDataValueBytes+1),
+			dataOf(2, configbundlev1alpha1.MaxDataValueBytes, "v")), wantErr: dataTooLarge},
+		{name: "32 data values of 32 KiB and no message", spec: withData("", dataOf(32, configbundlev1alpha1.MaxDataValueBytes, "v"))},
+		{name: "1 MiB of data in 40 values", spec: withData("", dataOf(40, configbundlev1alpha1.MaxMessageBytes/40, "v"))},
+		{name: "32 data values of 32 KiB and a message of one byte", spec: withData("a", dataOf(32, configbundlev1alpha1.MaxDataValueBytes, "v")),
+			wantErr: dataTooLarge},
+		// 1.5 MiB of data: the size rule refuses it; the escaped-size rule runs out of the API
+		// server's cost budget on so much data (its error says so), which refuses it too.
+		{name: "48 data values of 32 KiB", spec: withData("",
+			dataOf(configbundlev1alpha1.MaxDataKeys, configbundlev1alpha1.MaxDataValueBytes, "a")), wantErr: dataTooLarge, overBudget: true},
+		{name: "data at the escaped bound", spec: withData("", escapedData(maxEscaped))},
+		{name: "data values full of < over the escaped bound", spec: withData("", escapedData(maxEscaped+1)), wantErr: dataTooLargeToStore},
+		{name: "message and data over the escaped bound together", spec: withData(strings.Repeat("<", maxEscaped-maxEscaped/4),
+			escapedData(maxEscaped/4+1)), wantErr: dataTooLargeToStore},
+		{name: "data at the escaped bound in newlines", spec: withData("", dataOf(20, configbundlev1alpha1.MaxDataValueBytes, "\n"))},
+		{name: "data over the escaped bound in newlines", spec: withData("", dataOf(21, configbundlev1alpha1.MaxDataValueBytes, "\n")),
+			wantErr: dataTooLargeToStore},
+		{name: "an update adding a data key message", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a"},
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) {
+				s.Data = map[string]configbundlev1alpha1.DataValue{"message": "b"}
+			}, wantErr: dataKeyMessage},
+		{name: "mutable data changes", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"k": "v"}),
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) {
+				s.Data = map[string]configbundlev1alpha1.DataValue{"k": "w", "l": "x"}
+			}},
+		{name: "immutable data value cannot change", spec: immutableData(), wantErr: "spec is immutable",
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Data["k"] = "w" }},
+		{name: "immutable data key cannot be added", spec: immutableData(), wantErr: "spec is immutable",
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Data["l"] = "x" }},
+		{name: "immutable data key cannot be removed", spec: immutableData(), wantErr: "spec is immutable",
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { delete(s.Data, "k") }},
+		{name: "immutable data cannot be dropped", spec: immutableData(), wantErr: "spec is immutable",
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Data = nil }},
+		{name: "immutable data cannot be added", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a", Immutable: true}, wantErr: "spec is immutable",
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) {
+				s.Data = map[string]configbundlev1alpha1.DataValue{"k": "v"}
+			}},
+		{name: "mutable to immutable with new data", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"k": "v"}),
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) {
+				*s = configbundlev1alpha1.ConfigBundleSpec{Message: "a", Immutable: true, Data: map[string]configbundlev1alpha1.DataValue{"k": "w"}}
+			}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g, ctx := NewWithT(t), context.Background()
-			b := newBundle(ns, "admission-"+string(rune('a'+i)), "")
+			b := newBundle(ns, fmt.Sprintf("admission-%02d", i), "")
 			b.Spec = tt.spec
 			err := c.Create(ctx, b)
 			if tt.update != nil {
@@ -77,12 +147,33 @@ func TestAdmission(t *testing.T) {
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring(tt.wantErr))
 			g.Expect(err.Error()).NotTo(ContainSubstring("request is too large"))
+			if !tt.overBudget {
+				g.Expect(err.Error()).NotTo(ContainSubstring("cost limit"), "a rule ran out of its cost budget")
+			}
+		})
+	}
+
+	// Published: the largest data, with the bundle's status (written by the hub), fits in etcd
+	// and in the ConfigMap, every key of it.
+	for i, tt := range tests {
+		if !slices.Contains([]string{"48 data keys", "message and data of 1 MiB together", "data at the escaped bound",
+			"data at the escaped bound in newlines"}, tt.name) {
+			continue
+		}
+		t.Run("the largest data is published/"+tt.name, func(t *testing.T) {
+			g, ctx := NewWithT(t), context.Background()
+			b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("admission-%02d", i), Namespace: ns}}
+			g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
+			cm := configMapOf(b)
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveLen(len(tt.spec.Data) + 1))
+			matchesBundle(g, b, cm)
 		})
 	}
 
 	// Published: the bundle with its status (written by the hub) fits in etcd too.
 	for i, want := range []string{strings.Repeat("a", max), strings.Repeat("<", maxEscaped)} {
-		name := "admission-" + string(rune('a'+i)) // the first two rows of the table
+		name := fmt.Sprintf("admission-%02d", i) // the first two rows of the table
 		t.Run("the largest message is published/"+name, func(t *testing.T) {
 			g, ctx := NewWithT(t), context.Background()
 			b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
@@ -92,6 +183,37 @@ func TestAdmission(t *testing.T) {
 			g.Expect(cm.Data["message"] == want).To(BeTrue(), "the ConfigMap holds the message")
 		})
 	}
+}
+
+// withData returns a mutable spec of message and data.
+func withData(message string, data map[string]configbundlev1alpha1.DataValue) configbundlev1alpha1.ConfigBundleSpec {
+	return configbundlev1alpha1.ConfigBundleSpec{Message: message, Data: data}
+}
+
+// immutableData returns an immutable spec with a data key k.
+func immutableData() configbundlev1alpha1.ConfigBundleSpec {
+	return configbundlev1alpha1.ConfigBundleSpec{Message: "a", Immutable: true, Data: map[string]configbundlev1alpha1.DataValue{"k": "v"}}
+}
+
+// dataOf returns n data keys, k00 and on, each value count times unit.
+func dataOf(n, count int, unit string) map[string]configbundlev1alpha1.DataValue {
+	data := make(map[string]configbundlev1alpha1.DataValue, n)
+	for i := range n {
+		data[fmt.Sprintf("k%02d", i)] = configbundlev1alpha1.DataValue(strings.Repeat(unit, count))
+	}
+	return data
+}
+
+// escapedData returns data of n characters '<' in all (6 bytes each once JSON-escaped), in as
+// few keys as the bound of a value allows.
+func escapedData(n int) map[string]configbundlev1alpha1.DataValue {
+	data := map[string]configbundlev1alpha1.DataValue{}
+	for i := 0; n > 0; i++ {
+		size := min(n, configbundlev1alpha1.MaxDataValueBytes)
+		data[fmt.Sprintf("k%02d", i)] = configbundlev1alpha1.DataValue(strings.Repeat("<", size))
+		n -= size
+	}
+	return data
 }
 
 // TestImmutableSpecIsRestored shows the reconciler's own guard where the CRD lacks the rule

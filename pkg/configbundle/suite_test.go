@@ -112,7 +112,8 @@ func setUp(ctx, _ context.Context, cps []*controlplane.ControlPlane) error {
 	return nil
 }
 
-// withoutValidation strips the ConfigBundle CRD of its CEL rules and length bound.
+// withoutValidation strips the ConfigBundle CRD of its CEL rules and bounds: those of spec, of
+// its message and of its data (keys, their number, the length of a value).
 func withoutValidation(crds []*apiextensionsv1.CustomResourceDefinition) []*apiextensionsv1.CustomResourceDefinition {
 	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(crds))
 	for _, crd := range crds {
@@ -123,6 +124,12 @@ func withoutValidation(crds []*apiextensionsv1.CustomResourceDefinition) []*apie
 			message := spec.Properties["message"]
 			message.XValidations, message.MaxLength = nil, nil
 			spec.Properties["message"] = message
+			data := spec.Properties["data"]
+			data.XValidations, data.MaxProperties = nil, nil
+			if data.AdditionalProperties != nil && data.AdditionalProperties.Schema != nil {
+				data.AdditionalProperties.Schema.MaxLength = nil
+			}
+			spec.Properties["data"] = data
 			crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = spec
 		}
 		out = append(out, crd)
