@@ -424,9 +424,9 @@ is not kept.`,
 type fleetBundleRevision struct {
 	number   int64
 	created  time.Time
-	data     []byte                 // the definition as JSON
+	data     []byte                // the definition as JSON
 	template *placement.Definition // nil if data does not decode
-	err      error                             // why data does not decode
+	err      error                 // why data does not decode
 }
 
 // readRevisions reads the FleetBundle key and its revisions, sorted by number: the

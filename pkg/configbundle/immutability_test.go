@@ -86,6 +86,8 @@ func TestAdmission(t *testing.T) {
 		{name: "a data value of 32 KiB", spec: withData("a", dataOf(1, configbundlev1alpha1.MaxDataValueBytes, "v"))},
 		{name: "a data value of 32 KiB and a byte", spec: withData("a", dataOf(1, configbundlev1alpha1.MaxDataValueBytes+1, "v")),
 			wantErr: "spec.data.k00: Too long: may not be more than 32768 bytes"},
+		{name: "a data value of 32 KiB of characters, 64 KiB of bytes", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"k": configbundlev1alpha1.DataValue(strings.Repeat("é", configbundlev1alpha1.MaxDataValueBytes))}),
+			wantErr: "every data value must be at most 32768 bytes of UTF-8"},
 		{name: "message and data of 1 MiB together", spec: withData(strings.Repeat("a", max-2*configbundlev1alpha1.MaxDataValueBytes),
 			dataOf(2, configbundlev1alpha1.MaxDataValueBytes, "v"))},
 		{name: "message and data of 1 MiB and a byte together", spec: withData(strings.Repeat("a", max-2*configbundlev1alpha1.MaxDataValueBytes+1),

@@ -34,7 +34,7 @@ const MaxDataKeys = 48
 // and data share the ConfigMap's MaxMessageBytes.
 const MaxDataValueBytes = 32 * 1024
 
-// DataValue is a value of a ConfigBundle's spec.data.
+// DataValue is a value of a ConfigBundle's spec.data: at most MaxDataValueBytes bytes of UTF-8.
 // +kubebuilder:validation:MaxLength=32768
 type DataValue string
 
@@ -132,6 +132,7 @@ type ConfigBundleSpec struct {
 	// +kubebuilder:validation:MaxProperties=48
 	// +kubebuilder:validation:XValidation:rule="!('message' in self)",message="data must not have the key message: spec.message is published as data.message",reason=FieldValueInvalid
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$') && k != '.' && !k.startsWith('..'))`,message="every data key must be a valid ConfigMap key: at most 253 characters of letters, digits, '-', '_' and '.', and neither '.' nor starting with '..'",reason=FieldValueInvalid
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(bytes(self[k])) <= 32768)",message="every data value must be at most 32768 bytes of UTF-8",reason=FieldValueInvalid
 	Data map[string]DataValue `json:"data,omitempty"`
 
 	// immutable makes the managed ConfigMap immutable and freezes this spec: once it is true,
