@@ -7,6 +7,7 @@
 //	hub unregister NAME [flags] undo a registration
 //	hub status [flags]          print the fleet's health; exit 0 only if Ready and fresh
 //	hub rollout SUBCOMMAND NAME status, history, undo, pause or resume a FleetBundle's rollout
+//	hub render NAME [flags]     print what a FleetBundle places in each member, rendered
 //	hub version                 print the version
 //	hub help [command]          print help
 //
@@ -39,6 +40,7 @@ var subcommands = []func() *cobra.Command{
 	newVersionCommand,
 	newStatusCommand,
 	newRolloutCommand,
+	newRenderCommand,
 }
 
 func main() {

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/placement"
+)
+
+// newRenderCommand returns `hub render`: what a FleetBundle places in each member, rendered by
+// the hub's own code, without writing anything.
+func newRenderCommand() *cobra.Command {
+	var (
+		f      rolloutFlags
+		member string
+	)
+	cmd := &cobra.Command{
+		Use:   "render NAME [flags]",
+		Short: "Print the ConfigBundle a FleetBundle places in each selected member, rendered as the hub does; exit 1 if one fails to render",
+		Long: `Reads the FleetBundle NAME and the MemberClusters from the hub cluster and prints, for each member
+its spec.clusterSelector selects (sorted by name), the ConfigBundle the hub places there, rendered
+from the spec (its templateEngine and overrides, with the member's name and labels) by the code
+the hub runs: a YAML document preceded by "# member: NAME", the documents separated by "---".
+A member the spec does not render for is printed as "# member: NAME: render failed: ERROR" and
+the others still are; the command then exits 1. It writes nothing, anywhere.
+
+A definition that cannot be rendered for any member (InvalidTemplate, an invalid clusterSelector)
+is said on stderr, exit 1. A FleetBundle that selects no member prints nothing and says so on
+stderr, exit 0.
+
+With --cluster MEMBER it renders for that MemberCluster alone, whether or not the FleetBundle
+selects it (say it does not, on the "# member:" line and on stderr): what a member would get once
+labelled. A MemberCluster that does not exist is a failure (exit 1).
+
+During a staged rollout, a member not yet updated still holds an older revision: this prints what
+the spec (status.updateRevision) renders to.`,
+		Example: `  hub render web -n apps
+  hub render web -n apps --cluster eu-1
+  hub render web -n apps > rendered.yaml || echo "a member fails to render"`,
+		Args: exactlyOneFleetBundle,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := f.key(args[0])
+			if err != nil {
+				return err
+			}
+			if errs := validation.IsDNS1123Subdomain(member); member != "" && len(errs) > 0 {
+				return fmt.Errorf("--cluster %q is not a MemberCluster name: %s", member, strings.Join(errs, "; "))
+			}
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			return render(cmd.Context(), c, key, member, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f.bind(cmd.Flags())
+	cmd.Flags().StringVar(&member, "cluster", "", "Render for this MemberCluster alone, selected by the FleetBundle or not.")
+	return cmd
+}
+
+// renderTarget is a member to render for, and whether the FleetBundle selects it.
+type renderTarget struct {
+	member   placement.Member
+	selected bool
+}
+
+// render prints the ConfigBundle the FleetBundle key places in each member it selects (or in
+// the member only alone), or the member's render error; a failure if any member fails to render
+// or nothing can be rendered. It only reads.
+func render(ctx context.Context, c client.Reader, key types.NamespacedName, only string, out, errOut io.Writer) error {
+	fb := &hubv1alpha1.FleetBundle{}
+	if err := c.Get(ctx, key, fb); err != nil {
+		return failed(fleetBundleError(key, err))
+	}
+	if err := placesNothing(fb); err != nil {
+		return failed(fmt.Errorf("FleetBundle %s: %w", key, err))
+	}
+	targets, err := renderTargets(ctx, c, fb, only)
+	if err != nil {
+		return failed(err)
+	}
+	if len(targets) == 0 {
+		fmt.Fprintf(errOut, "FleetBundle %s selects no MemberCluster (spec.clusterSelector): nothing to render\n", key)
+		return nil
+	}
+	var broken []string
+	for i, t := range targets {
+		if i > 0 {
+			fmt.Fprintln(out, "---")
+		}
+		if !t.selected {
+			fmt.Fprintf(errOut, "MemberCluster %s is not selected by FleetBundle %s (spec.clusterSelector): the hub places nothing there; rendered as if it were\n", t.member.Name, key)
+		}
+		if err := printRendered(out, fb, t); err != nil {
+			broken = append(broken, t.member.Name)
+		}
+	}
+	if len(broken) > 0 {
+		return failed(fmt.Errorf("FleetBundle %s: %d of %d members failed to render: %s", key, len(broken), len(targets), strings.Join(broken, ", ")))
+	}
+	return nil
+}
+
+// placesNothing returns why the hub places nothing of fb in any member, as its Ready condition
+// says (InvalidSelector, InvalidTemplate, NameTooLong), or nil.
+func placesNothing(fb *hubv1alpha1.FleetBundle) error {
+	if _, err := placement.Selects(fb.Spec.ClusterSelector, nil); err != nil {
+		return fmt.Errorf("%s: %w; the hub places nothing until it is fixed", hubv1alpha1.InvalidSelectorReason, err)
+	}
+	d := placement.DefinitionOf(fb)
+	if err := d.Check(); err != nil {
+		return fmt.Errorf("%s: %w; the hub places, changes and removes nothing in any member until it is fixed", hubv1alpha1.InvalidTemplateReason, err)
+	}
+	if !placement.LabelFits(client.ObjectKeyFromObject(fb)) {
+		return fmt.Errorf("%s: %q is longer than the %d characters of a label value; the hub places nothing", hubv1alpha1.NameTooLongReason,
+			placement.LabelValue(client.ObjectKeyFromObject(fb)), hubv1alpha1.MaxFleetBundleLabelValue)
+	}
+	return nil
+}
+
+// renderTargets returns the members fb selects, sorted by name; with only, that MemberCluster
+// alone, selected or not.
+func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, only string) ([]renderTarget, error) {
+	var members []hubv1alpha1.MemberCluster
+	if only != "" {
+		mc := &hubv1alpha1.MemberCluster{}
+		if err := c.Get(ctx, client.ObjectKey{Name: only}, mc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("no MemberCluster %s (kubectl get memberclusters lists them)", only)
+			}
+			return nil, fmt.Errorf("reading MemberCluster %s: %w", only, err)
+		}
+		members = []hubv1alpha1.MemberCluster{*mc}
+	} else {
+		list := &hubv1alpha1.MemberClusterList{}
+		if err := c.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing MemberClusters: %w", err)
+		}
+		members = list.Items
+	}
+	var targets []renderTarget
+	for _, mc := range members {
+		selected, err := placement.Selects(fb.Spec.ClusterSelector, mc.Labels)
+		if err != nil {
+			return nil, err // placesNothing has refused an invalid selector
+		}
+		if selected || only != "" {
+			targets = append(targets, renderTarget{member: placement.Member{Name: mc.Name, Labels: mc.Labels}, selected: selected})
+		}
+	}
+	slices.SortFunc(targets, func(a, b renderTarget) int { return strings.Compare(a.member.Name, b.member.Name) })
+	return targets, nil
+}
+
+// renderedBundle is how a rendered ConfigBundle is printed: a manifest of what the hub writes,
+// without the empty status and creationTimestamp of a Go object.
+type renderedBundle struct {
+	APIVersion string                                `json:"apiVersion"`
+	Kind       string                                `json:"kind"`
+	Metadata   renderedMetadata                      `json:"metadata"`
+	Spec       configbundlev1alpha1.ConfigBundleSpec `json:"spec"`
+}
+
+type renderedMetadata struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// printRendered prints one member's document: "# member: NAME" and the ConfigBundle the hub
+// places there, or "# member: NAME: render failed: ERROR", returning the render error.
+func printRendered(out io.Writer, fb *hubv1alpha1.FleetBundle, t renderTarget) error {
+	b, err := placement.Desired(fb, t.member)
+	if err != nil {
+		fmt.Fprintf(out, "# member: %s: render failed: %s\n", t.member.Name, comment(err.Error()))
+		return err
+	}
+	raw, err := yaml.Marshal(renderedBundle{
+		APIVersion: configbundlev1alpha1.GroupVersion.String(),
+		Kind:       "ConfigBundle",
+		Metadata:   renderedMetadata{Name: b.Name, Namespace: b.Namespace, Labels: b.Labels, Annotations: b.Annotations},
+		Spec:       b.Spec,
+	})
+	if err != nil {
+		err = fmt.Errorf("encoding the ConfigBundle as YAML: %w", err)
+		fmt.Fprintf(out, "# member: %s: render failed: %s\n", t.member.Name, comment(err.Error()))
+		return err
+	}
+	line := "# member: " + t.member.Name
+	if !t.selected {
+		line += " (not selected by spec.clusterSelector: the hub places nothing there)"
+	}
+	fmt.Fprintf(out, "%s\n%s", line, raw)
+	return nil
+}
+
+// comment keeps a multi-line text within a YAML comment.
+func comment(s string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n# ")
+}
