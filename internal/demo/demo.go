@@ -4,8 +4,11 @@
 // tampered with and healed, a member paused and reported Unreachable, a FleetBundle placed by
 // label, moved by a label change and restored after a placed bundle is deleted by hand, and a
 // staged rollout: canary first, halted when the canary's own admission control refuses a value
-// while the rest of the fleet keeps the old one, then a fix rolled out. `make demo` runs it; a
-// test runs it too, so that it cannot rot.
+// while the rest of the fleet keeps the old one, then a fix rolled out; and per-member values: a
+// FleetBundle whose template is rendered for each member from its MemberCluster's name and labels,
+// with an override for a dev member, re-rendered for the member alone whose label changes, and
+// reported RenderFailed for a member that lacks the label it reads while that member keeps what it
+// holds and the others proceed. `make demo` runs it; a test runs it too, so that it cannot rot.
 package demo
 
 import (
@@ -62,6 +65,8 @@ type demo struct {
 	placed int
 	// rolloutFB is the staged rollout's FleetBundle once the rollout step applied it.
 	rolloutFB *hubv1alpha1.FleetBundle
+	// templatedFB is the templates step's FleetBundle once it applied it.
+	templatedFB *hubv1alpha1.FleetBundle
 	// gcProbe receives the outcome of probeGarbageCollectors, started when the members join.
 	gcProbe chan error
 }
@@ -86,7 +91,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		d.say("==> Cleaning up: stopping the hub and the control planes")
 		err = errors.Join(err, d.cleanup())
 	}()
-	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.place, d.move, d.restore, d.rollout, d.summary}
+	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.place, d.move, d.restore, d.rollout, d.templates, d.summary}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
@@ -292,6 +297,9 @@ func (d *demo) keep() {
 	}
 	if d.rolloutFB != nil {
 		d.say("    %[1]s rollout status %[2]s; %[1]s rollout history %[2]s; %[1]s rollout undo %[2]s    # the staged rollout (with --hub-kubeconfig, or KUBECONFIG as below)", d.opts.HubBinary, rolloutName)
+	}
+	if d.templatedFB != nil {
+		d.say("    %[1]s render %[2]s -n %[3]s; kubectl label memberclusters %[4]s %[5]s=%[6]s --overwrite    # per-member values: preview them; re-render %[4]s", d.opts.HubBinary, templatedName, d.templatedFB.Namespace, d.members[1].Name, regionKey, movedRegion)
 	}
 	for _, m := range d.members {
 		d.say("    kubectl --context %s get configbundles -A", m.Name)

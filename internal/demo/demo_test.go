@@ -103,9 +103,25 @@ func TestDemo(t *testing.T) {
 		"flags 3 3 3 0 4 rest AllReady",
 		"Warning RolloutHalted fleetbundle/flags",
 		"Normal RolloutComplete fleetbundle/flags",
+		// Per-member values: one templated FleetBundle, each member its own message, the dev
+		// member LOG_LEVEL=debug; a relabel re-renders one member, no heal; a missing label is
+		// RenderFailed for that member alone, which keeps what it holds, until the label is back.
+		"$ kubectl label memberclusters member-2 region=us env=dev --overwrite",
+		"its own message in the ConfigMap of member-1 after",
+		"MEMBER REGION ENV DATA.MESSAGE DATA.LOG_LEVEL member-1 eu prod \"endpoint=https://api.eu.example.com cluster=member-1\" info member-2 us dev \"endpoint=https://api.us.example.com cluster=member-2\" debug member-3 ap prod \"endpoint=https://api.ap.example.com cluster=member-3\" info",
+		"ConfigMap api changed in member-3 (resourceVersion",
+		"a re-render is not a heal, nor a new revision 0 1 $",
+		"member-3 sa prod \"endpoint=https://api.sa.example.com cluster=member-3\" info",
+		"api 3 2 2 1 1 <none> ClustersFailed",
+		"CLUSTER REASON MESSAGE member-1 RenderFailed revision 1 does not render for member member-1: template: spec.template.spec.message:",
+		"map has no entry for key \"region\"",
+		"member-1 keeps what it held",
+		"member-1 <none> prod \"endpoint=https://api.eu.example.com cluster=member-1\" info",
+		"api 3 3 3 0 1 <none> AllReady",
+		"$ hub render api -n default --cluster member-2",
 		"$ kubectl get fleet",
-		// 3 members × 3 samples, web's 2 and flags' 3; the 2 ConfigMap heals of member-1.
-		"default True AllReady 3 3 14 14 0 2",
+		// 3 members × 4 samples, web's 2, flags' 3 and api's 3; the 2 ConfigMap heals of member-1.
+		"default True AllReady 3 3 20 20 0 2",
 		"==> Cleaning up",
 	} {
 		if !strings.Contains(got, want) {
@@ -123,6 +139,17 @@ func TestRolloutSample(t *testing.T) {
 	got := &hubv1alpha1.FleetBundle{}
 	g.Expect(yaml.UnmarshalStrict(raw, got)).To(Succeed())
 	g.Expect(got).To(Equal(demo.RolloutFleetBundle()))
+}
+
+// TestTemplatedSample checks that config/samples/fleetbundle_templated.yaml is the FleetBundle
+// the demo applies.
+func TestTemplatedSample(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "fleetbundle_templated.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	got := &hubv1alpha1.FleetBundle{}
+	g.Expect(yaml.UnmarshalStrict(raw, got)).To(Succeed())
+	g.Expect(got).To(Equal(demo.TemplatedFleetBundle()))
 }
 
 // checkKeptFleet tries what the demo prints for the kept fleet: its KUBECONFIG has a working
