@@ -461,8 +461,8 @@ func TestTemplateRenderBombIsBoundedAndIsolated(t *testing.T) {
 	}
 	t.Logf("hub during the bomb (max of samples): heap in use %.1f MiB (%+.1f), resident %.1f MiB (%+.1f)",
 		heapMax/(1<<20), (heapMax-heap0)/(1<<20), rssMax/(1<<20), (rssMax-rss0)/(1<<20))
-	g.Expect(heapMax - heap0).To(BeNumerically("<", 64<<20), "the hub's heap in use grew by more than 64 MiB")
-	g.Expect(rssMax - rss0).To(BeNumerically("<", 64<<20), "the hub's resident memory grew by more than 64 MiB")
+	g.Expect(heapMax-heap0).To(BeNumerically("<", 64<<20), "the hub's heap in use grew by more than 64 MiB")
+	g.Expect(rssMax-rss0).To(BeNumerically("<", 64<<20), "the hub's resident memory grew by more than 64 MiB")
 }
 
 // TestTemplateImmutableFreezesOverridesAndEngine (issue 24): through the hub's API server, a
