@@ -394,12 +394,15 @@ func hubMemory(g Gomega) (heapInuse, resident float64) {
 	return fleet.Sample(m, "go_memstats_heap_inuse_bytes"), fleet.Sample(m, "process_resident_memory_bytes")
 }
 
-// TestTemplateRenderBombIsBoundedAndIsolated (issue 24): a FleetBundle whose message pads with
-// printf ({{printf "%01000000d" 1}}, 500 times: 500 MB if it were rendered) is RenderFailed in
-// each member (the output bound or the render budget, named in the error), nothing is written to
-// them, while another FleetBundle created after it in the same hub is placed and Ready as usual;
-// the hub's heap in use and resident memory (its metrics endpoint) stay within 64 MiB of what they
-// were before the bomb, while it is rendered again on every label change of its members.
+// TestTemplateRenderBombIsBoundedAndIsolated (issue 24): two FleetBundles pad with printf, 500
+// times a million bytes each (500 MB if rendered): "bomb" prints them ({{printf "%01000000d" 1}}:
+// the output bound of the message refuses it) and "budget" only measures them ({{len (printf
+// "%01000000d" 1)}}: a short output, which the render budget refuses before allocating). Each is
+// RenderFailed in every member with the error, nothing of either is written to any member (audit
+// logs), while a third FleetBundle created with them in the same hub is placed and Ready as usual
+// and follows its members' label changes, each of which renders the bombs again. The hub's heap in
+// use and resident memory (from its metrics endpoint) stay within 96 MiB of what they were before
+// the bombs.
 func TestTemplateRenderBombIsBoundedAndIsolated(t *testing.T) {
 	g := NewWithT(t)
 	const key, ns, calmNS = "e2e.template/bomb", "template-bomb", "template-calm"
@@ -407,62 +410,78 @@ func TestTemplateRenderBombIsBoundedAndIsolated(t *testing.T) {
 	ensureNamespace(g, "tm1", calmNS)
 	ensureNamespace(g, "tm2", calmNS)
 	heap0, rss0 := hubMemory(g)
-	t.Logf("hub before the bomb: heap in use %.1f MiB, resident %.1f MiB", heap0/(1<<20), rss0/(1<<20))
+	t.Logf("hub before the bombs: heap in use %.1f MiB, resident %.1f MiB", heap0/(1<<20), rss0/(1<<20))
 
 	created := time.Now()
-	bomb := newTemplatedBundle(t, ns, "bomb", key, func(s *hubv1alpha1.FleetBundleSpec) {
-		s.Template.Spec.Message = strings.Repeat(`{{printf "%01000000d" 1}}`, 500)
-		s.Template.Metadata.Labels = nil
-	})
+	bombs := []struct {
+		fb   *hubv1alpha1.FleetBundle
+		says string
+	}{
+		{newTemplatedBundle(t, ns, "bomb", key, func(s *hubv1alpha1.FleetBundleSpec) {
+			s.Template.Spec.Message = strings.Repeat(`{{printf "%01000000d" 1}}`, 500)
+			s.Template.Metadata.Labels = nil
+		}), fmt.Sprintf("longer than %d bytes", configbundlev1alpha1.MaxMessageBytes)},
+		{newTemplatedBundle(t, ns, "budget", key, func(s *hubv1alpha1.FleetBundleSpec) {
+			s.Template.Spec.Message = strings.Repeat(`{{len (printf "%01000000d" 1)}} `, 500)
+			s.Template.Metadata.Labels = nil
+		}), "more than 4194304 bytes"},
+	}
 	calm := newTemplatedBundle(t, calmNS, "calm", key, nil)
 	var heapMax, rssMax float64
 	sample := func(g Gomega) {
 		heap, rss := hubMemory(g)
 		heapMax, rssMax = max(heapMax, heap), max(rssMax, rss)
 	}
-	g.Eventually(func(g Gomega) hubv1alpha1.FleetBundleStatus {
-		sample(g)
-		return fleetBundleStatus(bomb)(g)
-	}).WithTimeout(timeout).WithPolling(interval).Should(And(
-		readyReason(hubv1alpha1.ClustersFailedReason),
-		HaveField("FailedClusters", ConsistOf(
-			And(failedCluster("tm1", hubv1alpha1.RenderFailedReason), HaveField("Message", MatchRegexp(`longer than|more than`))),
-			And(failedCluster("tm2", hubv1alpha1.RenderFailedReason), HaveField("Message", MatchRegexp(`longer than|more than`)))))))
-	s := fleetBundleStatus(bomb)(g)
-	t.Logf("the bomb in tm1: %s: %s", s.FailedClusters[0].Reason, s.FailedClusters[0].Message)
+	renderFailed := func(says string) OmegaMatcher {
+		return And(readyReason(hubv1alpha1.ClustersFailedReason), HaveField("FailedClusters", ConsistOf(
+			And(failedCluster("tm1", hubv1alpha1.RenderFailedReason), HaveField("Message", ContainSubstring(says))),
+			And(failedCluster("tm2", hubv1alpha1.RenderFailedReason), HaveField("Message", ContainSubstring(says))))))
+	}
+	for _, b := range bombs {
+		g.Eventually(func(g Gomega) hubv1alpha1.FleetBundleStatus {
+			sample(g)
+			return fleetBundleStatus(b.fb)(g)
+		}).WithTimeout(timeout).WithPolling(interval).Should(renderFailed(b.says), b.fb.Name)
+		s := fleetBundleStatus(b.fb)(g)
+		t.Logf("%s in tm1: %s: %s", b.fb.Name, s.FailedClusters[0].Reason, s.FailedClusters[0].Message)
+	}
 	g.Eventually(messages(calm, templateMemberNames...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{
 		"tm1": regionRendered("eu", "tm1"), "tm2": regionRendered("us", "tm2")}))
 	g.Eventually(fleetBundleStatus(calm)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
-	t.Logf("bomb and calm created → calm Ready everywhere: %v", time.Since(created).Round(time.Millisecond))
+	t.Logf("bombs and calm created → calm Ready everywhere: %v", time.Since(created).Round(time.Millisecond))
 
-	// Each label change renders the bomb again for that member (and the calm one too).
+	// Each change of tm1's region renders the bombs again for it, and the calm one anew.
+	relabels := time.Now()
 	for i := range 10 {
-		selectMember(t, "tm1", "e2e.template/bomb-round", fmt.Sprint(i))
+		region := fmt.Sprintf("r%d", i)
+		selectMember(t, "tm1", regionLabel, region)
 		g.Eventually(func(g Gomega) string {
 			sample(g)
 			return placedMessage("tm1", calm)(g)
-		}).WithTimeout(timeout).WithPolling(interval).Should(Equal(regionRendered("eu", "tm1")))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Equal(regionRendered(region, "tm1")), "the calm FleetBundle follows tm1's label")
 	}
-	selectMember(t, "tm1", regionLabel, "ap")
-	g.Eventually(func(g Gomega) string {
-		sample(g)
-		return placedMessage("tm1", calm)(g)
-	}).WithTimeout(timeout).WithPolling(interval).Should(Equal(regionRendered("ap", "tm1")), "the calm FleetBundle follows tm1's label")
-	g.Expect(fleetBundleStatus(bomb)(g)).To(HaveField("FailedClusters", HaveLen(2)))
-	noBundleWrites(g, bomb, created, templateMemberNames...)
-	for _, m := range templateMemberNames {
-		g.Expect(placed(m, bomb)(g)).To(BeNil(), "nothing of the bomb in %s", m)
+	t.Logf("10 relabels of tm1, each followed by the calm FleetBundle: %v", time.Since(relabels).Round(time.Millisecond))
+	for _, b := range bombs {
+		g.Consistently(func(g Gomega) hubv1alpha1.FleetBundleStatus {
+			sample(g)
+			return fleetBundleStatus(b.fb)(g)
+		}).WithTimeout(time.Second).WithPolling(interval).Should(renderFailed(b.says), b.fb.Name)
+		noBundleWrites(g, b.fb, created, templateMemberNames...)
+		for _, m := range templateMemberNames {
+			g.Expect(placed(m, b.fb)(g)).To(BeNil(), "nothing of %s in %s", b.fb.Name, m)
+		}
 	}
+	g.Expect(fleetBundleStatus(calm)(g)).To(readyAll(2))
 
 	sample(g)
 	if heap0 < 0 || rss0 < 0 {
 		t.Logf("the hub's metrics have no go_memstats_heap_inuse_bytes or process_resident_memory_bytes: memory not checked")
 		return
 	}
-	t.Logf("hub during the bomb (max of samples): heap in use %.1f MiB (%+.1f), resident %.1f MiB (%+.1f)",
+	t.Logf("hub during the bombs (max of samples): heap in use %.1f MiB (%+.1f), resident %.1f MiB (%+.1f)",
 		heapMax/(1<<20), (heapMax-heap0)/(1<<20), rssMax/(1<<20), (rssMax-rss0)/(1<<20))
-	g.Expect(heapMax-heap0).To(BeNumerically("<", 64<<20), "the hub's heap in use grew by more than 64 MiB")
-	g.Expect(rssMax-rss0).To(BeNumerically("<", 64<<20), "the hub's resident memory grew by more than 64 MiB")
+	g.Expect(heapMax-heap0).To(BeNumerically("<", 96<<20), "the hub's heap in use grew by more than 96 MiB")
+	g.Expect(rssMax-rss0).To(BeNumerically("<", 96<<20), "the hub's resident memory grew by more than 96 MiB")
 }
 
 // TestTemplateImmutableFreezesOverridesAndEngine (issue 24): through the hub's API server, a
