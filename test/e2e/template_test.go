@@ -137,15 +137,15 @@ func messages(fb *hubv1alpha1.FleetBundle, members ...string) func(Gomega) map[s
 	}
 }
 
-// bundleLabel returns a function reading label key of fb's placed bundle in member ("<none>"
-// without a bundle).
-func bundleLabel(member string, fb *hubv1alpha1.FleetBundle, key string) func(Gomega) string {
+// bundleRegion returns a function reading the region label of fb's placed bundle in member
+// ("<none>" without a bundle).
+func bundleRegion(member string, fb *hubv1alpha1.FleetBundle) func(Gomega) string {
 	return func(g Gomega) string {
 		b := placed(member, fb)(g)
 		if b == nil {
 			return "<none>"
 		}
-		return b.Labels[key]
+		return b.Labels[regionLabel]
 	}
 }
 
@@ -171,8 +171,9 @@ func readyReason(reason string) OmegaMatcher {
 	}, HavePrefix(reason+": "))
 }
 
-// readyAll matches the status of a FleetBundle Ready in every one of n selected members.
-func readyAll(n int32) OmegaMatcher {
+// readyInBoth matches the status of a FleetBundle Ready in both template members, selected.
+func readyInBoth() OmegaMatcher {
+	n := int32(len(templateMemberNames))
 	return And(readyReason(hubv1alpha1.AllReadyReason), HaveField("FailedClusters", BeEmpty()),
 		HaveField("Clusters.Selected", n), HaveField("Clusters.Ready", n))
 }
@@ -191,10 +192,10 @@ func TestTemplatePerMemberValuesAndRelabel(t *testing.T) {
 
 	g.Eventually(messages(fb, templateMemberNames...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{
 		"tm1": regionRendered("eu", "tm1"), "tm2": regionRendered("us", "tm2")}))
-	g.Expect(bundleLabel("tm1", fb, regionLabel)(g)).To(Equal("eu"))
-	g.Expect(bundleLabel("tm2", fb, regionLabel)(g)).To(Equal("us"))
+	g.Expect(bundleRegion("tm1", fb)(g)).To(Equal("eu"))
+	g.Expect(bundleRegion("tm2", fb)(g)).To(Equal("us"))
 	g.Expect(placed("tm1", fb)(g).Spec.Message).To(Equal(regionRendered("eu", "tm1")), "the placed bundle holds the rendered message")
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(readyAll(2), HaveField("Heals", BeZero())))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(readyInBoth(), HaveField("Heals", BeZero())))
 
 	// tm1 moves to region ap: one write to tm1, none to tm2.
 	relabelled := time.Now()
@@ -202,8 +203,8 @@ func TestTemplatePerMemberValuesAndRelabel(t *testing.T) {
 	g.Eventually(messages(fb, templateMemberNames...)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(Equal(map[string]string{
 		"tm1": regionRendered("ap", "tm1"), "tm2": regionRendered("us", "tm2")}))
 	t.Logf("relabel → tm1's ConfigMap re-rendered: %v", time.Since(relabelled).Round(time.Millisecond))
-	g.Eventually(bundleLabel("tm1", fb, regionLabel)).WithTimeout(timeout).WithPolling(interval).Should(Equal("ap"))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
+	g.Eventually(bundleRegion("tm1", fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("ap"))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyInBoth())
 	g.Consistently(fleetBundleStatus(fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(HaveField("Heals", BeZero()),
 		"a re-render after a label change is no heal")
 	g.Expect(healNotes(g, fb)).To(BeEmpty(), "no PlacedBundleHealed Event")
@@ -221,7 +222,7 @@ func TestTemplatePerMemberValuesAndRelabel(t *testing.T) {
 	g.Consistently(messages(fb, templateMemberNames...)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(map[string]string{
 		"tm1": regionRendered("ap", "tm1"), "tm2": regionRendered("us", "tm2")}))
 	noBundleWrites(g, fb, unread, templateMemberNames...)
-	g.Expect(fleetBundleStatus(fb)(g)).To(And(readyAll(2), HaveField("Heals", BeZero())))
+	g.Expect(fleetBundleStatus(fb)(g)).To(And(readyInBoth(), HaveField("Heals", BeZero())))
 	g.Expect(healNotes(g, fb)).To(BeEmpty(), "no PlacedBundleHealed Event")
 }
 
@@ -255,8 +256,8 @@ func TestTemplateRenderFailedForOneMember(t *testing.T) {
 	g.Eventually(messages(fb, templateMemberNames...)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(Equal(map[string]string{
 		"tm1": regionRendered("eu", "tm1"), "tm2": regionRendered("us", "tm2")}))
 	t.Logf("label added → tm2's ConfigMap: %v", time.Since(fixed).Round(time.Millisecond))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
-	g.Expect(bundleLabel("tm2", fb, regionLabel)(g)).To(Equal("us"))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyInBoth())
+	g.Expect(bundleRegion("tm2", fb)(g)).To(Equal("us"))
 }
 
 // TestTemplateOverridesBySelectorInOrder (issue 24): an override whose clusterSelector selects one
@@ -277,7 +278,7 @@ func TestTemplateOverridesBySelectorInOrder(t *testing.T) {
 		"tm1": "debug=true cluster=tm1", "tm2": regionRendered("us", "tm2")}))
 	g.Expect(placed("tm1", fb)(g).Labels).To(And(HaveKeyWithValue("tier", "dev"), HaveKeyWithValue(regionLabel, "eu")))
 	g.Expect(placed("tm2", fb)(g).Labels).NotTo(HaveKey("tier"), "the override does not select tm2")
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyInBoth())
 
 	// Two overrides select tm1: the later one wins.
 	first := hubv1alpha1.TemplateOverride{Name: "first", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}, Message: ptr.To("from first")}
@@ -288,7 +289,7 @@ func TestTemplateOverridesBySelectorInOrder(t *testing.T) {
 	editFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Overrides = []hubv1alpha1.TemplateOverride{second, first} })
 	g.Eventually(messages(fb, templateMemberNames...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{
 		"tm1": "from first", "tm2": regionRendered("us", "tm2")}))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyInBoth())
 	g.Consistently(placedMessage("tm2", fb)).WithTimeout(time.Second).WithPolling(interval).Should(Equal(regionRendered("us", "tm2")),
 		"no order of the overrides changes tm2's message")
 }
@@ -306,7 +307,7 @@ func TestTemplateInvalidKeepsMembers(t *testing.T) {
 	fb := newTemplatedBundle(t, ns, "web", key, nil)
 	before := map[string]string{"tm1": regionRendered("eu", "tm1"), "tm2": regionRendered("us", "tm2")}
 	g.Eventually(messages(fb, templateMemberNames...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(before))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyInBoth())
 
 	invalid := time.Now()
 	for _, c := range []struct {
@@ -354,7 +355,7 @@ func TestTemplateInvalidKeepsMembers(t *testing.T) {
 	})
 	g.Eventually(messages(fb, templateMemberNames...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{
 		"tm1": regionRendered("ap", "tm1"), "tm2": regionRendered("us", "tm2")}))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyInBoth())
 
 	// Without templateEngine, "{{" is placed as written.
 	literal := newTemplatedBundle(t, ns, "literal", key, func(s *hubv1alpha1.FleetBundleSpec) {
@@ -369,7 +370,7 @@ func TestTemplateInvalidKeepsMembers(t *testing.T) {
 	got := &hubv1alpha1.FleetBundle{}
 	g.Expect(fl.Hub.Get(context.Background(), client.ObjectKeyFromObject(literal), got)).To(Succeed())
 	g.Expect(got.Spec.TemplateEngine).To(Equal(hubv1alpha1.TemplateEngineNone), "templateEngine defaults to None")
-	g.Eventually(fleetBundleStatus(literal)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
+	g.Eventually(fleetBundleStatus(literal)).WithTimeout(timeout).WithPolling(interval).Should(readyInBoth())
 }
 
 // TestTemplateBuiltinFunctions (issue 24): a template may call text/template's built-in
@@ -382,7 +383,7 @@ func TestTemplateBuiltinFunctions(t *testing.T) {
 		s.Template.Spec.Message = `{{ printf "%s-%s" .Cluster.Name .Cluster.Labels.region }}` +
 			`{{ if eq .Cluster.Labels.region "eu" }} gdpr{{ end }} len={{ len .Cluster.Name }} {{ index .Cluster.Labels "region" }}`
 	})
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(readyInBoth())
 	g.Eventually(messages(fb, templateMemberNames...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{
 		"tm1": "tm1-eu gdpr len=3 eu", "tm2": "tm2-us len=3 us"}))
 }
@@ -447,7 +448,7 @@ func TestTemplateRenderBombIsBoundedAndIsolated(t *testing.T) {
 	}
 	g.Eventually(messages(calm, templateMemberNames...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{
 		"tm1": regionRendered("eu", "tm1"), "tm2": regionRendered("us", "tm2")}))
-	g.Eventually(fleetBundleStatus(calm)).WithTimeout(timeout).WithPolling(interval).Should(readyAll(2))
+	g.Eventually(fleetBundleStatus(calm)).WithTimeout(timeout).WithPolling(interval).Should(readyInBoth())
 	t.Logf("bombs and calm created → calm Ready everywhere: %v", time.Since(created).Round(time.Millisecond))
 
 	// Each change of tm1's region renders the bombs again for it, and the calm one anew.
@@ -471,7 +472,7 @@ func TestTemplateRenderBombIsBoundedAndIsolated(t *testing.T) {
 			g.Expect(placed(m, b.fb)(g)).To(BeNil(), "nothing of %s in %s", b.fb.Name, m)
 		}
 	}
-	g.Expect(fleetBundleStatus(calm)(g)).To(readyAll(2))
+	g.Expect(fleetBundleStatus(calm)(g)).To(readyInBoth())
 
 	sample(g)
 	if heap0 < 0 || rss0 < 0 {
