@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -519,10 +520,15 @@ func TestTemplateImmutableFreezesOverridesAndEngine(t *testing.T) {
 		{"templateEngine to None", func(s *hubv1alpha1.FleetBundleSpec) { s.TemplateEngine = hubv1alpha1.TemplateEngineNone }},
 	}
 	for _, e := range edits {
-		got := &hubv1alpha1.FleetBundle{}
-		g.Expect(fl.Hub.Get(ctx, client.ObjectKeyFromObject(frozen), got)).To(Succeed())
-		e.edit(&got.Spec)
-		err := fl.Hub.Update(ctx, got)
+		// Again on a conflict (the hub writes the FleetBundle's finalizer and status meanwhile).
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := &hubv1alpha1.FleetBundle{}
+			if err := fl.Hub.Get(ctx, client.ObjectKeyFromObject(frozen), got); err != nil {
+				return err
+			}
+			e.edit(&got.Spec)
+			return fl.Hub.Update(ctx, got)
+		})
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want Invalid, got %v", e.what, err)
 		g.Expect(err.Error()).To(ContainSubstring("overrides and templateEngine are immutable"), e.what)
 		t.Logf("immutable, %s: %v", e.what, err)
