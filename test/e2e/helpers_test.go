@@ -6,16 +6,22 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // allowWithoutCRDInstall grants a user of m4 the member role without its CRD rule.
@@ -126,4 +132,52 @@ func TestPrinterColumns(t *testing.T) {
 	t.Logf("kubectl get mc m1 -o wide:\n%s", out)
 	g.Expect(string(out)).To(ContainSubstring(expiry.UTC().Format(time.RFC3339)))
 	g.Expect(string(out)).NotTo(ContainSubstring("<invalid>"))
+}
+
+// auditedMembers are members whose API servers log every write, started once, by the first test
+// that joins them, and joined by each test that uses them for that test alone.
+type auditedMembers struct {
+	kind  string // what they are for, in logs
+	names []string
+	once  sync.Once
+	err   error
+}
+
+// join starts the members (once), joins those named and makes them leave when the test ends
+// (after the test's other cleanups: its FleetBundles are gone by then).
+func (a *auditedMembers) join(t *testing.T, names ...string) {
+	t.Helper()
+	a.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		start := time.Now()
+		_, a.err = fl.AddMembers(ctx, controlplane.Named(controlplane.Options{AuditWrites: true}, a.names...)...)
+		t.Logf("started the %s members %v: %v", a.kind, a.names, time.Since(start).Round(time.Millisecond))
+	})
+	if a.err != nil {
+		t.Fatalf("starting the %s members: %v", a.kind, a.err)
+	}
+	g, ctx := NewWithT(t), context.Background()
+	for _, name := range names {
+		s := &corev1.Secret{}
+		switch err := fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, s); {
+		case apierrors.IsNotFound(err):
+			fl.MustRegister(t, name)
+		case err != nil:
+			t.Fatal(err)
+		case s.Labels[hubv1alpha1.DefaultSecretLabel] != "true":
+			secretLabel(g, name, true)
+		}
+	}
+	t.Cleanup(func() {
+		for _, name := range names {
+			secretLabel(g, name, false)
+		}
+		for _, name := range names {
+			g.Eventually(memberClusterGone(name)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "%s left", name)
+		}
+	})
+	for _, name := range names {
+		g.Eventually(fl.MemberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), name)
+	}
 }

@@ -15,7 +15,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,48 +46,14 @@ const (
 	rolloutTimeout = 45 * time.Second
 )
 
-var (
-	rolloutMembersOnce sync.Once
-	rolloutMembersErr  error
-)
+// rolloutSet starts the rollout members once, for the tests that use them.
+var rolloutSet = &auditedMembers{kind: "rollout", names: rolloutMemberNames}
 
 // rolloutMembers starts the rollout members (once), joins those named and makes them leave when
 // the test ends (after the test's other cleanups: its FleetBundle is gone by then).
 func rolloutMembers(t *testing.T, names ...string) {
 	t.Helper()
-	rolloutMembersOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		defer cancel()
-		start := time.Now()
-		_, rolloutMembersErr = fl.AddMembers(ctx, controlplane.Named(controlplane.Options{AuditWrites: true}, rolloutMemberNames...)...)
-		t.Logf("started the rollout members %v: %v", rolloutMemberNames, time.Since(start).Round(time.Millisecond))
-	})
-	if rolloutMembersErr != nil {
-		t.Fatalf("starting the rollout members: %v", rolloutMembersErr)
-	}
-	g, ctx := NewWithT(t), context.Background()
-	for _, name := range names {
-		s := &corev1.Secret{}
-		switch err := fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, s); {
-		case apierrors.IsNotFound(err):
-			fl.MustRegister(t, name)
-		case err != nil:
-			t.Fatal(err)
-		case s.Labels[hubv1alpha1.DefaultSecretLabel] != "true":
-			secretLabel(g, name, true)
-		}
-	}
-	t.Cleanup(func() {
-		for _, name := range names {
-			secretLabel(g, name, false)
-		}
-		for _, name := range names {
-			g.Eventually(memberClusterGone(name)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "%s left", name)
-		}
-	})
-	for _, name := range names {
-		g.Eventually(fl.MemberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), name)
-	}
+	rolloutSet.join(t, names...)
 }
 
 // rolloutFixture joins ro1, ro2 and ro3, creates namespace ns in each, selects them by key=yes

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/fleet"
 )
 
@@ -39,10 +37,8 @@ const (
 	regionLabelValue = "{{ .Cluster.Labels.region }}"
 )
 
-var (
-	templateMembersOnce sync.Once
-	templateMembersErr  error
-)
+// templateSet starts the template members once, for the tests that use them.
+var templateSet = &auditedMembers{kind: "template", names: templateMemberNames}
 
 // regionRendered is regionMessage rendered for member in region.
 func regionRendered(region, member string) string {
@@ -53,39 +49,7 @@ func regionRendered(region, member string) string {
 // test ends (after the test's other cleanups: its FleetBundles are gone by then).
 func templateMembers(t *testing.T) {
 	t.Helper()
-	templateMembersOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		defer cancel()
-		start := time.Now()
-		_, templateMembersErr = fl.AddMembers(ctx, controlplane.Named(controlplane.Options{AuditWrites: true}, templateMemberNames...)...)
-		t.Logf("started the template members %v: %v", templateMemberNames, time.Since(start).Round(time.Millisecond))
-	})
-	if templateMembersErr != nil {
-		t.Fatalf("starting the template members: %v", templateMembersErr)
-	}
-	g, ctx := NewWithT(t), context.Background()
-	for _, name := range templateMemberNames {
-		s := &corev1.Secret{}
-		switch err := fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, s); {
-		case apierrors.IsNotFound(err):
-			fl.MustRegister(t, name)
-		case err != nil:
-			t.Fatal(err)
-		case s.Labels[hubv1alpha1.DefaultSecretLabel] != "true":
-			secretLabel(g, name, true)
-		}
-	}
-	t.Cleanup(func() {
-		for _, name := range templateMemberNames {
-			secretLabel(g, name, false)
-		}
-		for _, name := range templateMemberNames {
-			g.Eventually(memberClusterGone(name)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "%s left", name)
-		}
-	})
-	for _, name := range templateMemberNames {
-		g.Eventually(fl.MemberCluster(name)).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), name)
-	}
+	templateSet.join(t, templateMemberNames...)
 }
 
 // templateFixture joins tm1 and tm2, creates namespace ns in each, selects both by key=yes and
