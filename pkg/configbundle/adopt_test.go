@@ -23,10 +23,7 @@ import (
 func synced(g Gomega, c client.Client, ns, name, message string) (*configbundlev1alpha1.ConfigBundle, *corev1.ConfigMap) {
 	ctx := context.Background()
 	b := newBundle(ns, name, message)
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 	return b, cm
 }
 
@@ -97,10 +94,7 @@ func TestGarbageOfAnEarlierBundleIsAdopted(t *testing.T) {
 	conflicts := watchConflicts(t, memberC, ns)
 
 	b := newBundle(ns, "web", "v2")
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 	g.Expect(cm.UID).To(Equal(garbage.UID), "the ConfigMap is adopted, not replaced")
 	g.Expect(metav1.GetControllerOf(cm).UID).To(Equal(b.UID))
 	matchesBundle(g, b, cm)
@@ -124,10 +118,7 @@ func TestImmutableGarbageIsReplaced(t *testing.T) {
 	deleteBundle(g, c, old)
 
 	b := newBundle(ns, "frozen", "v2")
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 	g.Expect(cm.UID).NotTo(Equal(garbage.UID))
 	g.Expect(metav1.GetControllerOf(cm).UID).To(Equal(b.UID))
 	matchesBundle(g, b, cm)

@@ -44,10 +44,7 @@ func TestDataIsPublished(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newDataBundle(newNamespace(t, memberA), "data", "hello")
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 	g.Expect(cm.Data).To(Equal(map[string]string{
 		"message": "hello", "app.properties": "color=blue\nsize=3\n", "log-level": "debug", "EMPTY_VALUE": "",
 	}))
@@ -99,11 +96,7 @@ func TestDataDriftIsHealed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g, ctx := NewWithT(t), context.Background()
 			b := newDataBundle(ns, fmt.Sprintf("data-drift-%02d", i), "desired")
-			g.Expect(c.Create(ctx, b)).To(Succeed())
-			g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-
-			cm := configMapOf(b)
-			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+			cm := createSynced(ctx, g, c, b)
 			uid := cm.UID
 			tt.tamper(cm)
 			g.Expect(c.Update(ctx, cm)).To(Succeed())
@@ -133,10 +126,7 @@ func TestImmutableDataIsFrozen(t *testing.T) {
 	c := members[memberA]
 	b := newDataBundle(newNamespace(t, memberA), "frozen-data", "original")
 	b.Spec.Immutable = true
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 	g.Expect(ptr.Deref(cm.Immutable, false)).To(BeTrue())
 	want := map[string]string{"message": "original", "app.properties": "color=blue\nsize=3\n", "log-level": "debug", "EMPTY_VALUE": ""}
 	g.Expect(cm.Data).To(Equal(want))
@@ -176,10 +166,7 @@ func TestImmutableDataIsRestored(t *testing.T) {
 	c := members[memberB]
 	b := newDataBundle(newNamespace(t, memberB), "frozen-data", "original")
 	b.Spec.Immutable = true
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 	g.Expect(ptr.Deref(cm.Immutable, false)).To(BeTrue())
 	original := configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true, Data: someData()}
 
@@ -217,10 +204,7 @@ func TestDataFrozenByHandIsReplaced(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newDataBundle(newNamespace(t, memberA), "data-frozen-by-hand", "keep me mutable")
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 	oldUID := cm.UID
 
 	cm.Immutable = ptr.To(true)

@@ -226,10 +226,7 @@ func TestImmutableSpecIsRestored(t *testing.T) {
 	c := members[memberB]
 	b := newBundle(newNamespace(t, memberB), "frozen-spec", "original")
 	b.Spec.Immutable = true
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 	g.Expect(ptr.Deref(cm.Immutable, false)).To(BeTrue())
 
 	for _, change := range []configbundlev1alpha1.ConfigBundleSpec{
@@ -292,10 +289,7 @@ func TestRefusedRestoreNeverPublishesTheSpec(t *testing.T) {
 	original := configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true}
 	b := newBundle(newNamespace(t, memberB), "refused-restore", original.Message)
 	b.Spec.Immutable = true
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 
 	binding := refuseSpecUpdatesByTheHub(ctx, t, c, b)
 	g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "forbidden" })).To(Succeed(), "the policy refuses the hub only")

@@ -46,6 +46,15 @@ func configMapOf(b *configbundlev1alpha1.ConfigBundle) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace}}
 }
 
+// createSynced creates b in c, waits until it is Ready (Synced), and returns its ConfigMap.
+func createSynced(ctx context.Context, g Gomega, c client.Client, b *configbundlev1alpha1.ConfigBundle) *corev1.ConfigMap {
+	g.Expect(c.Create(ctx, b)).To(Succeed())
+	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
+	cm := configMapOf(b)
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	return cm
+}
+
 // matchesBundle asserts that cm is exactly what the bundle asks for.
 func matchesBundle(g Gomega, b *configbundlev1alpha1.ConfigBundle, cm *corev1.ConfigMap) {
 	want := configbundle.DesiredConfigMap(b)
@@ -173,11 +182,7 @@ func TestDriftIsHealed(t *testing.T) {
 			g, ctx := NewWithT(t), context.Background()
 			b := newBundle(ns, "drift-"+string(rune('a'+i)), "desired")
 			b.Labels = map[string]string{"app": "web"}
-			g.Expect(c.Create(ctx, b)).To(Succeed())
-			g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-
-			cm := configMapOf(b)
-			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+			cm := createSynced(ctx, g, c, b)
 			uid := cm.UID
 			tt.tamper(cm)
 			g.Expect(c.Update(ctx, cm)).To(Succeed())
@@ -200,10 +205,7 @@ func TestFrozenByHandIsReplaced(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "frozen", "keep me mutable")
-	g.Expect(c.Create(ctx, b)).To(Succeed())
-	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-	cm := configMapOf(b)
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm := createSynced(ctx, g, c, b)
 	oldUID := cm.UID
 
 	cm.Immutable = ptr.To(true)
