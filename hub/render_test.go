@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,9 +15,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
-	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/placement"
 )
 
@@ -88,34 +85,8 @@ type renderHub struct {
 // MemberClusters: no hub runs, hub render reads what the tests write.
 func startRenderHub(t *testing.T) *renderHub {
 	t.Helper()
-	if err := controlplane.CheckAssets(); err != nil {
-		t.Fatal(err)
-	}
-	crds, err := config.HubCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), rolloutStartTimeout)
-	defer cancel()
-	opts := controlplane.Options{StartTimeout: rolloutStartTimeout, CRDs: crds, AuditWrites: true}
-	cps, err := controlplane.Start(ctx, controlplane.Named(opts, "hub")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := controlplane.StopAll(cps); err != nil {
-			t.Error(err)
-		}
-	})
-	scheme, err := hubmanager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cps[0].Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &renderHub{cp: cps[0], c: c, kubeconfig: readerKubeconfig(t, cps[0], c)}
+	cp, c := startHubControlPlane(t, controlplane.Options{AuditWrites: true})
+	h := &renderHub{cp: cp, c: c, kubeconfig: readerKubeconfig(t, cp, c)}
 	for name, labels := range map[string]map[string]string{
 		"eu-1":  {"env": "prod", "region": "eu"},
 		"us-1":  {"env": "prod", "region": "us"},

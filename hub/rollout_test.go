@@ -317,6 +317,14 @@ type rolloutHub struct {
 // the tests write the ControllerRevisions and the statuses the hub would.
 func startRolloutHub(t *testing.T) *rolloutHub {
 	t.Helper()
+	cp, c := startHubControlPlane(t, controlplane.Options{})
+	return &rolloutHub{cp: cp, c: c}
+}
+
+// startHubControlPlane starts a hub's control plane with the hub's CRDs and opts, stopped when t
+// ends, and returns it with an admin client.
+func startHubControlPlane(t *testing.T, opts controlplane.Options) (*controlplane.ControlPlane, client.WithWatch) {
+	t.Helper()
 	if err := controlplane.CheckAssets(); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +334,8 @@ func startRolloutHub(t *testing.T) *rolloutHub {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), rolloutStartTimeout)
 	defer cancel()
-	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{StartTimeout: rolloutStartTimeout, CRDs: crds}, "hub")...)
+	opts.StartTimeout, opts.CRDs = rolloutStartTimeout, crds
+	cps, err := controlplane.Start(ctx, controlplane.Named(opts, "hub")...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +352,7 @@ func startRolloutHub(t *testing.T) *rolloutHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rolloutHub{cp: cps[0], c: c}
+	return cps[0], c
 }
 
 // run runs `hub rollout SUBCOMMAND NAME args` against the hub.
