@@ -371,12 +371,12 @@ func newRolloutHistoryCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "history NAME [flags]",
-		Short: "List the revisions of a FleetBundle that are kept, or print one's template",
+		Short: "List the revisions of a FleetBundle that are kept, or print one's definition",
 		Long: `Lists the revisions of the FleetBundle NAME that the hub keeps (the ControllerRevisions
 NAME-<revision> in its namespace), oldest first: each one's age, its template's message
 (shortened), and whether it is the currentRevision, the updateRevision or the failedRevision of a
-rollout rolled back. With --revision it prints that revision's template as YAML, or exits 1 if it
-is not kept.`,
+rollout rolled back. With --revision it prints that revision's definition as YAML (the template's
+metadata and spec, and its templateEngine and overrides when set), or exits 1 if it is not kept.`,
 		Example: `  hub rollout history web -n apps
   hub rollout history web -n apps --revision 2 > template.yaml`,
 		Args: exactlyOneFleetBundle,
@@ -416,7 +416,7 @@ is not kept.`,
 		},
 	}
 	f.bind(cmd.Flags())
-	cmd.Flags().Int64Var(&revision, "revision", 0, "Print the template of this revision as YAML.")
+	cmd.Flags().Int64Var(&revision, "revision", 0, "Print the definition of this revision as YAML.")
 	return cmd
 }
 
