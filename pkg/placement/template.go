@@ -27,6 +27,12 @@ import (
 // MaxTemplateActions is the most actions ("{{") a templated value may hold.
 const MaxTemplateActions = 1000
 
+// MaxTemplateCodeBytes is the most bytes the actions of a templated value may hold, the contents
+// of their string literals and comments apart: the parser and the execution of a pipeline
+// allocate a few hundred bytes per token ("{{print 1 1 1 ...}}"), so that this bounds what a
+// value's parse costs before it is parsed.
+const MaxTemplateCodeBytes = 16 << 10
+
 // RenderBudgetBytes is the most bytes the string-making built-ins may produce in all, in the
 // rendering of one bundle for one member.
 const RenderBudgetBytes = 4 << 20
@@ -34,11 +40,12 @@ const RenderBudgetBytes = 4 << 20
 // errRenderBudget is the error of a built-in that would exceed the rendering's budget.
 var errRenderBudget = fmt.Errorf("the template's functions would produce more than %d bytes in all", RenderBudgetBytes)
 
-// builtinNames are text/template's built-in functions: the only ones a template may call.
+// builtinNames are text/template's built-in functions: the only ones a template may call. The
+// parser knows a function by a non-nil value: with nil, every call is "not defined".
 var builtinNames = map[string]any{
-	"and": nil, "call": nil, "html": nil, "index": nil, "slice": nil, "js": nil, "len": nil,
-	"not": nil, "or": nil, "print": nil, "printf": nil, "println": nil, "urlquery": nil,
-	"eq": nil, "ge": nil, "gt": nil, "le": nil, "lt": nil, "ne": nil,
+	"and": true, "call": true, "html": true, "index": true, "slice": true, "js": true, "len": true,
+	"not": true, "or": true, "print": true, "printf": true, "println": true, "urlquery": true,
+	"eq": true, "ge": true, "gt": true, "le": true, "lt": true, "ne": true,
 }
 
 // parseValue parses one templated value, named by its field, and refuses what a template may not
@@ -46,6 +53,9 @@ var builtinNames = map[string]any{
 func parseValue(field, src string) (*parse.Tree, error) {
 	if n := strings.Count(src, "{{"); n > MaxTemplateActions {
 		return nil, fmt.Errorf("%s: %d actions, more than the %d a templated value may hold", field, n, MaxTemplateActions)
+	}
+	if n := codeBytes(src); n > MaxTemplateCodeBytes {
+		return nil, fmt.Errorf("%s: its actions hold %d bytes besides their strings, more than the %d a templated value may hold", field, n, MaxTemplateCodeBytes)
 	}
 	trees, err := parse.Parse(field, src, "{{", "}}", builtinNames)
 	if err != nil {
@@ -64,6 +74,52 @@ func parseValue(field, src string) (*parse.Tree, error) {
 		return nil, err
 	}
 	return tree, nil
+}
+
+// codeBytes counts the bytes of the actions of src, the contents of their string literals and
+// comments apart, scanning them as text/template's lexer does; where a literal it cannot end
+// would confuse it, it counts more, never less.
+func codeBytes(src string) int {
+	n := 0
+	for {
+		start := strings.Index(src, "{{")
+		if start < 0 {
+			return n
+		}
+		src = src[start+2:]
+		if c := strings.TrimPrefix(src, "- "); strings.HasPrefix(c, "/*") {
+			if end := strings.Index(c, "*/"); end >= 0 {
+				src = c[end+2:]
+			}
+		}
+		for len(src) > 0 && !strings.HasPrefix(src, "}}") {
+			n++
+			if q := src[0]; q == '"' || q == '`' || q == '\'' {
+				src = src[literalEnd(src, q):]
+				continue
+			}
+			src = src[1:]
+		}
+		src = strings.TrimPrefix(src, "}}")
+	}
+}
+
+// literalEnd returns the index after the string, raw string or character literal at the start
+// of src, quoted by q: after its closing quote, at a newline that ends it in error, or at the
+// end of src.
+func literalEnd(src string, q byte) int {
+	for i := 1; i < len(src); i++ {
+		switch {
+		case src[i] == q:
+			return i + 1
+		case q == '`':
+		case src[i] == '\\':
+			i++
+		case src[i] == '\n':
+			return i
+		}
+	}
+	return len(src)
 }
 
 // refused returns an error naming the first action of node a template may not use.
@@ -183,6 +239,11 @@ func printBound(args []any) int {
 	return n
 }
 
+// floatPrecisionCost is what a digit of a float's precision costs: strconv appends the digits one
+// at a time (growing its buffer by doubling) and fmt copies them, about four bytes allocated
+// for each byte printed.
+const floatPrecisionCost = 4
+
 // printfBound bounds the length of fmt.Sprintf(format, args...): the format, each verb's
 // width, precision and argument (times what its verb can make of each byte: %q four, %b eight),
 // and every argument again for fmt's %!(EXTRA ...).
@@ -195,11 +256,18 @@ func printfBound(format string, args []any) int {
 		}
 		v, end := scanVerb(format, i+1, argi)
 		i, argi = end, v.next
-		arg := 0
+		arg, digits := 0, v.width+v.precision
 		if v.arg >= 0 && v.arg < len(args) {
-			arg = sizeOf(reflect.ValueOf(args[v.arg]), 0)
+			a := reflect.ValueOf(args[v.arg])
+			arg = sizeOf(a, 0)
+			switch a.Kind() {
+			case reflect.Float32, reflect.Float64:
+				digits = v.width + floatPrecisionCost*v.precision
+			case reflect.Complex64, reflect.Complex128: // each part padded, to each its precision
+				digits = 2 * (v.width + floatPrecisionCost*v.precision)
+			}
 		}
-		n += v.width + v.precision + v.factor*arg + verbOverhead
+		n += digits + v.factor*arg + verbOverhead
 	}
 	return n
 }
