@@ -256,18 +256,20 @@ func printfBound(format string, args []any) int {
 		}
 		v, end := scanVerb(format, i+1, argi)
 		i, argi = end, v.next
-		arg, digits := 0, v.width+v.precision
+		arg, each := 0, v.width+v.precision+verbOverhead
 		if v.arg >= 0 && v.arg < len(args) {
 			a := reflect.ValueOf(args[v.arg])
 			arg = sizeOf(a, 0)
 			switch a.Kind() {
 			case reflect.Float32, reflect.Float64:
-				digits = v.width + floatPrecisionCost*v.precision
+				each = v.width + floatPrecisionCost*v.precision + verbOverhead
 			case reflect.Complex64, reflect.Complex128: // each part padded, to each its precision
-				digits = 2 * (v.width + floatPrecisionCost*v.precision)
+				each = 2 * (v.width + floatPrecisionCost*v.precision + verbOverhead)
+			default: // a map's keys and values, a struct's fields: each padded, each its %!verb
+				each *= leaves(a, 0)
 			}
 		}
-		n += digits + v.factor*arg + verbOverhead
+		n += each + v.factor*arg
 	}
 	return n
 }
@@ -287,10 +289,12 @@ const maxFmtNumber = 1e6
 // it returns the verb and the index of its last byte.
 func scanVerb(format string, i, argi int) (verb, int) {
 	v := verb{factor: 1, arg: argi}
+	sharp := false
 	for ; i < len(format) && strings.IndexByte("+-# 0", format[i]) >= 0; i++ {
 		if format[i] != '-' && format[i] != '0' {
 			v.factor = 2 // %#q, % x, %+q print more per byte
 		}
+		sharp = sharp || format[i] == '#'
 	}
 	v.width = v.number(format, &i)
 	if i < len(format) && format[i] == '.' {
@@ -307,6 +311,10 @@ func scanVerb(format string, i, argi int) (verb, int) {
 		return verb{arg: -1, next: v.arg}, i + size - 1
 	case 'q', 'U':
 		v.factor *= 4
+	case 'v':
+		if sharp { // Go syntax: strings quoted, "\x01" four bytes a byte
+			v.factor *= 4
+		}
 	case 'x', 'X', 'b', 'o', 'O':
 		v.factor *= 8 // %b of a string's bytes: eight digits a byte
 	}
@@ -343,6 +351,35 @@ func (v *verb) argIndex(format string, i *int) {
 		v.arg = idx - 1
 	}
 	*i += end + 1
+}
+
+// leaves counts the values fmt prints one by one, each with the verb's width and precision, when
+// it prints v: a map's keys and values, a struct's fields, a slice's elements, recursively.
+func leaves(v reflect.Value, depth int) int {
+	if !v.IsValid() || depth > 8 {
+		return 1
+	}
+	n := 0
+	switch v.Kind() {
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			n += leaves(it.Key(), depth+1) + leaves(it.Value(), depth+1)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			n += leaves(v.Index(i), depth+1)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			n += leaves(v.Field(i), depth+1)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return leaves(v.Elem(), depth+1)
+		}
+	}
+	return max(n, 1)
 }
 
 // sizeOf bounds the bytes fmt's %v prints of v, as a count of the bytes of its strings plus a
