@@ -31,7 +31,7 @@ func (f *fleet) countChangeWrites(ctx context.Context, from, to time.Time, perMe
 	for _, w := range hubWritesIn(all, from, to) {
 		switch {
 		case w.Plane == hubPlane:
-			if !w.planned() && w.Name != templatedName {
+			if !w.planned() && !ofTemplated(w) { // its status and revisions: the templated row's
 				pr.ChangeHubWrites = append(pr.ChangeHubWrites, w)
 			}
 		case w.Namespace == placementNS && w.Name == templatedName:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,6 +118,12 @@ func (f *fleet) labelRegions(ctx context.Context, pm []*member, remove bool) err
 		}
 	}
 	return nil
+}
+
+// ofTemplated reports whether a write to the hub cluster is of the templated FleetBundle: its
+// status, or one of its revisions (ControllerRevisions <name>-<n>).
+func ofTemplated(w servedWrite) bool {
+	return w.Name == templatedName || strings.HasPrefix(w.Name, templatedName+"-")
 }
 
 // templatedWrites is the placement controller's writes of the templated bundle per change and
