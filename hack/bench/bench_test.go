@@ -80,9 +80,12 @@ func TestSmoke(t *testing.T) {
 // nothing changed, and the memory figures there.
 func checkPlacement(t *testing.T, cfg benchConfig, pr *placementResults) {
 	t.Helper()
-	if len(pr.Hub) != cfg.Placements || len(pr.Floor) != cfg.Placements || pr.HubErrors+pr.FloorErrors != 0 {
-		t.Errorf("placement: %d of %d hub changes and %d of %d floor changes seen in every member (errors %d / %d)",
-			len(pr.Hub), cfg.Placements, len(pr.Floor), cfg.Placements, pr.HubErrors, pr.FloorErrors)
+	if len(pr.Hub) != cfg.Placements || len(pr.Floor) != cfg.Placements || len(pr.Templated) != cfg.Placements || pr.HubErrors+pr.FloorErrors+pr.TemplatedErrors != 0 {
+		t.Errorf("placement: %d, %d and %d of %d hub, floor and templated changes seen in every member (errors %d / %d / %d)",
+			len(pr.Hub), len(pr.Floor), len(pr.Templated), cfg.Placements, pr.HubErrors, pr.FloorErrors, pr.TemplatedErrors)
+	}
+	if w := pr.templatedWrites(); w < 0.9999 || w > 1.0001 {
+		t.Errorf("placement: %.2f writes of the templated bundle per member per template change, want exactly 1", w)
 	}
 	if w := pr.placementWrites(); w < 0.9999 || w > 1.0001 {
 		t.Errorf("placement: %.2f writes of the placed bundle per member per template change, want exactly 1 (%v)", w, pr.ChangeWrites)

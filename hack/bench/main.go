@@ -54,7 +54,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	if !cfg.ScaleOnly && !cfg.RolloutOnly && !res.Steady.silent() {
+	if !cfg.ScaleOnly && !cfg.RolloutOnly && !cfg.PlacementOnly && !res.Steady.silent() {
 		fmt.Fprintln(os.Stderr, "bench: failed: the hub wrote in steady state (see the FAIL line)")
 		os.Exit(1)
 	}
@@ -116,6 +116,7 @@ func parseFlags() (benchConfig, error) {
 	}
 	rolloutSoak := flag.Duration("rollout-soak", 0, "The soakTime of each stage of the rollout phase; 0s skips the phase (default: the configuration's, 2s in the full run).")
 	rolloutOnly := flag.Bool("rollout-only", false, "Run the rollout phase alone (the members join first), none of the other phases.")
+	placementOnly := flag.Bool("placement-only", false, "Run the placement phase alone (the members join first; with its templated FleetBundle), none of the other phases.")
 	scale := bindScaleFlags()
 	flag.Parse()
 	cfg := fullConfig()
@@ -149,6 +150,8 @@ func parseFlags() (benchConfig, error) {
 			cfg.RolloutSoak = *rolloutSoak
 		case "rollout-only":
 			cfg.RolloutOnly = *rolloutOnly
+		case "placement-only":
+			cfg.PlacementOnly = *placementOnly
 		}
 	})
 	return cfg, scale.apply(&cfg, set)

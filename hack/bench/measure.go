@@ -135,6 +135,10 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printRollout(p, cfg)
 		return
 	}
+	if cfg.PlacementOnly {
+		r.printPlacement(p, cfg)
+		return
+	}
 	if !cfg.ScaleOnly {
 		r.printHeal(p, cfg)
 		r.printBacklog(p)

@@ -45,11 +45,16 @@ const (
 // placementResults are the figures of the placement phase.
 type placementResults struct {
 	Members int
-	// Hub and Floor are the latencies of the template changes, the max over the members each.
-	Hub, Floor latencies
-	// HubCreate and FloorCreate time the first placement: FleetBundle create, and the floor's.
-	HubCreate, FloorCreate time.Duration
-	HubErrors, FloorErrors int
+	// Hub and Floor are the latencies of the template changes, the max over the members each;
+	// Templated those of the templated FleetBundle's (placement_templated.go).
+	Hub, Floor, Templated latencies
+	// HubCreate, FloorCreate and TemplatedCreate time the first placement: FleetBundle create,
+	// and the floor's.
+	HubCreate, FloorCreate, TemplatedCreate time.Duration
+	HubErrors, FloorErrors, TemplatedErrors int
+	// TemplatedUpdates are the hub's updates of the templated bundle in the members during the
+	// template changes.
+	TemplatedUpdates int
 	// ChangeWrites are the hub's successful writes of the placed bundle's objects in the members
 	// during the template changes, per change and member, by "resource verb"; ChangeRefused the
 	// refused ones (409...), in all. ChangeHubWrites are the hub's writes to the hub cluster then.
@@ -120,7 +125,7 @@ func (f *fleet) preparePlacement(ctx context.Context, pm []*member) error {
 			return err
 		}
 	}
-	return nil
+	return f.labelRegions(ctx, pm, false)
 }
 
 // labelMember sets (or, with value "", removes) a label of a MemberCluster.
@@ -136,26 +141,37 @@ func newFleetBundle(name, message string) *hubv1alpha1.FleetBundle {
 }
 
 // placementLatency times the first placement and cfg.Placements template changes, each followed
-// by the floor's same change, and counts the hub's writes meanwhile.
+// by the floor's same change and the templated FleetBundle's, and counts the hub's writes
+// meanwhile.
 func (f *fleet) placementLatency(ctx context.Context, cfg benchConfig, pm []*member, tr *cmTracker, pr *placementResults) error {
 	var err error
-	if pr.HubCreate, err = f.hubPlace(ctx, pm, tr, "hub-create", true); err != nil {
+	if pr.HubCreate, err = f.hubPlace(ctx, pm, tr, placed{}, "hub-create", true); err != nil {
 		return fmt.Errorf("placing the FleetBundle: %w", err)
 	}
 	if pr.FloorCreate, err = floorPlace(ctx, pm, tr, "floor-create", true); err != nil {
 		return fmt.Errorf("the floor's first placement: %w", err)
 	}
+	if pr.TemplatedCreate, err = f.hubPlace(ctx, pm, tr, placed{templated: true}, "templated-create", true); err != nil {
+		return fmt.Errorf("placing the templated FleetBundle: %w", err)
+	}
 	if err := f.waitFleetBundlesReady(ctx, placementName, 1, len(pm)); err != nil {
+		return err
+	}
+	if err := f.waitFleetBundlesReady(ctx, templatedName, 1, len(pm)); err != nil {
 		return err
 	}
 	from := time.Now()
 	for i := range cfg.Placements {
-		d, err := f.hubPlace(ctx, pm, tr, fmt.Sprintf("hub-%d", i), false)
+		d, err := f.hubPlace(ctx, pm, tr, placed{}, fmt.Sprintf("hub-%d", i), false)
 		if err := countChange(ctx, &pr.Hub, &pr.HubErrors, d, err); err != nil {
 			return err
 		}
 		d, err = floorPlace(ctx, pm, tr, fmt.Sprintf("floor-%d", i), false)
 		if err := countChange(ctx, &pr.Floor, &pr.FloorErrors, d, err); err != nil {
+			return err
+		}
+		d, err = f.hubPlace(ctx, pm, tr, placed{templated: true}, fmt.Sprintf("templated-%d", i), false)
+		if err := countChange(ctx, &pr.Templated, &pr.TemplatedErrors, d, err); err != nil {
 			return err
 		}
 	}
@@ -176,25 +192,6 @@ func countChange(ctx context.Context, l *latencies, errs *int, d time.Duration, 
 		*errs++
 	}
 	return nil
-}
-
-// hubPlace creates the FleetBundle, or changes its template's message (one merge patch), and
-// returns the time from the acknowledgement to the ConfigMap with message seen in every member.
-func (f *fleet) hubPlace(ctx context.Context, pm []*member, tr *cmTracker, message string, create bool) (time.Duration, error) {
-	var err error
-	if create {
-		err = f.Hub.Create(ctx, newFleetBundle(placementName, message))
-	} else {
-		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"message":%q}}}}`, message)
-		fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Name: placementName, Namespace: placementNS}}
-		err = f.Hub.Patch(ctx, fb, client.RawPatch(types.MergePatchType, []byte(patch)))
-	}
-	if err != nil {
-		return 0, err
-	}
-	acked := time.Now()
-	last, err := tr.waitAll(ctx, pm, placementNS, placementName, message)
-	return max(0, last.Sub(acked)), err
 }
 
 // floorPlace is the floor: it writes the ConfigBundle to every member in parallel (a create, or
@@ -302,7 +299,7 @@ func (f *fleet) placementMemory(ctx context.Context, cfg benchConfig, pm []*memb
 	}
 	pr.AllReadyAfter = time.Since(start)
 	pr.FleetBundles = cfg.FleetBundles
-	pr.MemAfter, err = f.cost(ctx, len(f.Members()), (cfg.FleetBundles+1)*len(pm), 0)
+	pr.MemAfter, err = f.cost(ctx, len(f.Members()), (cfg.FleetBundles+2)*len(pm), 0)
 	return err
 }
 
@@ -347,7 +344,7 @@ func (f *fleet) cleanupPlacement(ctx context.Context, pm []*member) error {
 		if err := m.Client.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(floorNS)); err != nil {
 			return err
 		}
-		for _, l := range []string{placementLabel, "bench-unused"} {
+		for _, l := range []string{placementLabel, "bench-unused", regionLabel} {
 			if err := f.labelMember(ctx, m.Name, l, ""); err != nil {
 				return err
 			}
@@ -419,16 +416,22 @@ func (t *cmTracker) stop() {
 // waitAll waits until the ConfigMap ns/name with message has been seen in every member, and
 // returns when it was seen last.
 func (t *cmTracker) waitAll(ctx context.Context, pm []*member, ns, name, message string) (time.Time, error) {
+	return t.waitEach(ctx, pm, ns, name, func(*member) string { return message })
+}
+
+// waitEach waits until the ConfigMap ns/name with message(m) has been seen in every member m, and
+// returns when it was seen last.
+func (t *cmTracker) waitEach(ctx context.Context, pm []*member, ns, name string, message func(*member) string) (time.Time, error) {
 	timeout := time.After(placementTimeout)
 	for {
 		var last time.Time
-		missing := ""
+		missing, want := "", ""
 		t.mu.Lock()
 		for _, m := range pm {
-			at, ok := t.seen[seenKey(m.Name, ns, name, message)]
+			at, ok := t.seen[seenKey(m.Name, ns, name, message(m))]
 			switch {
 			case !ok:
-				missing = m.Name
+				missing, want = m.Name, message(m)
 			case at.After(last):
 				last = at
 			}
@@ -441,7 +444,7 @@ func (t *cmTracker) waitAll(ctx context.Context, pm []*member, ns, name, message
 		select {
 		case <-changed:
 		case <-timeout:
-			return time.Time{}, fmt.Errorf("ConfigMap %s/%s with message %q not seen in %s within %s", ns, name, message, missing, placementTimeout)
+			return time.Time{}, fmt.Errorf("ConfigMap %s/%s with message %q not seen in %s within %s", ns, name, want, missing, placementTimeout)
 		case <-ctx.Done():
 			return time.Time{}, ctx.Err()
 		}

@@ -54,6 +54,8 @@ type benchConfig struct {
 	// RolloutOnly runs the members' join and the rollout phase alone.
 	RolloutSoak time.Duration
 	RolloutOnly bool
+	// PlacementOnly runs the members' join and the placement phase alone.
+	PlacementOnly bool
 	// Capacity, if set, makes the run the capacity probe alone (capacity.go): up to Capacity
 	// slim members, CapacityStep at a time.
 	Capacity, CapacityStep int
@@ -140,6 +142,9 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 	if cfg.RolloutOnly {
 		return res, runRolloutOnly(ctx, cfg, res, say)
 	}
+	if cfg.PlacementOnly {
+		return res, runPlacementOnly(ctx, cfg, res, say)
+	}
 	if !cfg.ScaleOnly {
 		if err := runPhases(ctx, cfg, res, say); err != nil {
 			return res, err
@@ -159,6 +164,18 @@ func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(stri
 // runRolloutOnly runs the members' join and the rollout phase alone (--rollout-only).
 func runRolloutOnly(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
 	return onFleet(ctx, cfg, res, say, (*fleet).joinAll, (*fleet).measureRollout)
+}
+
+// runPlacementOnly runs the members' join and the placement phase alone (--placement-only): no
+// member holds bundles of its own, and the hub is stopped before the phase restarts it, as after
+// the heal rounds of the full run.
+func runPlacementOnly(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
+	cfg.ThroughputMembers = 0
+	stop := func(f *fleet, _ context.Context, _ benchConfig, _ *results, _ func(string, ...any)) error {
+		f.stopHub()
+		return nil
+	}
+	return onFleet(ctx, cfg, res, say, (*fleet).joinAll, stop, (*fleet).measurePlacement)
 }
 
 // onFleet starts a fleet of cfg.Members full control planes and the hub, and runs phases on it.

@@ -27,6 +27,12 @@ import (
 // MaxTemplateActions is the most actions ("{{") a templated value may hold.
 const MaxTemplateActions = 1000
 
+// MaxTemplateCodeBytes is the most bytes the actions of a templated value may hold, the contents
+// of their string literals and comments apart: the parser and the execution of a pipeline
+// allocate a few hundred bytes per token ("{{print 1 1 1 ...}}"), so that this bounds what a
+// value's parse costs before it is parsed.
+const MaxTemplateCodeBytes = 16 << 10
+
 // RenderBudgetBytes is the most bytes the string-making built-ins may produce in all, in the
 // rendering of one bundle for one member.
 const RenderBudgetBytes = 4 << 20
@@ -34,8 +40,8 @@ const RenderBudgetBytes = 4 << 20
 // errRenderBudget is the error of a built-in that would exceed the rendering's budget.
 var errRenderBudget = fmt.Errorf("the template's functions would produce more than %d bytes in all", RenderBudgetBytes)
 
-// builtinNames are text/template's built-in functions, the only ones a template may call (the
-// parser checks names only; a name needs a non-nil value to count).
+// builtinNames are text/template's built-in functions: the only ones a template may call. The
+// parser knows a function by a non-nil value: with nil, every call is "not defined".
 var builtinNames = map[string]any{
 	"and": true, "call": true, "html": true, "index": true, "slice": true, "js": true, "len": true,
 	"not": true, "or": true, "print": true, "printf": true, "println": true, "urlquery": true,
@@ -47,6 +53,9 @@ var builtinNames = map[string]any{
 func parseValue(field, src string) (*parse.Tree, error) {
 	if n := strings.Count(src, "{{"); n > MaxTemplateActions {
 		return nil, fmt.Errorf("%s: %d actions, more than the %d a templated value may hold", field, n, MaxTemplateActions)
+	}
+	if n := codeBytes(src); n > MaxTemplateCodeBytes {
+		return nil, fmt.Errorf("%s: its actions hold %d bytes besides their strings, more than the %d a templated value may hold", field, n, MaxTemplateCodeBytes)
 	}
 	trees, err := parse.Parse(field, src, "{{", "}}", builtinNames)
 	if err != nil {
@@ -65,6 +74,52 @@ func parseValue(field, src string) (*parse.Tree, error) {
 		return nil, err
 	}
 	return tree, nil
+}
+
+// codeBytes counts the bytes of the actions of src, the contents of their string literals and
+// comments apart, scanning them as text/template's lexer does; where a literal it cannot end
+// would confuse it, it counts more, never less.
+func codeBytes(src string) int {
+	n := 0
+	for {
+		start := strings.Index(src, "{{")
+		if start < 0 {
+			return n
+		}
+		src = src[start+2:]
+		if c := strings.TrimPrefix(src, "- "); strings.HasPrefix(c, "/*") {
+			if end := strings.Index(c, "*/"); end >= 0 {
+				src = c[end+2:]
+			}
+		}
+		for len(src) > 0 && !strings.HasPrefix(src, "}}") {
+			n++
+			if q := src[0]; q == '"' || q == '`' || q == '\'' {
+				src = src[literalEnd(src, q):]
+				continue
+			}
+			src = src[1:]
+		}
+		src = strings.TrimPrefix(src, "}}")
+	}
+}
+
+// literalEnd returns the index after the string, raw string or character literal at the start
+// of src, quoted by q: after its closing quote, at a newline that ends it in error, or at the
+// end of src.
+func literalEnd(src string, q byte) int {
+	for i := 1; i < len(src); i++ {
+		switch {
+		case src[i] == q:
+			return i + 1
+		case q == '`':
+		case src[i] == '\\':
+			i++
+		case src[i] == '\n':
+			return i
+		}
+	}
+	return len(src)
 }
 
 // refused returns an error naming the first action of node a template may not use.
@@ -184,6 +239,11 @@ func printBound(args []any) int {
 	return n
 }
 
+// floatPrecisionCost is what a digit of a float's precision costs: strconv appends the digits one
+// at a time (growing its buffer by doubling) and fmt copies them, about four bytes allocated
+// for each byte printed.
+const floatPrecisionCost = 4
+
 // printfBound bounds the length of fmt.Sprintf(format, args...): the format, each verb's
 // width, precision and argument (times what its verb can make of each byte: %q four, %b eight),
 // and every argument again for fmt's %!(EXTRA ...).
@@ -196,11 +256,20 @@ func printfBound(format string, args []any) int {
 		}
 		v, end := scanVerb(format, i+1, argi)
 		i, argi = end, v.next
-		arg := 0
+		arg, each := 0, v.width+v.precision+verbOverhead
 		if v.arg >= 0 && v.arg < len(args) {
-			arg = sizeOf(reflect.ValueOf(args[v.arg]), 0)
+			a := reflect.ValueOf(args[v.arg])
+			arg = sizeOf(a, 0)
+			switch a.Kind() {
+			case reflect.Float32, reflect.Float64:
+				each = v.width + floatPrecisionCost*v.precision + verbOverhead
+			case reflect.Complex64, reflect.Complex128: // each part padded, to each its precision
+				each = 2 * (v.width + floatPrecisionCost*v.precision + verbOverhead)
+			default: // a map's keys and values, a struct's fields: each padded, each its %!verb
+				each *= leaves(a, 0)
+			}
 		}
-		n += v.width + v.precision + v.factor*arg + verbOverhead
+		n += each + v.factor*arg
 	}
 	return n
 }
@@ -220,10 +289,12 @@ const maxFmtNumber = 1e6
 // it returns the verb and the index of its last byte.
 func scanVerb(format string, i, argi int) (verb, int) {
 	v := verb{factor: 1, arg: argi}
+	sharp := false
 	for ; i < len(format) && strings.IndexByte("+-# 0", format[i]) >= 0; i++ {
 		if format[i] != '-' && format[i] != '0' {
 			v.factor = 2 // %#q, % x, %+q print more per byte
 		}
+		sharp = sharp || format[i] == '#'
 	}
 	v.width = v.number(format, &i)
 	if i < len(format) && format[i] == '.' {
@@ -240,6 +311,10 @@ func scanVerb(format string, i, argi int) (verb, int) {
 		return verb{arg: -1, next: v.arg}, i + size - 1
 	case 'q', 'U':
 		v.factor *= 4
+	case 'v':
+		if sharp { // Go syntax: strings quoted, "\x01" four bytes a byte
+			v.factor *= 4
+		}
 	case 'x', 'X', 'b', 'o', 'O':
 		v.factor *= 8 // %b of a string's bytes: eight digits a byte
 	}
@@ -276,6 +351,35 @@ func (v *verb) argIndex(format string, i *int) {
 		v.arg = idx - 1
 	}
 	*i += end + 1
+}
+
+// leaves counts the values fmt prints one by one, each with the verb's width and precision, when
+// it prints v: a map's keys and values, a struct's fields, a slice's elements, recursively.
+func leaves(v reflect.Value, depth int) int {
+	if !v.IsValid() || depth > 8 {
+		return 1
+	}
+	n := 0
+	switch v.Kind() {
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			n += leaves(it.Key(), depth+1) + leaves(it.Value(), depth+1)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			n += leaves(v.Index(i), depth+1)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			n += leaves(v.Field(i), depth+1)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return leaves(v.Elem(), depth+1)
+		}
+	}
+	return max(n, 1)
 }
 
 // sizeOf bounds the bytes fmt's %v prints of v, as a count of the bytes of its strings plus a

@@ -1,0 +1,48 @@
+package placement
+
+import (
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// benchDefinition is a realistic templated FleetBundle: a message, 3 data values and 2 labels
+// templated, and an override for the dev members.
+func benchDefinition(engine hubv1alpha1.TemplateEngine) *Definition {
+	d := goTemplate("endpoint=https://api.{{ .Cluster.Labels.region }}.example.com cluster={{ .Cluster.Name }}\nretries=3\ntimeout=30s\n",
+		map[string]string{
+			"REGION":   "{{ .Cluster.Labels.region }}",
+			"ENDPOINT": "https://{{ .Cluster.Name }}.{{ .Cluster.Labels.region }}.internal:8443",
+			"FEATURES": `{{ if eq .Cluster.Labels.env "prod" }}stable{{ else }}stable,preview{{ end }}`,
+		},
+		map[string]string{"region": "{{ .Cluster.Labels.region }}", "cluster": "{{ .Cluster.Name }}"}, nil,
+		override("dev", "dev", ptr.To("endpoint=https://api.{{ .Cluster.Labels.region }}.dev.example.com debug=true\n"),
+			map[string]string{"LOG_LEVEL": "debug"}, map[string]string{"tier": "dev"}, nil))
+	d.TemplateEngine = engine
+	return d
+}
+
+// BenchmarkRender is the cost of rendering a FleetBundle for one member: the realistic templated
+// one (its override selecting the member), and the same definition untemplated for comparison.
+func BenchmarkRender(b *testing.B) {
+	for _, engine := range []hubv1alpha1.TemplateEngine{hubv1alpha1.TemplateEngineGoTemplate, ""} {
+		name := string(engine)
+		if name == "" {
+			name = "None"
+		}
+		b.Run(name, func(b *testing.B) {
+			d := benchDefinition(engine)
+			if err := d.Check(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.Render(euMember); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
