@@ -79,10 +79,31 @@ func (d *Definition) Check() error {
 	if d.TemplateEngine != hubv1alpha1.TemplateEngineGoTemplate {
 		return nil
 	}
-	for _, v := range d.values() {
+	values := d.values()
+	if err := checkCodeBytes(values); err != nil {
+		return err
+	}
+	for _, v := range values {
 		if _, err := parseValue(v.field, v.text); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkCodeBytes refuses values whose actions hold more than MaxTemplateCodeBytes in all, so
+// that what parsing and executing them costs for each member is bounded whatever their number.
+func checkCodeBytes(values []value) error {
+	n, largest, largestN := 0, "", -1
+	for _, v := range values {
+		c := codeBytes(v.text)
+		if n += c; c > largestN {
+			largest, largestN = v.field, c
+		}
+	}
+	if n > MaxTemplateCodeBytes {
+		return fmt.Errorf("%s: its actions hold %d bytes besides their strings, and the templated values' %d in all, more than the %d a definition may hold in all",
+			largest, largestN, n, MaxTemplateCodeBytes)
 	}
 	return nil
 }
@@ -193,6 +214,17 @@ func mergeFields(into map[string]value, prefix string, m map[string]string) map[
 	return into
 }
 
+// all lists the merged values.
+func (mv *mergedValues) all() []value {
+	vs := []value{mv.message}
+	for _, m := range []map[string]value{mv.data, mv.labels, mv.annotations} {
+		for _, v := range m {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
 // rendered is the merged values used as written.
 func (mv *mergedValues) rendered() Rendered {
 	r := Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: mv.message.text, Immutable: mv.immutable}}
@@ -226,6 +258,9 @@ const (
 
 // execute renders every merged value for data, in a fixed order, and checks the results.
 func (mv *mergedValues) execute(data templateData) (Rendered, error) {
+	if err := checkCodeBytes(mv.all()); err != nil {
+		return Rendered{}, err
+	}
 	budget := newRenderBudget()
 	run := func(v value, limit int) (string, error) {
 		tree, err := parseValue(v.field, v.text)

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -23,6 +24,15 @@ func goTemplate(message string, data, labels, annotations map[string]string, ove
 	d.Metadata.Labels = labels
 	d.Metadata.Annotations = annotations
 	return d
+}
+
+// manyValues is n keys, k00, k01, ..., each holding v.
+func manyValues(n int, v string) map[string]string {
+	m := make(map[string]string, n)
+	for i := range n {
+		m[fmt.Sprintf("k%02d", i)] = v
+	}
+	return m
 }
 
 func dataValues(m map[string]string) map[string]configbundlev1alpha1.DataValue {
@@ -162,6 +172,8 @@ func TestCheckErrors(t *testing.T) {
 			[]string{"1200 actions, more than the 1000"}},
 		{"actions of more code than MaxTemplateCodeBytes", goTemplate("{{ print"+strings.Repeat(" 1", MaxTemplateCodeBytes)+" }}", nil, nil, nil),
 			[]string{"spec.template.spec.message", "more than the 16384"}},
+		{"values each within MaxTemplateCodeBytes, more in all", goTemplate("ok", manyValues(48, "{{ and"+strings.Repeat(" 1", 400)+" }}"), nil, nil),
+			[]string{"spec.template.spec.data[", "more than the 16384 a definition may hold in all"}},
 		{"deep paren nesting", goTemplate("{{"+strings.Repeat("(", 100000)+"1"+strings.Repeat(")", 100000)+"}}", nil, nil, nil),
 			[]string{"spec.template.spec.message", "more than the 16384"}},
 		{"invalid override selector", goTemplate("ok", nil, nil, nil, bad), []string{"spec.overrides[bad].clusterSelector", "is not a valid label selector operator"}},

@@ -27,10 +27,11 @@ import (
 // MaxTemplateActions is the most actions ("{{") a templated value may hold.
 const MaxTemplateActions = 1000
 
-// MaxTemplateCodeBytes is the most bytes the actions of a templated value may hold, the contents
-// of their string literals and comments apart: the parser and the execution of a pipeline
-// allocate a few hundred bytes per token ("{{print 1 1 1 ...}}"), so that this bounds what a
-// value's parse costs before it is parsed.
+// MaxTemplateCodeBytes is the most bytes the actions of a definition's templated values may hold
+// in all, the contents of their string literals and comments apart: the parser and the execution
+// of a pipeline allocate a few hundred bytes per token ("{{print 1 1 1 ...}}"), so that this
+// bounds what rendering a definition for one member costs, whatever the number of its values,
+// before anything is parsed.
 const MaxTemplateCodeBytes = 16 << 10
 
 // RenderBudgetBytes is the most bytes the string-making built-ins may produce in all, in the
