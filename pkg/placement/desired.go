@@ -107,7 +107,7 @@ func Desired(fb *hubv1alpha1.FleetBundle, m Member) (*configbundlev1alpha1.Confi
 // FleetBundleRenderHashAnnotation, and the rendered spec. The hub's label and annotations win
 // over a template's of the same key. The error is the member's RenderFailed.
 func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision, m Member) (*configbundlev1alpha1.ConfigBundle, error) {
-	rendered, err := r.Definition.Render(m)
+	rendered, err := r.Definition.render(m, r.Hash)
 	if err != nil {
 		return nil, err
 	}

@@ -148,6 +148,12 @@ func dataStrings(m map[string]configbundlev1alpha1.DataValue) map[string]string 
 // applied in order, then, with GoTemplate, every value executed for it and checked (label
 // values, sizes). The error (RenderFailed) names the field; Check's errors are returned too.
 func (d *Definition) Render(m Member) (Rendered, error) {
+	return d.render(m, "")
+}
+
+// render is Render, the values of the definition whose TemplateHash is hash parsed once for all
+// members (parsedValues); "" parses them anew.
+func (d *Definition) render(m Member, hash string) (Rendered, error) {
 	merged, err := d.merge(m)
 	if err != nil {
 		return Rendered{}, err
@@ -155,7 +161,7 @@ func (d *Definition) Render(m Member) (Rendered, error) {
 	if d.TemplateEngine != hubv1alpha1.TemplateEngineGoTemplate {
 		return merged.rendered(), nil
 	}
-	return merged.execute(templateData{Cluster: m})
+	return merged.execute(templateData{Cluster: m}, hash)
 }
 
 // mergedValues is a definition's values for one member once its overrides are applied: each
@@ -257,13 +263,13 @@ const (
 )
 
 // execute renders every merged value for data, in a fixed order, and checks the results.
-func (mv *mergedValues) execute(data templateData) (Rendered, error) {
+func (mv *mergedValues) execute(data templateData, hash string) (Rendered, error) {
 	if err := checkCodeBytes(mv.all()); err != nil {
 		return Rendered{}, err
 	}
 	budget := newRenderBudget()
 	run := func(v value, limit int) (string, error) {
-		tree, err := parseValue(v.field, v.text)
+		tree, err := parsedValues.parse(hash, v.field, v.text)
 		if err != nil {
 			return "", err
 		}

@@ -25,21 +25,31 @@ func benchDefinition(engine hubv1alpha1.TemplateEngine) *Definition {
 }
 
 // BenchmarkRender is the cost of rendering a FleetBundle for one member: the realistic templated
-// one (its override selecting the member), and the same definition untemplated for comparison.
+// one (its override selecting the member) as the hub renders a revision (its values parsed once
+// for every member), the same parsing its values anew (as Render, and hub render, do), and the
+// same definition untemplated for comparison.
 func BenchmarkRender(b *testing.B) {
-	for _, engine := range []hubv1alpha1.TemplateEngine{hubv1alpha1.TemplateEngineGoTemplate, ""} {
-		name := string(engine)
-		if name == "" {
-			name = "None"
-		}
-		b.Run(name, func(b *testing.B) {
-			d := benchDefinition(engine)
+	for _, bc := range []struct {
+		name   string
+		engine hubv1alpha1.TemplateEngine
+		cached bool
+	}{
+		{"GoTemplate", hubv1alpha1.TemplateEngineGoTemplate, true},
+		{"GoTemplate-parsing", hubv1alpha1.TemplateEngineGoTemplate, false},
+		{"None", "", false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			d := benchDefinition(bc.engine)
 			if err := d.Check(); err != nil {
 				b.Fatal(err)
 			}
+			hash := ""
+			if bc.cached {
+				hash = TemplateHash(d)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := d.Render(euMember); err != nil {
+				if _, err := d.render(euMember, hash); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"text/template/parse"
 	"unicode/utf8"
@@ -74,6 +75,54 @@ func parseValue(field, src string) (*parse.Tree, error) {
 	if err := refused(field, tree.Root); err != nil {
 		return nil, err
 	}
+	return tree, nil
+}
+
+// parsedValues holds the parsed values of the definitions rendered lately, so that a definition's
+// values are parsed once, not once per member (a parsed tree is only read by its executions, which
+// may run in parallel).
+var parsedValues = &treeCache{trees: map[treeKey]*parse.Tree{}}
+
+// maxCachedTextBytes bounds the text of the values parsedValues holds in all; a tree holds its
+// value's text and a node per token, bounded by MaxTemplateCodeBytes a definition.
+const maxCachedTextBytes = 8 << 20
+
+// treeCache is a cache of parsed values, emptied when it would hold more than
+// maxCachedTextBytes of text.
+type treeCache struct {
+	mu    sync.Mutex
+	trees map[treeKey]*parse.Tree
+	bytes int
+}
+
+// treeKey identifies a value: the TemplateHash of its definition, and its field.
+type treeKey struct{ hash, field string }
+
+// parse returns the tree of the value src of field in the definition of hash, parsing it if the
+// cache does not hold it; hash "" is never cached. Errors are not cached: a definition that does
+// not parse is never rendered but by `hub render` and the tests.
+func (c *treeCache) parse(hash, field, src string) (*parse.Tree, error) {
+	key := treeKey{hash: hash, field: field}
+	if hash != "" {
+		c.mu.Lock()
+		tree, ok := c.trees[key]
+		c.mu.Unlock()
+		if ok {
+			return tree, nil
+		}
+	}
+	tree, err := parseValue(field, src)
+	if err != nil || hash == "" || len(src) > maxCachedTextBytes {
+		return tree, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bytes+len(src) > maxCachedTextBytes {
+		clear(c.trees)
+		c.bytes = 0
+	}
+	c.trees[key] = tree
+	c.bytes += len(src)
 	return tree, nil
 }
 

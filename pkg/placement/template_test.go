@@ -3,11 +3,15 @@ package placement
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"text/template/parse"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // maxRenderAlloc bounds what one rendering may allocate, garbage included: the string-making
@@ -227,4 +231,57 @@ func TestCodeBytes(t *testing.T) {
 			t.Errorf("codeBytes(%q) = %d, want %d", tc.src, got, tc.want)
 		}
 	}
+}
+
+// TestParsedValuesCache: a revision's values are parsed once and shared by the renderings of
+// every member, in parallel (the race detector watches), and the cache empties itself rather than
+// hold more than maxCachedTextBytes of text.
+func TestParsedValuesCache(t *testing.T) {
+	c := &treeCache{trees: map[treeKey]*parse.Tree{}}
+	first, err := c.parse("h1", "spec.template.spec.message", "{{ .Cluster.Name }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := c.parse("h1", "spec.template.spec.message", "{{ .Cluster.Name }}")
+	if again != first {
+		t.Error("a value of the same revision and field was parsed again")
+	}
+	if other, _ := c.parse("h2", "spec.template.spec.message", "{{ .Cluster.Name }}"); other == first {
+		t.Error("another revision's value came from the cache")
+	}
+	if uncached, _ := c.parse("", "spec.template.spec.message", "{{ .Cluster.Name }}"); uncached == first {
+		t.Error("a value without a revision came from the cache")
+	}
+	big := strings.Repeat("x", maxCachedTextBytes/2+1)
+	for _, h := range []string{"b1", "b2"} {
+		if _, err := c.parse(h, "spec.template.spec.message", big); err != nil {
+			t.Fatal(err)
+		}
+		if c.bytes > maxCachedTextBytes {
+			t.Fatalf("the cache holds %d bytes of text, more than %d", c.bytes, maxCachedTextBytes)
+		}
+	}
+	if _, ok := c.trees[treeKey{hash: "h1", field: "spec.template.spec.message"}]; ok {
+		t.Error("the cache was not emptied when full")
+	}
+
+	d := benchDefinition(hubv1alpha1.TemplateEngineGoTemplate)
+	hash := TemplateHash(d)
+	want, err := d.Render(euMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				got, err := d.render(euMember, hash)
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("render from the cache = %v, %v; want %v", got, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
