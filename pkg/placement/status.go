@@ -67,9 +67,10 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 // status and its Events are computed from. A FleetBundle whose status names no revision yet is
 // judged against its spec's template.
 func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []MemberView, failed map[string]hubv1alpha1.ClusterFailure) []Health {
+	spec := specRevision(fb)
 	hs := make([]Health, 0, len(selected))
 	for _, m := range selected {
-		desired, renderErr := desiredFor(fb, revs, m)
+		desired, renderErr := desiredFor(fb, revs, spec, m)
 		h := judge(fb, desired, m)
 		if renderErr != nil && h.Failure == nil {
 			h.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.RenderFailedReason, Message: truncate(renderErr.Error())}
@@ -83,10 +84,26 @@ func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []M
 	return hs
 }
 
+// specRevision is the spec's definition as a revision without a number, what members are judged
+// against while the status names no revision yet; nil once it names one, or if the definition
+// renders for no member (InvalidTemplate: the FleetBundle says so, not each member).
+func specRevision(fb *hubv1alpha1.FleetBundle) *Revision {
+	if fb.Status.UpdateRevision != 0 {
+		return nil
+	}
+	r := &Revision{Definition: DefinitionOf(fb)}
+	if r.Definition.Check() != nil {
+		return nil
+	}
+	r.Hash = TemplateHash(&r.Definition)
+	return r
+}
+
 // desiredFor is the bundle a selected member should hold: rendered from the revision the rollout
-// gives it (TargetRevision), or from the spec if the status names no revision yet; nil if none
-// is decided, or if it does not render for the member (the error).
-func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, m MemberView) (*configbundlev1alpha1.ConfigBundle, error) {
+// gives it (TargetRevision; revs holds them by number), or from the spec (spec) if the status
+// names no revision yet; nil if none is decided, or if it does not render for the member (the
+// error).
+func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, spec *Revision, m MemberView) (*configbundlev1alpha1.ConfigBundle, error) {
 	key := types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}
 	held := int64(0)
 	if OwnershipOf(m.Bundle, key, fb.UID) == Own {
@@ -94,8 +111,9 @@ func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, m MemberVi
 	}
 	member := Member{Name: m.Name, Labels: m.Labels}
 	switch n := TargetRevision(fb, m.Name, m.Labels, held); {
+	case fb.Status.UpdateRevision == 0 && spec != nil:
+		return DesiredOf(fb, *spec, member)
 	case fb.Status.UpdateRevision == 0:
-		return Desired(fb, member)
 	case n != 0:
 		if r, ok := revs[n]; ok {
 			return DesiredOf(fb, r, member)

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,33 @@ func TestInvalidSelector(t *testing.T) {
 	c := meta.FindStatusCondition(ComputeStatus(fb, nil, 0, metav1.Now()).Conditions, hubv1alpha1.ReadyCondition)
 	if c == nil || c.Reason != hubv1alpha1.InvalidSelectorReason || c.Status != metav1.ConditionFalse {
 		t.Errorf("Ready = %+v, want False InvalidSelector", c)
+	}
+}
+
+// TestInvalidTemplateAndRenderFailed: a definition that renders for no member is the FleetBundle's
+// InvalidTemplate, naming the field, and no member's failure; one that does not render for one
+// member is that member's RenderFailed alone.
+func TestInvalidTemplateAndRenderFailed(t *testing.T) {
+	fb := fleetBundle("endpoint={{ .Cluster.Labels.region")
+	fb.Spec.TemplateEngine = hubv1alpha1.TemplateEngineGoTemplate
+	members := []MemberView{{Name: "m1", Labels: map[string]string{"region": "eu"}}, {Name: "m2"}}
+	st := ComputeStatus(fb, members, 0, metav1.Now())
+	c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition)
+	if c == nil || c.Reason != hubv1alpha1.InvalidTemplateReason || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "spec.template.spec.message") {
+		t.Errorf("Ready = %+v, want False InvalidTemplate naming spec.template.spec.message", c)
+	}
+	if len(st.FailedClusters) != 0 {
+		t.Errorf("failedClusters = %+v, want none: the definition is at fault, not a member", st.FailedClusters)
+	}
+
+	fb.Spec.Template.Spec.Message = "endpoint={{ .Cluster.Labels.region }}"
+	st = ComputeStatus(fb, members, 0, metav1.Now())
+	if len(st.FailedClusters) != 1 || st.FailedClusters[0].Cluster != "m2" || st.FailedClusters[0].Reason != hubv1alpha1.RenderFailedReason ||
+		!strings.Contains(st.FailedClusters[0].Message, `map has no entry for key "region"`) {
+		t.Errorf("failedClusters = %+v, want m2 RenderFailed for its missing region", st.FailedClusters)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition); c == nil || c.Reason != hubv1alpha1.ClustersFailedReason {
+		t.Errorf("Ready = %+v, want ClustersFailed", c)
 	}
 }
 
