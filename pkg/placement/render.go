@@ -159,9 +159,29 @@ func (d *Definition) render(m Member, hash string) (Rendered, error) {
 		return Rendered{}, err
 	}
 	if d.TemplateEngine != hubv1alpha1.TemplateEngineGoTemplate {
-		return merged.rendered(), nil
+		return merged.produce(asWritten)
 	}
-	return merged.execute(templateData{Cluster: m}, hash)
+	if hash == "" { // a revision's definition was checked when it became one
+		if err := checkCodeBytes(merged.all()); err != nil {
+			return Rendered{}, err
+		}
+	}
+	budget, data := newRenderBudget(), templateData{Cluster: m}
+	return merged.produce(func(v value, limit int) (string, error) {
+		tree, err := parsedValues.parse(hash, v.field, v.text)
+		if err != nil {
+			return "", err
+		}
+		return execValue(tree, data, limit, budget)
+	})
+}
+
+// asWritten produces a value as written, if it fits in limit.
+func asWritten(v value, limit int) (string, error) {
+	if len(v.text) > limit {
+		return "", fmt.Errorf("%s: the value is longer than the %d bytes left for it", v.field, limit)
+	}
+	return v.text, nil
 }
 
 // mergedValues is a definition's values for one member once its overrides are applied: each
@@ -220,6 +240,47 @@ func mergeFields(into map[string]value, prefix string, m map[string]string) map[
 	return into
 }
 
+// produce makes the bundle of the merged values, each produced by produce within what its field
+// may still hold (so that a member's rendering holds at most a bundle's worth of output), and
+// checks it as the member's API server would: the number of data keys, the size of message and
+// data (raw, and JSON-escaped as etcd stores them), label values, the size of the annotations.
+func (mv *mergedValues) produce(produce func(v value, limit int) (string, error)) (Rendered, error) {
+	if len(mv.data) > configbundlev1alpha1.MaxDataKeys {
+		return Rendered{}, fmt.Errorf("spec.template.spec.data: %d keys once the overrides are merged, more than the %d a ConfigBundle holds", len(mv.data), configbundlev1alpha1.MaxDataKeys)
+	}
+	r := Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Immutable: mv.immutable}}
+	var err error
+	if r.Spec.Message, err = produce(mv.message, configbundlev1alpha1.MaxMessageBytes); err != nil {
+		return Rendered{}, err
+	}
+	size, escaped := len(r.Spec.Message), escapedSize(r.Spec.Message)
+	if escaped > configbundlev1alpha1.MaxEscapedMessageBytes {
+		return Rendered{}, fmt.Errorf("%s: %d bytes once JSON-escaped, more than the %d a ConfigBundle may hold", mv.message.field, escaped, configbundlev1alpha1.MaxEscapedMessageBytes)
+	}
+	for _, k := range slices.Sorted(maps.Keys(mv.data)) {
+		out, err := produce(mv.data[k], min(configbundlev1alpha1.MaxDataValueBytes, configbundlev1alpha1.MaxMessageBytes-size))
+		if err != nil {
+			return Rendered{}, err
+		}
+		size, escaped = size+len(out), escaped+escapedSize(out)
+		if escaped > configbundlev1alpha1.MaxEscapedMessageBytes {
+			return Rendered{}, fmt.Errorf("%s: message and data are %d bytes once JSON-escaped, more than the %d a ConfigBundle may hold", mv.data[k].field, escaped, configbundlev1alpha1.MaxEscapedMessageBytes)
+		}
+		if r.Spec.Data == nil {
+			r.Spec.Data = make(map[string]configbundlev1alpha1.DataValue, len(mv.data))
+		}
+		r.Spec.Data[k] = configbundlev1alpha1.DataValue(out)
+	}
+	if r.Labels, err = produceMap(mv.labels, func(string, int) int { return validation.LabelValueMaxLength }, produce, checkLabelValue); err != nil {
+		return Rendered{}, err
+	}
+	annotationsLeft := func(key string, used int) int { return max(maxAnnotationsBytes-used-len(key), 0) }
+	if r.Annotations, err = produceMap(mv.annotations, annotationsLeft, produce, nil); err != nil {
+		return Rendered{}, err
+	}
+	return r, nil
+}
+
 // all lists the merged values.
 func (mv *mergedValues) all() []value {
 	vs := []value{mv.message}
@@ -231,89 +292,18 @@ func (mv *mergedValues) all() []value {
 	return vs
 }
 
-// rendered is the merged values used as written.
-func (mv *mergedValues) rendered() Rendered {
-	r := Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: mv.message.text, Immutable: mv.immutable}}
-	r.Labels = texts(mv.labels, func(s string) string { return s })
-	r.Annotations = texts(mv.annotations, func(s string) string { return s })
-	if data := texts(mv.data, func(s string) string { return s }); data != nil {
-		r.Spec.Data = make(map[string]configbundlev1alpha1.DataValue, len(data))
-		for k, v := range data {
-			r.Spec.Data[k] = configbundlev1alpha1.DataValue(v)
-		}
-	}
-	return r
-}
+// maxAnnotationsBytes is the most bytes of a ConfigBundle's annotations, keys and values.
+const maxAnnotationsBytes = 256 * 1024
 
-func texts(m map[string]value, f func(string) string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = f(v.text)
-	}
-	return out
-}
-
-// Limits of the rendered values of a member's bundle.
-const (
-	// maxAnnotationsBytes is the most bytes of a ConfigBundle's annotations, keys and values.
-	maxAnnotationsBytes = 256 * 1024
-)
-
-// execute renders every merged value for data, in a fixed order, and checks the results.
-func (mv *mergedValues) execute(data templateData, hash string) (Rendered, error) {
-	if err := checkCodeBytes(mv.all()); err != nil {
-		return Rendered{}, err
-	}
-	budget := newRenderBudget()
-	run := func(v value, limit int) (string, error) {
-		tree, err := parsedValues.parse(hash, v.field, v.text)
-		if err != nil {
-			return "", err
-		}
-		return execValue(tree, data, limit, budget)
-	}
-	r := Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Immutable: mv.immutable}}
-	var err error
-	if r.Spec.Message, err = run(mv.message, configbundlev1alpha1.MaxMessageBytes); err != nil {
-		return Rendered{}, err
-	}
-	size := len(r.Spec.Message)
-	for _, k := range slices.Sorted(maps.Keys(mv.data)) {
-		out, err := run(mv.data[k], configbundlev1alpha1.MaxDataValueBytes)
-		if err != nil {
-			return Rendered{}, err
-		}
-		if size += len(out); size > configbundlev1alpha1.MaxMessageBytes {
-			return Rendered{}, fmt.Errorf("%s: message and data rendered are longer than %d bytes together", mv.data[k].field, configbundlev1alpha1.MaxMessageBytes)
-		}
-		if r.Spec.Data == nil {
-			r.Spec.Data = make(map[string]configbundlev1alpha1.DataValue, len(mv.data))
-		}
-		r.Spec.Data[k] = configbundlev1alpha1.DataValue(out)
-	}
-	if r.Labels, err = executeMap(mv.labels, validation.LabelValueMaxLength, run, checkLabelValue); err != nil {
-		return Rendered{}, err
-	}
-	if r.Annotations, err = executeMap(mv.annotations, maxAnnotationsBytes, run, nil); err != nil {
-		return Rendered{}, err
-	}
-	if n := annotationsSize(r.Annotations); n > maxAnnotationsBytes {
-		return Rendered{}, fmt.Errorf("annotations rendered are %d bytes, more than the %d a ConfigBundle's annotations hold", n, maxAnnotationsBytes)
-	}
-	return r, nil
-}
-
-// executeMap renders the values of m, each at most limit bytes, and checks each with check.
-func executeMap(m map[string]value, limit int, run func(value, int) (string, error), check func(string) error) (map[string]string, error) {
+// produceMap produces the values of m, in the order of their keys, each within limit(key, the
+// bytes of keys and values produced before it), and checks each with check.
+func produceMap(m map[string]value, limit func(key string, used int) int, produce func(value, int) (string, error), check func(string) error) (map[string]string, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]string, len(m))
+	out, used := make(map[string]string, len(m)), 0
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		s, err := run(m[k], limit)
+		s, err := produce(m[k], limit(k, used))
 		if err != nil {
 			return nil, err
 		}
@@ -322,9 +312,27 @@ func executeMap(m map[string]value, limit int, run func(value, int) (string, err
 				return nil, fmt.Errorf("%s: rendered %q: %w", m[k].field, s, err)
 			}
 		}
-		out[k] = s
+		out[k], used = s, used+len(k)+len(s)
 	}
 	return out, nil
+}
+
+// escapedSize is the size of s once JSON-escaped, as the API server stores it in etcd and as the
+// ConfigBundle's CEL rules count it: <, >, &, U+2028, U+2029 and control characters other than
+// tab, newline and carriage return take 6 bytes, ", \, tab, newline and carriage return 2.
+func escapedSize(s string) int {
+	n := len(s)
+	for _, r := range s {
+		switch {
+		case r == '<' || r == '>' || r == '&' || (r < 0x20 && r != '\t' && r != '\n' && r != '\r'):
+			n += 5
+		case r == '\u2028' || r == '\u2029':
+			n += 3
+		case r == '"' || r == '\\' || r == '\t' || r == '\n' || r == '\r':
+			n++
+		}
+	}
+	return n
 }
 
 // checkLabelValue returns why a rendered value is not a valid label value.
@@ -333,12 +341,4 @@ func checkLabelValue(s string) error {
 		return fmt.Errorf("not a valid label value: %s", strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-func annotationsSize(m map[string]string) int {
-	n := 0
-	for k, v := range m {
-		n += len(k) + len(v)
-	}
-	return n
 }

@@ -212,15 +212,25 @@ func TestRenderErrors(t *testing.T) {
 		{"invalid rendered label value", goTemplate("ok", nil, map[string]string{"who": "{{ .Cluster.Name }} x"}, nil),
 			[]string{"spec.template.metadata.labels[who]", `rendered "member-a x"`, "not a valid label value"}},
 		{"label value over 63 characters", goTemplate("ok", nil, map[string]string{"long": strings.Repeat("{{ .Cluster.Name }}", 8)}, nil),
-			[]string{"spec.template.metadata.labels[long]", "longer than 63 bytes"}},
+			[]string{"spec.template.metadata.labels[long]", "longer than the 63 bytes"}},
 		{"message over the message limit", goTemplate(strings.Repeat("x", configbundlev1alpha1.MaxMessageBytes)+"{{ .Cluster.Name }}", nil, nil, nil),
-			[]string{"spec.template.spec.message", "longer than 1048576 bytes"}},
+			[]string{"spec.template.spec.message", "longer than the 1048576 bytes"}},
 		{"data value over its limit", goTemplate("ok", map[string]string{"BIG": `{{ printf "%040000d" 1 }}`}, nil, nil),
-			[]string{"spec.template.spec.data[BIG]", "longer than 32768 bytes"}},
+			[]string{"spec.template.spec.data[BIG]", "longer than the 32768 bytes"}},
 		{"message and data together over the limit", goTemplate(`{{ printf "%01040000d" 1 }}`, map[string]string{"K": `{{ printf "%020000d" 1 }}`}, nil, nil),
-			[]string{"spec.template.spec.data[K]", "message and data rendered are longer than 1048576 bytes together"}},
+			[]string{"spec.template.spec.data[K]", "the rendered value is longer than the 8576 bytes left for it"}},
 		{"annotations over their limit", goTemplate("ok", nil, nil, map[string]string{"a": `{{ printf "%0200000d" 1 }}`, "b": `{{ printf "%0200000d" 1 }}`}),
-			[]string{"annotations rendered are", "more than the 262144"}},
+			[]string{"spec.template.metadata.annotations[b]", "the rendered value is longer than the 62142 bytes left for it"}},
+		{"message and data over the escaped bound", goTemplate(strings.Repeat("<", 200000), map[string]string{"A": strings.Repeat("<", 30000), "B": strings.Repeat("<", 30000)}, nil, nil),
+			[]string{"spec.template.spec.data[A]", "bytes once JSON-escaped, more than the 1310720"}},
+		{"too many data keys once overrides are merged, without an engine", &Definition{
+			ConfigBundleTemplate: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "ok", Data: dataValues(manyValues(configbundlev1alpha1.MaxDataKeys, "v"))}},
+			Overrides:            []hubv1alpha1.TemplateOverride{override("dev", "dev", nil, map[string]string{"EXTRA": "1"}, nil, nil)}},
+			[]string{"49 keys once the overrides are merged, more than the 48"}},
+		{"an invalid label value without an engine", &Definition{ConfigBundleTemplate: hubv1alpha1.ConfigBundleTemplate{
+			Metadata: hubv1alpha1.TemplateMetadata{Labels: map[string]string{"region": "{{ .Cluster.Labels.region }}"}},
+			Spec:     configbundlev1alpha1.ConfigBundleSpec{Message: "ok"}}},
+			[]string{"spec.template.metadata.labels[region]", "not a valid label value"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.def.Check(); err != nil {

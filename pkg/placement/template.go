@@ -213,7 +213,7 @@ func execValue(tree *parse.Tree, data any, limit int, budget *renderBudget) (str
 	w := &limitedBuilder{limit: limit}
 	if err := t.Execute(w, data); err != nil {
 		if errors.Is(err, errOutputTooLarge) {
-			return "", fmt.Errorf("%s: the rendered value is longer than %d bytes", tree.Name, limit)
+			return "", fmt.Errorf("%s: the rendered value is longer than the %d bytes left for it", tree.Name, limit)
 		}
 		return "", err // "template: <field>:<line>:<col>: executing ..."
 	}

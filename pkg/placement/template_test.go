@@ -24,6 +24,8 @@ type bomb struct {
 	name    string
 	message string
 	data    map[string]string
+	// annotations, if set, are the template's annotations.
+	annotations map[string]string
 	// renders is set if the bomb renders (bounded) rather than fails.
 	renders bool
 	// labeled renders it for a member of 100 labels.
@@ -78,6 +80,7 @@ func bombs() []bomb {
 		{name: "a big string literal", message: `{{print "` + strings.Repeat("a", configbundlev1alpha1.MaxMessageBytes-20) + `"}}`, renders: true},
 		{name: "output over the message limit", message: strings.Repeat("x", configbundlev1alpha1.MaxMessageBytes) + "{{.Cluster.Name}}"},
 		{name: "every data value at its limit, over the budget together", message: `{{printf "%01000000d" 1}}`, data: manyData},
+		{name: "the member's labels printed in every annotation", message: "ok", annotations: manyValues(64, strings.Repeat("{{.}}", 180)), labeled: true},
 		{name: "every data value printf'd, the budget shared", message: "ok", data: map[string]string{
 			"A": strings.Repeat(`{{printf "%030000d" 1}}`, 1), "B": big + "{{len $x}}", "C": big + "{{len $x}}", "D": big + "{{len $x}}", "E": big + "{{len $x}}", "F": big + "{{len $x}}",
 		}},
@@ -89,7 +92,7 @@ func bombs() []bomb {
 func TestRenderBombs(t *testing.T) {
 	for _, b := range bombs() {
 		t.Run(b.name, func(t *testing.T) {
-			d := goTemplate(b.message, b.data, nil, nil)
+			d := goTemplate(b.message, b.data, nil, b.annotations)
 			var r Rendered
 			var err error
 			m := euMember

@@ -386,7 +386,7 @@ func TestTemplateRenderBombIsBoundedAndIsolated(t *testing.T) {
 		{newTemplatedBundle(t, ns, "bomb", key, func(s *hubv1alpha1.FleetBundleSpec) {
 			s.Template.Spec.Message = strings.Repeat(`{{printf "%01000000d" 1}}`, 500)
 			s.Template.Metadata.Labels = nil
-		}), fmt.Sprintf("longer than %d bytes", configbundlev1alpha1.MaxMessageBytes)},
+		}), fmt.Sprintf("longer than the %d bytes", configbundlev1alpha1.MaxMessageBytes)},
 		{newTemplatedBundle(t, ns, "budget", key, func(s *hubv1alpha1.FleetBundleSpec) {
 			s.Template.Spec.Message = strings.Repeat(`{{len (printf "%01000000d" 1)}} `, 500)
 			s.Template.Metadata.Labels = nil
