@@ -137,12 +137,6 @@ func specFromConfigMap(cm *corev1.ConfigMap) configbundlev1alpha1.ConfigBundleSp
 	return spec
 }
 
-// equalSpec reports whether two specs ask for the same ConfigMap: an empty and a missing data
-// are equal.
-func equalSpec(a, b configbundlev1alpha1.ConfigBundleSpec) bool {
-	return a.Message == b.Message && a.Immutable == b.Immutable && maps.Equal(a.Data, b.Data)
-}
-
 // ownedBy reports whether cm is the bundle's: it names the bundle as its controller, or it is
 // the very ConfigMap (same uid) the bundle's status records.
 func ownedBy(bundle *configbundlev1alpha1.ConfigBundle, cm *corev1.ConfigMap) bool {

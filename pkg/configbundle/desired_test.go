@@ -227,7 +227,7 @@ func TestSpecFromConfigMap(t *testing.T) {
 		{Message: "m", Data: map[string]configbundlev1alpha1.DataValue{}},
 	} {
 		b := testBundle(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec = spec })
-		if got := specFromConfigMap(DesiredConfigMap(b)); !equalSpec(got, spec) {
+		if got := specFromConfigMap(DesiredConfigMap(b)); !got.Equal(spec) {
 			t.Errorf("specFromConfigMap(DesiredConfigMap(%+v)) = %+v: not the spec it was made from", spec, got)
 		}
 	}
@@ -261,11 +261,11 @@ func TestEqualSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := equalSpec(tt.a, tt.b); got != tt.want {
-				t.Errorf("equalSpec(%+v, %+v) = %v, want %v", tt.a, tt.b, got, tt.want)
+			if got := tt.a.Equal(tt.b); got != tt.want {
+				t.Errorf("%+v.Equal(%+v) = %v, want %v", tt.a, tt.b, got, tt.want)
 			}
-			if got := equalSpec(tt.b, tt.a); got != tt.want {
-				t.Errorf("equalSpec is not symmetric for %+v and %+v", tt.a, tt.b)
+			if got := tt.b.Equal(tt.a); got != tt.want {
+				t.Errorf("Equal is not symmetric for %+v and %+v", tt.a, tt.b)
 			}
 		})
 	}

@@ -152,7 +152,7 @@ func (s *scope) liveConfigMap(ctx context.Context, key client.ObjectKey) (*corev
 // the one the hub published (published). An immutable ConfigMap someone else wrote is drift,
 // healed by replacing it.
 func (s *scope) specLeftPublished(current *corev1.ConfigMap) bool {
-	if !ptr.Deref(current.Immutable, false) || equalSpec(s.bundle.Spec, specFromConfigMap(current)) {
+	if !ptr.Deref(current.Immutable, false) || s.bundle.Spec.Equal(specFromConfigMap(current)) {
 		return false
 	}
 	return s.published(current)

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -111,6 +110,10 @@ func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision, m Member) (*configbundle
 	if err != nil {
 		return nil, err
 	}
+	renderHash := ""
+	if r.Definition.PerMember() {
+		renderHash = hashOf(rendered) // of the rendering alone, before the hub's label and annotations join it
+	}
 	lbls := rendered.Labels
 	if lbls == nil {
 		lbls = map[string]string{}
@@ -123,8 +126,8 @@ func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision, m Member) (*configbundle
 	for _, hubs := range []string{hubv1alpha1.FleetBundleRevisionAnnotation, hubv1alpha1.FleetBundleRenderHashAnnotation} {
 		delete(annotations, hubs)
 	}
-	if r.Definition.PerMember() {
-		annotations[hubv1alpha1.FleetBundleRenderHashAnnotation] = hashOf(rendered)
+	if renderHash != "" {
+		annotations[hubv1alpha1.FleetBundleRenderHashAnnotation] = renderHash
 	}
 	annotations[hubv1alpha1.FleetBundleUIDAnnotation] = string(fb.UID)
 	annotations[hubv1alpha1.FleetBundleTemplateHashAnnotation] = r.Hash
@@ -170,7 +173,7 @@ func OwnershipOf(b *configbundlev1alpha1.ConfigBundle, fb types.NamespacedName, 
 // "annotations"; none if it is as desired.
 func Drift(desired, current *configbundlev1alpha1.ConfigBundle) []string {
 	var out []string
-	if !sameSpec(current.Spec, desired.Spec) {
+	if !current.Spec.Equal(desired.Spec) {
 		out = append(out, "spec")
 	}
 	if !equality.Semantic.DeepEqual(nonEmpty(current.Labels), nonEmpty(desired.Labels)) {
@@ -182,10 +185,6 @@ func Drift(desired, current *configbundlev1alpha1.ConfigBundle) []string {
 	return out
 }
 
-// sameSpec reports whether two bundle specs are equal, an empty and a missing data alike.
-func sameSpec(a, b configbundlev1alpha1.ConfigBundleSpec) bool {
-	return a.Message == b.Message && a.Immutable == b.Immutable && maps.Equal(a.Data, b.Data)
-}
 
 // nonEmpty is m, or an empty map for nil, so that nil and empty compare equal.
 func nonEmpty(m map[string]string) map[string]string {

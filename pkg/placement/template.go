@@ -83,12 +83,17 @@ func parseValue(field, src string) (*parse.Tree, error) {
 // may run in parallel).
 var parsedValues = &treeCache{trees: map[treeKey]*parse.Tree{}}
 
-// maxCachedTextBytes bounds the text of the values parsedValues holds in all; a tree holds its
-// value's text and a node per token, bounded by MaxTemplateCodeBytes a definition.
-const maxCachedTextBytes = 8 << 20
+// maxCachedBytes bounds what parsedValues holds, as treeCost counts it.
+const maxCachedBytes = 16 << 20
 
-// treeCache is a cache of parsed values, emptied when it would hold more than
-// maxCachedTextBytes of text.
+// treeCost estimates the memory of a value's parsed tree: its text, which text nodes copy, and
+// some 64 bytes of nodes per byte of code (a value of 16 KiB of dense code, {{and 1 1 ...}},
+// parses to about 900 KiB).
+func treeCost(src string) int {
+	return len(src) + 64*codeBytes(src)
+}
+
+// treeCache is a cache of parsed values, emptied when it would hold more than maxCachedBytes.
 type treeCache struct {
 	mu    sync.Mutex
 	trees map[treeKey]*parse.Tree
@@ -112,17 +117,21 @@ func (c *treeCache) parse(hash, field, src string) (*parse.Tree, error) {
 		}
 	}
 	tree, err := parseValue(field, src)
-	if err != nil || hash == "" || len(src) > maxCachedTextBytes {
+	cost := treeCost(src)
+	if err != nil || hash == "" || cost > maxCachedBytes {
 		return tree, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.bytes+len(src) > maxCachedTextBytes {
+	if _, ok := c.trees[key]; ok { // parsed meanwhile by another worker
+		return tree, nil
+	}
+	if c.bytes+cost > maxCachedBytes {
 		clear(c.trees)
 		c.bytes = 0
 	}
 	c.trees[key] = tree
-	c.bytes += len(src)
+	c.bytes += cost
 	return tree, nil
 }
 

@@ -238,7 +238,7 @@ func TestCodeBytes(t *testing.T) {
 
 // TestParsedValuesCache: a revision's values are parsed once and shared by the renderings of
 // every member, in parallel (the race detector watches), and the cache empties itself rather than
-// hold more than maxCachedTextBytes of text.
+// hold more than maxCachedBytes (its estimate of the trees' memory).
 func TestParsedValuesCache(t *testing.T) {
 	c := &treeCache{trees: map[treeKey]*parse.Tree{}}
 	first, err := c.parse("h1", "spec.template.spec.message", "{{ .Cluster.Name }}")
@@ -255,13 +255,13 @@ func TestParsedValuesCache(t *testing.T) {
 	if uncached, _ := c.parse("", "spec.template.spec.message", "{{ .Cluster.Name }}"); uncached == first {
 		t.Error("a value without a revision came from the cache")
 	}
-	big := strings.Repeat("x", maxCachedTextBytes/2+1)
+	big := strings.Repeat("x", maxCachedBytes/2+1)
 	for _, h := range []string{"b1", "b2"} {
 		if _, err := c.parse(h, "spec.template.spec.message", big); err != nil {
 			t.Fatal(err)
 		}
-		if c.bytes > maxCachedTextBytes {
-			t.Fatalf("the cache holds %d bytes of text, more than %d", c.bytes, maxCachedTextBytes)
+		if c.bytes > maxCachedBytes {
+			t.Fatalf("the cache holds %d bytes, more than %d", c.bytes, maxCachedBytes)
 		}
 	}
 	if _, ok := c.trees[treeKey{hash: "h1", field: "spec.template.spec.message"}]; ok {

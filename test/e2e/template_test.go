@@ -463,8 +463,10 @@ func TestTemplateImmutableFreezesOverridesAndEngine(t *testing.T) {
 		fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: hubv1alpha1.FleetBundleSpec{
 			TemplateEngine: hubv1alpha1.TemplateEngineGoTemplate,
 			Template:       hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "cluster={{ .Cluster.Name }}", Immutable: immutable}},
-			Overrides: []hubv1alpha1.TemplateOverride{{Name: "dev", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}},
-				Message: ptr.To("debug=true")}},
+			Overrides: []hubv1alpha1.TemplateOverride{
+				{Name: "dev", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}, Message: ptr.To("debug=true")},
+				{Name: "canary", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"ring": "canary"}}, Message: ptr.To("canary=true")},
+			},
 		}}
 		g.Expect(fl.Hub.Create(ctx, fb)).To(Succeed())
 		t.Cleanup(func() { deleteFleetBundle(g, fb) })
@@ -476,6 +478,7 @@ func TestTemplateImmutableFreezesOverridesAndEngine(t *testing.T) {
 		what string
 		edit func(*hubv1alpha1.FleetBundleSpec)
 	}{
+		{"the overrides reordered", func(s *hubv1alpha1.FleetBundleSpec) { s.Overrides[0], s.Overrides[1] = s.Overrides[1], s.Overrides[0] }},
 		{"an override's message changed", func(s *hubv1alpha1.FleetBundleSpec) { s.Overrides[0].Message = ptr.To("debug=false") }},
 		{"an override added", func(s *hubv1alpha1.FleetBundleSpec) {
 			s.Overrides = append(s.Overrides, hubv1alpha1.TemplateOverride{Name: "prod", ClusterSelector: metav1.LabelSelector{}, Message: ptr.To("prod")})
@@ -500,8 +503,8 @@ func TestTemplateImmutableFreezesOverridesAndEngine(t *testing.T) {
 	got := &hubv1alpha1.FleetBundle{}
 	g.Expect(fl.Hub.Get(ctx, client.ObjectKeyFromObject(frozen), got)).To(Succeed())
 	g.Expect(got.Spec.TemplateEngine).To(Equal(hubv1alpha1.TemplateEngineGoTemplate))
-	g.Expect(got.Spec.Overrides).To(HaveLen(1))
-	g.Expect(got.Spec.Overrides[0].Message).To(Equal(ptr.To("debug=true")))
+	g.Expect(got.Spec.Overrides).To(HaveLen(2))
+	g.Expect(got.Spec.Overrides[0].Message).To(Equal(ptr.To("debug=true")), "the order is frozen too")
 
 	for _, e := range edits {
 		editFleetBundle(g, thawed, e.edit) // fails the test if refused

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"maps"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -140,6 +142,12 @@ type ConfigBundleSpec struct {
 	// +optional
 	// +kubebuilder:default=false
 	Immutable bool `json:"immutable"`
+}
+
+// Equal reports whether two specs ask for the same ConfigMap: an empty and a missing data are
+// equal.
+func (s ConfigBundleSpec) Equal(o ConfigBundleSpec) bool {
+	return s.Message == o.Message && s.Immutable == o.Immutable && maps.Equal(s.Data, o.Data)
 }
 
 // ConfigMapReference identifies the ConfigMap a ConfigBundle manages.

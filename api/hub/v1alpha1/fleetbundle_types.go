@@ -294,6 +294,7 @@ type TemplateOverride struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=48
 	// +kubebuilder:validation:XValidation:rule="!('message' in self)",message="data must not have the key message: spec.message is published as data.message",reason=FieldValueInvalid
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$') && k != '.' && !k.startsWith('..'))`,message="every data key must be a valid ConfigMap key: at most 253 characters of letters, digits, '-', '_' and '.', and neither '.' nor starting with '..'",reason=FieldValueInvalid
 	Data map[string]configbundlev1alpha1.DataValue `json:"data,omitempty"`
 
 	// labels are merged over spec.template.metadata.labels.
@@ -333,7 +334,7 @@ type TemplateMetadata struct {
 }
 
 // FleetBundleSpec says what to place and where.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.template.spec.immutable) || !oldSelf.template.spec.immutable || (has(self.overrides) == has(oldSelf.overrides) && (!has(self.overrides) || self.overrides == oldSelf.overrides) && has(self.templateEngine) == has(oldSelf.templateEngine) && (!has(self.templateEngine) || self.templateEngine == oldSelf.templateEngine))",message="overrides and templateEngine are immutable: the template was made immutable (spec.template.spec.immutable: true), which freezes what members get; delete and recreate the FleetBundle to change them",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.template.spec.immutable) || !oldSelf.template.spec.immutable || (has(self.overrides) == has(oldSelf.overrides) && (!has(self.overrides) || (self.overrides == oldSelf.overrides && self.overrides.map(o, o.name) == oldSelf.overrides.map(o, o.name))) && has(self.templateEngine) == has(oldSelf.templateEngine) && (!has(self.templateEngine) || self.templateEngine == oldSelf.templateEngine))",message="overrides and templateEngine are immutable: the template was made immutable (spec.template.spec.immutable: true), which freezes what members get; delete and recreate the FleetBundle to change them",reason=FieldValueForbidden
 type FleetBundleSpec struct {
 	// clusterSelector selects MemberClusters by their labels, with Kubernetes semantics: an
 	// empty selector ({}) selects every member, an absent one selects none.
