@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,8 +50,49 @@ func specError(fb *hubv1alpha1.FleetBundle) error {
 	if err := selectorError(fb.Spec.ClusterSelector); err != nil {
 		return err
 	}
+	return templateError(fb)
+}
+
+// templateError returns why a FleetBundle's definition renders for no member (InvalidTemplate),
+// or nil: Definition.Check, once per generation of the FleetBundle (definitionChecks), not once
+// per member and status computation.
+func templateError(fb *hubv1alpha1.FleetBundle) error {
+	key := checkKey{uid: fb.UID, generation: fb.Generation}
+	if fb.UID == "" || fb.Generation == 0 { // not read from an API server: nothing identifies its spec
+		d := DefinitionOf(fb)
+		return d.Check()
+	}
+	definitionChecks.mu.Lock()
+	err, ok := definitionChecks.errs[key]
+	definitionChecks.mu.Unlock()
+	if ok {
+		return err
+	}
 	d := DefinitionOf(fb)
-	return d.Check()
+	err = d.Check()
+	definitionChecks.mu.Lock()
+	defer definitionChecks.mu.Unlock()
+	if len(definitionChecks.errs) >= maxDefinitionChecks {
+		clear(definitionChecks.errs)
+	}
+	definitionChecks.errs[key] = err
+	return err
+}
+
+// definitionChecks holds the outcome of Definition.Check by FleetBundle uid and generation (the
+// generation changes with the spec), emptied when it holds maxDefinitionChecks.
+var definitionChecks = struct {
+	mu   sync.Mutex
+	errs map[checkKey]error
+}{errs: map[checkKey]error{}}
+
+// maxDefinitionChecks bounds definitionChecks.
+const maxDefinitionChecks = 4096
+
+// checkKey identifies a FleetBundle's spec.
+type checkKey struct {
+	uid        types.UID
+	generation int64
 }
 
 // Selects reports whether a FleetBundle's selector selects a member with these labels, with
@@ -184,7 +226,6 @@ func Drift(desired, current *configbundlev1alpha1.ConfigBundle) []string {
 	}
 	return out
 }
-
 
 // nonEmpty is m, or an empty map for nil, so that nil and empty compare equal.
 func nonEmpty(m map[string]string) map[string]string {

@@ -92,7 +92,7 @@ func specRevision(fb *hubv1alpha1.FleetBundle) *Revision {
 		return nil
 	}
 	r := &Revision{Definition: DefinitionOf(fb)}
-	if r.Definition.Check() != nil {
+	if templateError(fb) != nil {
 		return nil
 	}
 	r.Hash = TemplateHash(&r.Definition)
@@ -253,12 +253,6 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatu
 		c.Message = fmt.Sprintf("The bundle is Ready in %d of %d selected members", n.Ready, n.Selected)
 	}
 	return c
-}
-
-// templateError returns why a FleetBundle's definition renders for no member (InvalidTemplate).
-func templateError(fb *hubv1alpha1.FleetBundle) error {
-	d := DefinitionOf(fb)
-	return d.Check()
 }
 
 // truncate shortens a message to maxMessageBytes, on a UTF-8 boundary.
