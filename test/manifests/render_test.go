@@ -306,8 +306,8 @@ func TestMember(t *testing.T) {
 func TestSamples(t *testing.T) {
 	g := NewWithT(t)
 	objs := render(t, "samples")
-	g.Expect(objs).To(HaveLen(3))
-	var mutable, immutable, labelled int
+	g.Expect(objs).To(HaveLen(4))
+	var mutable, immutable, labelled, data int
 	for _, u := range objs {
 		g.Expect(u.GetAPIVersion()).To(Equal(configbundlev1alpha1.GroupVersion.String()))
 		g.Expect(u.GetKind()).To(Equal("ConfigBundle"))
@@ -321,6 +321,9 @@ func TestSamples(t *testing.T) {
 		if len(b.Labels) > 0 && len(b.Annotations) > 0 {
 			labelled++
 		}
+		if len(b.Spec.Data) > 0 {
+			data++
+		}
 	}
-	g.Expect([]int{mutable, immutable, labelled}).To(HaveEach(BeNumerically(">=", 1)), "mutable, immutable, labelled and annotated")
+	g.Expect([]int{mutable, immutable, labelled, data}).To(HaveEach(BeNumerically(">=", 1)), "mutable, immutable, labelled and annotated, with data")
 }

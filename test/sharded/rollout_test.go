@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,9 +65,13 @@ func TestStagedRolloutAcrossReplicas(t *testing.T) {
 	}
 	complete(1) // the first placement follows the stages too
 
-	Expect(fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), fb)).To(Succeed())
-	fb.Spec.Template.Spec.Message = "v2"
-	Expect(fl.Hub.Update(ctx, fb)).To(Succeed())
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error { // the replicas write its status meanwhile
+		if err := fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), fb); err != nil {
+			return err
+		}
+		fb.Spec.Template.Spec.Message = "v2"
+		return fl.Hub.Update(ctx, fb)
+	})).To(Succeed())
 	messages := func(g Gomega) map[string]string {
 		out := map[string]string{}
 		for _, m := range names {
