@@ -128,6 +128,7 @@ func TestInvalidSelector(t *testing.T) {
 // member is that member's RenderFailed alone.
 func TestInvalidTemplateAndRenderFailed(t *testing.T) {
 	fb := fleetBundle("endpoint={{ .Cluster.Labels.region")
+	fb.UID = "uid-invalid-template" // a spec is checked once per uid and generation
 	fb.Spec.TemplateEngine = hubv1alpha1.TemplateEngineGoTemplate
 	members := []MemberView{{Name: "m1", Labels: map[string]string{"region": "eu"}}, {Name: "m2"}}
 	st := ComputeStatus(fb, members, 0, metav1.Now())
@@ -140,6 +141,7 @@ func TestInvalidTemplateAndRenderFailed(t *testing.T) {
 	}
 
 	fb.Spec.Template.Spec.Message = "endpoint={{ .Cluster.Labels.region }}"
+	fb.Generation++ // as the API server does on a change of the spec
 	st = ComputeStatus(fb, members, 0, metav1.Now())
 	if len(st.FailedClusters) != 1 || st.FailedClusters[0].Cluster != "m2" || st.FailedClusters[0].Reason != hubv1alpha1.RenderFailedReason ||
 		!strings.Contains(st.FailedClusters[0].Message, `map has no entry for key "region"`) {
