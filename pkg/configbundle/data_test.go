@@ -112,8 +112,7 @@ func TestDataDriftIsHealed(t *testing.T) {
 			g.Expect(cm.UID).To(Equal(uid), "healing keeps the ConfigMap's identity")
 			g.Expect(b).To(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 			g.Expect(b.Spec.Data).To(Equal(someData()), "the bundle's spec is the truth, not the ConfigMap")
-			g.Eventually(func() ([]string, error) { return events(ctx, c, b, configbundlev1alpha1.DriftHealedEvent) }).
-				WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(ContainSubstring(configbundle.DriftData), ContainSubstring(memberA))))
+			expectDriftHealedEvent(ctx, g, c, b, configbundle.DriftData, memberA)
 		})
 	}
 }

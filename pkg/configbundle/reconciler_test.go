@@ -46,6 +46,12 @@ func configMapOf(b *configbundlev1alpha1.ConfigBundle) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace}}
 }
 
+// expectDriftHealedEvent waits for a DriftHealed Event on b naming what drifted and the member.
+func expectDriftHealedEvent(ctx context.Context, g Gomega, c client.Client, b *configbundlev1alpha1.ConfigBundle, drift, member string) {
+	g.Eventually(func() ([]string, error) { return events(ctx, c, b, configbundlev1alpha1.DriftHealedEvent) }).
+		WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(ContainSubstring(drift), ContainSubstring(member))))
+}
+
 // createSynced creates b in c, waits until it is Ready (Synced), and returns its ConfigMap.
 func createSynced(ctx context.Context, g Gomega, c client.Client, b *configbundlev1alpha1.ConfigBundle) *corev1.ConfigMap {
 	g.Expect(c.Create(ctx, b)).To(Succeed())
@@ -195,8 +201,7 @@ func TestDriftIsHealed(t *testing.T) {
 			g.Expect(cm.UID).To(Equal(uid), "healing keeps the ConfigMap's identity")
 			g.Expect(b.Status.LastHealTime).NotTo(BeNil())
 			g.Expect(b).To(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
-			g.Eventually(func() ([]string, error) { return events(ctx, c, b, configbundlev1alpha1.DriftHealedEvent) }).
-				WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(ContainSubstring(tt.drift), ContainSubstring(memberA))))
+			expectDriftHealedEvent(ctx, g, c, b, tt.drift, memberA)
 		})
 	}
 }
