@@ -6,7 +6,9 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -16,6 +18,7 @@ import (
 )
 
 //go:embed crd/bases/*.yaml rbac/member/role.yaml samples/configbundle_*.yaml samples/fleetbundle_web.yaml
+//go:embed samples/clusterset_global.yaml default/clusterset_bind_policy.yaml
 var files embed.FS
 
 // MemberCRDs returns the CRDs a member cluster needs: the ConfigBundle CRD.
@@ -23,10 +26,55 @@ func MemberCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return load[apiextensionsv1.CustomResourceDefinition]("crd/bases/configbundle.dev_configbundles.yaml")
 }
 
-// HubCRDs returns the CRDs of the hub cluster: MemberCluster, Fleet and FleetBundle.
+// HubCRDs returns the CRDs of the hub cluster: MemberCluster, Fleet, FleetBundle, ClusterSet and
+// ClusterSetBinding.
 func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return load[apiextensionsv1.CustomResourceDefinition]("crd/bases/hub.configbundle.dev_memberclusters.yaml",
-		"crd/bases/hub.configbundle.dev_fleets.yaml", "crd/bases/hub.configbundle.dev_fleetbundles.yaml")
+		"crd/bases/hub.configbundle.dev_fleets.yaml", "crd/bases/hub.configbundle.dev_fleetbundles.yaml",
+		"crd/bases/hub.configbundle.dev_clustersets.yaml", "crd/bases/hub.configbundle.dev_clustersetbindings.yaml")
+}
+
+// ClusterSetBindPolicy returns the ValidatingAdmissionPolicy that refuses a ClusterSetBinding
+// whose author may not create clustersets/bind of its set, and its binding
+// (config/default/clusterset_bind_policy.yaml).
+func ClusterSetBindPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	raw, err := fs.ReadFile(files, "default/clusterset_bind_policy.yaml")
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading embedded clusterset_bind_policy.yaml: %w", err)
+	}
+	docs := strings.Split(string(raw), "\n---\n")
+	if len(docs) != 2 {
+		return nil, nil, fmt.Errorf("embedded clusterset_bind_policy.yaml: want 2 documents, got %d", len(docs))
+	}
+	policy, binding := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
+		return nil, nil, fmt.Errorf("decoding the embedded ValidatingAdmissionPolicy: %w", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
+		return nil, nil, fmt.Errorf("decoding the embedded ValidatingAdmissionPolicyBinding: %w", err)
+	}
+	return policy, binding, nil
+}
+
+// SampleClusterSet returns the example ClusterSet "global" and its binding into the namespace
+// default (config/samples/clusterset_global.yaml), what a newcomer's first FleetBundle needs.
+func SampleClusterSet() (*hubv1alpha1.ClusterSet, *hubv1alpha1.ClusterSetBinding, error) {
+	raw, err := fs.ReadFile(files, "samples/clusterset_global.yaml")
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading embedded clusterset_global.yaml: %w", err)
+	}
+	docs := strings.Split(string(raw), "\n---\n")
+	if len(docs) != 2 {
+		return nil, nil, fmt.Errorf("embedded clusterset_global.yaml: want 2 documents, got %d", len(docs))
+	}
+	set, binding := &hubv1alpha1.ClusterSet{}, &hubv1alpha1.ClusterSetBinding{}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), set); err != nil {
+		return nil, nil, fmt.Errorf("decoding the embedded ClusterSet: %w", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
+		return nil, nil, fmt.Errorf("decoding the embedded ClusterSetBinding: %w", err)
+	}
+	return set, binding, nil
 }
 
 // MemberClusterRole returns the ClusterRole the hub's credential needs in a member cluster

@@ -38,6 +38,12 @@ import (
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=memberclusters/status;fleets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// What the hub needs of the tenancy model: it reads ClusterSets and ClusterSetBindings (placement
+// selects among the members of the sets bound to a FleetBundle's namespace) and writes their
+// status.
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=clustersets;clustersetbindings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=clustersets/status;clustersetbindings/status,verbs=get;update;patch
+
 // conflictRetry is how soon a status is computed again after a write lost to a newer version:
 // the cache is about to catch up, this is no error.
 const conflictRetry = 100 * time.Millisecond

@@ -16,7 +16,7 @@ import (
 var ErrNoHubCRDs = errors.New("is this the hub cluster? apply config/crd")
 
 // hubKinds are the kinds the hub and `hub status` read on the hub cluster.
-var hubKinds = []string{"MemberCluster", "Fleet", "FleetBundle"}
+var hubKinds = []string{"MemberCluster", "Fleet", "FleetBundle", "ClusterSet", "ClusterSetBinding"}
 
 // CheckCRDs asks the API server behind mapper (a discovery-backed RESTMapper, such as a
 // manager's or a client's) whether it serves every kind of hub.configbundle.dev/v1alpha1 the

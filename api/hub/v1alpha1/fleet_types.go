@@ -49,6 +49,11 @@ type ClusterCounts struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Ready int64 `json:"ready"`
+
+	// paused is the number of members paused for maintenance (spec.paused), Ready or not.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Paused int64 `json:"paused"`
 }
 
 // FleetBundleCounts counts the FleetBundles of all namespaces by their Ready condition. A
@@ -128,6 +133,7 @@ type FleetStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters.total`
 // +kubebuilder:printcolumn:name="Clusters-Ready",type=integer,JSONPath=`.status.clusters.ready`
+// +kubebuilder:printcolumn:name="Paused",type=integer,JSONPath=`.status.clusters.paused`,priority=1
 // +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.bundles.total`
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`

@@ -41,6 +41,12 @@ const (
 	// is fixed.
 	InvalidTemplateReason = "InvalidTemplate"
 
+	// NoClusterSetBindingReason (False): no ClusterSet is bound to the FleetBundle's namespace
+	// (ClusterSetBinding), or none of those spec.clusterSets names is: the FleetBundle selects
+	// no member and places nothing. Bind a set into the namespace (`kubectl apply` a
+	// ClusterSetBinding, which needs create on clustersets/bind).
+	NoClusterSetBindingReason = "NoClusterSetBinding"
+
 	// InvalidSelectorReason (False): spec.clusterSelector is not a valid label selector (an
 	// operator In without values, say): nothing is placed, removed or changed in any member
 	// until it is fixed.
@@ -337,9 +343,22 @@ type TemplateMetadata struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.template.spec.immutable) || !oldSelf.template.spec.immutable || (has(self.overrides) == has(oldSelf.overrides) && (!has(self.overrides) || (self.overrides == oldSelf.overrides && self.overrides.map(o, o.name) == oldSelf.overrides.map(o, o.name))) && has(self.templateEngine) == has(oldSelf.templateEngine) && (!has(self.templateEngine) || self.templateEngine == oldSelf.templateEngine))",message="overrides and templateEngine are immutable: the template was made immutable (spec.template.spec.immutable: true), which freezes what members get; delete and recreate the FleetBundle to change them",reason=FieldValueForbidden
 type FleetBundleSpec struct {
 	// clusterSelector selects MemberClusters by their labels, with Kubernetes semantics: an
-	// empty selector ({}) selects every member, an absent one selects none.
+	// empty selector ({}) selects every member, an absent one selects none. It selects only
+	// among the members of the ClusterSets bound to the FleetBundle's namespace
+	// (ClusterSetBinding).
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// clusterSets narrows the members the FleetBundle selects among to those of the named
+	// ClusterSets, of the sets bound to its namespace; a named set that is not bound adds no
+	// member. Absent: every set bound to the namespace.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	ClusterSets []string `json:"clusterSets,omitempty"`
 
 	// template is the ConfigBundle each selected member gets, named like the FleetBundle, in
 	// the namespace of the same name as the FleetBundle's. Every distinct definition (template,
@@ -456,10 +475,18 @@ type RolloutStage struct {
 
 // PlacementCounts counts the members a FleetBundle selects, by how far its bundle got there.
 type PlacementCounts struct {
-	// selected is the number of MemberClusters the selector selects.
+	// selected is the number of MemberClusters the selector selects, among the members of the
+	// ClusterSets bound to the FleetBundle's namespace; paused members included.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Selected int32 `json:"selected"`
+
+	// paused is the number of selected members paused for maintenance (MemberCluster
+	// spec.paused): they keep what they hold, are counted apart, never as failed, ready, applied
+	// or updated, and a staged rollout does not wait for them.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Paused int32 `json:"paused"`
 
 	// applied is the number of selected members that hold the bundle as the template says.
 	// +optional

@@ -97,6 +97,23 @@ const (
 	CRDDeletedEvent = "CRDDeleted"
 )
 
+// PausedCondition is the condition type that says whether a member is paused (spec.paused). It
+// is separate from Ready: a member in maintenance is not a failure and pages nobody.
+const PausedCondition = "Paused"
+
+// Reasons of a MemberCluster's Paused condition, and the Events recorded when it changes.
+const (
+	// PausedReason (True): spec.paused is set; placement writes nothing to the member. Also the
+	// reason of the Normal Event recorded when the member is paused.
+	PausedReason = "Paused"
+
+	// NotPausedReason (False): spec.paused is not set; placement proceeds in the member.
+	NotPausedReason = "NotPaused"
+
+	// ResumedReason is the reason of the Normal Event recorded when a paused member is resumed.
+	ResumedReason = "Resumed"
+)
+
 // RoutineReasons are the reasons of a MemberCluster condition that is not True that are steps of
 // a normal join, not failures: a member connecting for the first time, and a credential that does
 // not say when it expires (or not yet). Their Events are Normal.
@@ -147,18 +164,27 @@ type SecretReference struct {
 	Name string `json:"name"`
 }
 
-// MemberClusterSpec says where a member comes from.
+// MemberClusterSpec says where a member comes from, and whether it is paused.
 type MemberClusterSpec struct {
 	// secretRef is the kubeconfig Secret the member was discovered from.
 	// +required
 	SecretRef SecretReference `json:"secretRef"`
+
+	// paused freezes the member at what it holds, for maintenance: placement writes nothing to it
+	// (no new FleetBundle, no new revision, no removal, no cleanup) while the bundles it holds are
+	// still enforced and healed, and its connection, probes and reports go on. Set with `hub
+	// pause NAME`, cleared with `hub resume NAME`; the Paused condition says so.
+	// +optional
+	// +kubebuilder:default=false
+	Paused bool `json:"paused,omitempty"`
 }
 
 // MemberClusterStatus is the member's health as the hub sees it.
 type MemberClusterStatus struct {
 	// conditions hold Ready: whether the hub is connected and reconciling the member, and if
-	// not, why; and CredentialsValid: whether the credential of the member's kubeconfig is
-	// valid for long enough (see the *Reason constants of this package).
+	// not, why; CredentialsValid: whether the credential of the member's kubeconfig is valid for
+	// long enough; and Paused: whether spec.paused holds placement back (see the *Reason
+	// constants of this package).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -228,6 +254,7 @@ type MemberClusterStatus struct {
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
 // +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
+// +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`
 // +kubebuilder:printcolumn:name="Placed",type=integer,JSONPath=`.status.bundles.placed`,priority=1
 // +kubebuilder:printcolumn:name="Last-Seen",type=date,JSONPath=`.status.lastSeenTime`,priority=1
 // +kubebuilder:printcolumn:name="Credentials",type=string,JSONPath=`.status.conditions[?(@.type=="CredentialsValid")].reason`,priority=1
