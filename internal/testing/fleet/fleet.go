@@ -176,6 +176,9 @@ func (f *Fleet) startPlanes(ctx context.Context) error {
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating the Secret namespace: %w", err)
 		}
+		if err := f.installTenancy(ctx); err != nil {
+			return fmt.Errorf("installing the tenancy model: %w", err)
+		}
 	}
 	for _, cp := range cps {
 		if _, err := f.addMember(cp); err != nil {

@@ -150,3 +150,12 @@ func MustBlackHole(t testing.TB) *netproxy.BlackHole {
 	t.Cleanup(func() { _ = h.Close() })
 	return h
 }
+
+// MustBindGlobal binds GlobalClusterSet into the hub namespaces ns (BindGlobal), failing t if it
+// cannot.
+func (f *Fleet) MustBindGlobal(t testing.TB, ns ...string) {
+	t.Helper()
+	if err := f.BindGlobal(context.Background(), ns...); err != nil {
+		t.Fatal(err)
+	}
+}
