@@ -75,4 +75,3 @@ func (f *Fleet) BindGlobal(ctx context.Context, ns ...string) error {
 	}
 	return nil
 }
-
