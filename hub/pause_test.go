@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,5 +115,24 @@ func TestPauseCommands(t *testing.T) {
 		if code != exitFailure || stdout != "" || !strings.Contains(stderr, "no MemberCluster absent on the hub") {
 			t.Errorf("hub %s absent: exit %d, stdout %q, stderr %q; want exit 1, not found", sub, code, stdout, stderr)
 		}
+	}
+}
+
+// TestStatusNamesPausedMembers: `hub status` names the paused members under its table of
+// members, and says nothing of pausing when none is.
+func TestStatusNamesPausedMembers(t *testing.T) {
+	member := func(name string, paused bool) hubv1alpha1.MemberCluster {
+		return hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: hubv1alpha1.MemberClusterSpec{Paused: paused}}
+	}
+	fleet := &hubv1alpha1.Fleet{ObjectMeta: metav1.ObjectMeta{Name: hubv1alpha1.FleetName}}
+	var out strings.Builder
+	printStatus(&out, &hubState{fleet: fleet, members: []hubv1alpha1.MemberCluster{member("us-1", true), member("eu-1", false), member("ap-1", true)}}, nil, time.Now())
+	if want := "\nPaused for maintenance (placement writes nothing to them until hub resume): ap-1, us-1\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("hub status printed\n%s\nwant it to say %q", out.String(), want)
+	}
+	out.Reset()
+	printStatus(&out, &hubState{fleet: fleet, members: []hubv1alpha1.MemberCluster{member("eu-1", false)}}, nil, time.Now())
+	if strings.Contains(out.String(), "Paused") {
+		t.Errorf("hub status printed\n%s\nwith no member paused, want no word of pausing", out.String())
 	}
 }
