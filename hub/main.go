@@ -8,6 +8,8 @@
 //	hub status [flags]          print the fleet's health; exit 0 only if Ready and fresh
 //	hub rollout SUBCOMMAND NAME status, history, undo, pause or resume a FleetBundle's rollout
 //	hub render NAME [flags]     print what a FleetBundle places in each member, rendered
+//	hub pause NAME [flags]      pause a member for maintenance: placement writes nothing to it
+//	hub resume NAME [flags]     resume a paused member: placement brings it up to date
 //	hub version                 print the version
 //	hub help [command]          print help
 //
@@ -41,6 +43,8 @@ var subcommands = []func() *cobra.Command{
 	newStatusCommand,
 	newRolloutCommand,
 	newRenderCommand,
+	newPauseCommand,
+	newResumeCommand,
 }
 
 func main() {

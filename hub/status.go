@@ -119,7 +119,21 @@ func printStatus(out io.Writer, st *hubState, chosen []types.NamespacedName, now
 			mc.Status.Bundles.Total, mc.Status.Bundles.Failed, strings.Join(failing, ", "))
 	}
 	_ = w.Flush()
+	if paused := pausedMembers(st.members); len(paused) > 0 {
+		fmt.Fprintf(out, "\nPaused for maintenance (placement writes nothing to them until hub resume): %s\n", strings.Join(paused, ", "))
+	}
 	printFleetBundles(out, st.bundles, chosen)
+}
+
+// pausedMembers names the members paused for maintenance (spec.paused), in the order of members.
+func pausedMembers(members []hubv1alpha1.MemberCluster) []string {
+	var names []string
+	for _, mc := range members {
+		if mc.Spec.Paused {
+			names = append(names, mc.Name)
+		}
+	}
+	return names
 }
 
 // printFleetBundles writes the FleetBundles' counts and a line per chosen FleetBundle, or,

@@ -116,13 +116,17 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 }
 
 // FleetStatus sums up MemberClusters and FleetBundles into a Fleet status, starting from
-// current (which keeps the Ready condition's transition time, and the heartbeat).
+// current (which keeps the Ready condition's transition time, and the heartbeat). A paused
+// member is counted in clusters.paused as well; pausing changes nothing else.
 func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCluster, bundles []hubv1alpha1.FleetBundle) hubv1alpha1.FleetStatus {
 	st := *current.DeepCopy()
 	st.Clusters, st.Bundles, st.Heals = hubv1alpha1.ClusterCounts{}, hubv1alpha1.BundleCounts{}, 0
 	var notReady, failing []string
 	for _, mc := range members {
 		st.Clusters.Total++
+		if mc.Spec.Paused {
+			st.Clusters.Paused++
+		}
 		if c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
 			st.Clusters.Ready++
 		} else {

@@ -26,6 +26,12 @@ func member(name string, ready bool, reason string, counts hubv1alpha1.BundleCou
 	}
 }
 
+// paused returns mc paused for maintenance (spec.paused).
+func paused(mc hubv1alpha1.MemberCluster) hubv1alpha1.MemberCluster {
+	mc.Spec.Paused = true
+	return mc
+}
+
 func TestFleetStatus(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -58,6 +64,23 @@ func TestFleetStatus(t *testing.T) {
 		wantReady:  metav1.ConditionFalse,
 		wantReason: hubv1alpha1.MembersNotReadyReason,
 		wantInMsg:  "2 of 3 members not Ready: b (Unreachable), c (Unknown)",
+	}, {
+		name: "paused members are counted apart, and change nothing else",
+		members: []hubv1alpha1.MemberCluster{
+			paused(member("a", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Ready: 1}, 0)),
+			paused(member("b", false, hubv1alpha1.UnreachableReason, hubv1alpha1.BundleCounts{}, 0)),
+			member("c", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Ready: 1}, 0),
+		},
+		want:       hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 3, Ready: 2, Paused: 2}, Bundles: hubv1alpha1.BundleCounts{Total: 2, Ready: 2}},
+		wantReady:  metav1.ConditionFalse,
+		wantReason: hubv1alpha1.MembersNotReadyReason,
+		wantInMsg:  "1 of 3 members not Ready: b (Unreachable)",
+	}, {
+		name:       "a paused member that is Ready leaves the fleet Ready",
+		members:    []hubv1alpha1.MemberCluster{paused(member("a", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Ready: 1}, 0))},
+		want:       hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 1, Ready: 1, Paused: 1}, Bundles: hubv1alpha1.BundleCounts{Total: 1, Ready: 1}},
+		wantReady:  metav1.ConditionTrue,
+		wantReason: hubv1alpha1.AllReadyReason,
 	}, {
 		name: "failed bundles",
 		members: []hubv1alpha1.MemberCluster{

@@ -68,8 +68,8 @@ type MemberClusterReconciler struct {
 	writes statusbudget.Budget[string]
 }
 
-// SetupWithManager builds the MemberCluster and Fleet controllers. secretNamespace is the
-// namespace of the kubeconfig Secrets.
+// SetupWithManager builds the MemberCluster and Fleet controllers, and those of the ClusterSet
+// and ClusterSetBinding statuses. secretNamespace is the namespace of the kubeconfig Secrets.
 func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace string, opts Options) error {
 	opts.defaults()
 	r := &MemberClusterReconciler{
@@ -101,7 +101,10 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 	if err != nil {
 		return fmt.Errorf("building the membercluster controller: %w", err)
 	}
-	return setupFleet(mgr.GetLocalManager(), opts)
+	if err := setupFleet(mgr.GetLocalManager(), opts); err != nil {
+		return err
+	}
+	return setupClusterSets(mgr.GetLocalManager(), opts)
 }
 
 // stateChanges enqueues a member whenever the provider's view of it changes.
@@ -136,7 +139,7 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	}
 	now := time.Now()
 	setCredentialsMetric(name, state.CredentialsExpiry)
-	want := r.status(ctx, name, state, mc.Status, now)
+	want := r.status(ctx, mc, state, now)
 	setMemberMetrics(name, want)
 	if equality.Semantic.DeepEqual(want, mc.Status) {
 		return r.requeue(state, now), nil
@@ -182,8 +185,10 @@ func (r *MemberClusterReconciler) getOrCreate(ctx context.Context, name string, 
 
 // recordTransitions records an Event on the MemberCluster for each condition whose status or
 // reason the write changed: Normal when it became True or its reason is a routine step of a join
-// (hubv1alpha1.RoutineReasons), Warning otherwise.
+// (hubv1alpha1.RoutineReasons), Warning otherwise; and a Normal Event when the member was paused
+// or resumed (recordPause).
 func (r *MemberClusterReconciler) recordTransitions(before, after *hubv1alpha1.MemberCluster) {
+	r.recordPause(before, after)
 	for _, t := range []string{hubv1alpha1.ReadyCondition, hubv1alpha1.CredentialsValidCondition} {
 		was, now := meta.FindStatusCondition(before.Status.Conditions, t), meta.FindStatusCondition(after.Status.Conditions, t)
 		if now == nil || (was != nil && was.Status == now.Status && was.Reason == now.Reason) {
@@ -194,6 +199,23 @@ func (r *MemberClusterReconciler) recordTransitions(before, after *hubv1alpha1.M
 			eventType = corev1.EventTypeNormal
 		}
 		r.recorder.Eventf(after, nil, eventType, now.Reason, t, "Member %s: %s is %s (%s): %s", after.Name, t, now.Status, now.Reason, now.Message)
+	}
+}
+
+// recordPause records a Normal Event on the MemberCluster when the write changed its Paused
+// condition: reason Paused when it became True, Resumed when it went from True to False. A member
+// that starts unpaused (no Paused condition before) gets none.
+func (r *MemberClusterReconciler) recordPause(before, after *hubv1alpha1.MemberCluster) {
+	was := meta.IsStatusConditionTrue(before.Status.Conditions, hubv1alpha1.PausedCondition)
+	now := meta.FindStatusCondition(after.Status.Conditions, hubv1alpha1.PausedCondition)
+	switch {
+	case now == nil:
+	case !was && now.Status == metav1.ConditionTrue:
+		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, hubv1alpha1.PausedReason, hubv1alpha1.PausedCondition,
+			"Member %s paused: placement writes nothing to it until it is resumed; its bundles are still enforced and healed", after.Name)
+	case was && now.Status != metav1.ConditionTrue:
+		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, hubv1alpha1.ResumedReason, hubv1alpha1.PausedCondition,
+			"Member %s resumed: placement brings it up to date", after.Name)
 	}
 }
 

@@ -23,10 +23,11 @@ import (
 // maxFailedBundleMessage bounds the message of an entry of status.failedBundles.
 const maxFailedBundleMessage = 1024
 
-// status computes a MemberCluster's status at now. The counts come from the member's cache
-// while the member is counted; otherwise the last ones stay, with the lastSeenTime they were
-// observed at.
-func (r *MemberClusterReconciler) status(ctx context.Context, name string, state spokeprovider.State, current hubv1alpha1.MemberClusterStatus, now time.Time) hubv1alpha1.MemberClusterStatus {
+// status computes the status of the MemberCluster mc at now. The counts come from the member's
+// cache while the member is counted; otherwise the last ones stay, with the lastSeenTime they
+// were observed at. The Paused condition follows mc's spec.paused.
+func (r *MemberClusterReconciler) status(ctx context.Context, mc *hubv1alpha1.MemberCluster, state spokeprovider.State, now time.Time) hubv1alpha1.MemberClusterStatus {
+	name, current := mc.Name, mc.Status
 	st := *current.DeepCopy()
 	ready := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: state.Reason, Message: state.Message}
 	if state.Ready {
@@ -34,6 +35,7 @@ func (r *MemberClusterReconciler) status(ctx context.Context, name string, state
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	meta.SetStatusCondition(&st.Conditions, credentialsCondition(state, now, r.opts.CredentialsExpiryWarning))
+	meta.SetStatusCondition(&st.Conditions, pausedCondition(mc.Spec.Paused))
 	st.CredentialsExpiry = nil
 	if !state.CredentialsExpiry.IsZero() {
 		st.CredentialsExpiry = &metav1.Time{Time: state.CredentialsExpiry}
@@ -68,6 +70,17 @@ func (r *MemberClusterReconciler) status(ctx context.Context, name string, state
 // counts drop with them. An unreachable member keeps the counts last observed.
 func counted(state spokeprovider.State) bool {
 	return state.Ready || state.Reason == hubv1alpha1.ForbiddenReason || state.Reason == hubv1alpha1.CRDMissingReason
+}
+
+// pausedCondition says whether the member is paused (spec.paused): True (Paused) while it is,
+// and placement writes nothing to it; False (NotPaused) otherwise. Ready does not depend on it.
+func pausedCondition(paused bool) metav1.Condition {
+	if paused {
+		return metav1.Condition{Type: hubv1alpha1.PausedCondition, Status: metav1.ConditionTrue, Reason: hubv1alpha1.PausedReason,
+			Message: "spec.paused is set: placement writes nothing to the member, whose bundles are still enforced and healed, until it is resumed"}
+	}
+	return metav1.Condition{Type: hubv1alpha1.PausedCondition, Status: metav1.ConditionFalse, Reason: hubv1alpha1.NotPausedReason,
+		Message: "Placement proceeds in the member"}
 }
 
 // credentialsCondition says whether the member's credential is valid for longer than warning.
