@@ -54,7 +54,9 @@ MemberCluster or the hub cannot be read.`
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		name := args[0]
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return fmt.Errorf("%q is not a member name: %s", name, strings.Join(errs, "; "))
+			// Not a member (exit 1), as any NAME the hub has no MemberCluster of: the command
+			// line itself is well formed.
+			return failed(fmt.Errorf("%q is not a member: no MemberCluster can have that name: %s", name, strings.Join(errs, "; ")))
 		}
 		// rolloutFlags.client uses the hub flags alone: a client of the hub, its CRDs checked.
 		c, err := (&rolloutFlags{clusterFlags: f}).client()
