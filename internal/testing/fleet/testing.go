@@ -159,3 +159,11 @@ func (f *Fleet) MustBindGlobal(t testing.TB, ns ...string) {
 		t.Fatal(err)
 	}
 }
+
+// MustBindGlobalWith is BindGlobalWith, failing t if it cannot.
+func MustBindGlobalWith(t testing.TB, c client.Client, ns ...string) {
+	t.Helper()
+	if err := BindGlobalWith(context.Background(), c, ns...); err != nil {
+		t.Fatal(err)
+	}
+}
