@@ -88,7 +88,8 @@ func pausedColumn(g Gomega, name string) any {
 // Fleet counts it. While it is paused a template change and a new FleetBundle reach ro1 and not
 // ro2 (its audit log holds no write of the hub to their bundles), the FleetBundles count it
 // apart (status.clusters.paused) and never failed; drift of what it holds is still healed, its
-// ConfigMap by its reconciler, its placed bundle by the hub. `hub resume ro2` brings it up to
+// ConfigMap by its reconciler, its placed bundle by the hub. With ro1 paused too, the
+// FleetBundle is AllReady, saying every member is paused. `hub resume ro2` brings it up to
 // date (Resumed Event, Paused False NotPaused). Pausing is idempotent; an unknown member is exit
 // 1, a missing or extra NAME exit 2.
 func TestPausedMemberIsFrozenAtWhatItHolds(t *testing.T) {
@@ -150,6 +151,15 @@ func TestPausedMemberIsFrozenAtWhatItHolds(t *testing.T) {
 	g.Eventually(holding(fb, "ro2")).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(1, "v1"), "ro2")))
 	g.Consistently(holding(fb, "ro2")).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(all(holds(1, "v1"), "ro2")))
 	g.Expect(placed("ro2", api)(g)).To(BeNil())
+
+	// Every selected member paused: nothing to wait for, AllReady, saying so.
+	pauseMember(t, "ro1")
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		condition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason),
+		HaveField("Conditions", ContainElement(And(HaveField("Type", hubv1alpha1.ReadyCondition), HaveField("Message", ContainSubstring("paused"))))),
+		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Paused: 2})))
+	g.Eventually(func(g Gomega) int64 { return fl.Fleet(g).Status.Clusters.Paused }).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(2))
+	hubPauseMember(t, "resume", "ro1")
 
 	// Resumed: up to date.
 	hubPauseMember(t, "resume", "ro2")
