@@ -19,8 +19,9 @@ import (
 	"configbundle.dev/hub/pkg/placement"
 )
 
-// renderReader is the user `hub render` runs as in the tests: it may get and list FleetBundles
-// and MemberClusters, and nothing else.
+// renderReader is the user `hub render` runs as in the tests: it may get and list FleetBundles,
+// MemberClusters, and the ClusterSets and ClusterSetBindings that decide which members a
+// FleetBundle may select, and nothing else.
 const renderReader = "render-reader"
 
 func TestRenderUsageErrorsExitTwo(t *testing.T) {
@@ -105,14 +106,14 @@ func startRenderHub(t *testing.T) *renderHub {
 }
 
 // readerKubeconfig writes the kubeconfig of renderReader, bound to a ClusterRole that may get
-// and list FleetBundles and MemberClusters.
+// and list FleetBundles, MemberClusters, ClusterSets and ClusterSetBindings.
 func readerKubeconfig(t *testing.T, cp *controlplane.ControlPlane, c client.Client) string {
 	t.Helper()
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: renderReader},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{hubv1alpha1.GroupVersion.Group},
-			Resources: []string{"fleetbundles", "memberclusters"},
+			Resources: []string{"fleetbundles", "memberclusters", "clustersets", "clustersetbindings"},
 			Verbs:     []string{"get", "list"},
 		}},
 	}

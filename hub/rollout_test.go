@@ -28,6 +28,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/placement"
 )
@@ -322,7 +323,8 @@ func startRolloutHub(t *testing.T) *rolloutHub {
 }
 
 // startHubControlPlane starts a hub's control plane with the hub's CRDs and opts, stopped when t
-// ends, and returns it with an admin client.
+// ends, with the ClusterSet global bound into the namespace default, and returns it with an
+// admin client.
 func startHubControlPlane(t *testing.T, opts controlplane.Options) (*controlplane.ControlPlane, client.WithWatch) {
 	t.Helper()
 	if err := controlplane.CheckAssets(); err != nil {
@@ -352,6 +354,9 @@ func startHubControlPlane(t *testing.T, opts controlplane.Options) (*controlplan
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A FleetBundle selects only among the members of the ClusterSets bound to its namespace:
+	// the tests' FleetBundles, in default, may select any member, as config/samples'.
+	fleet.MustBindGlobalWith(t, c, metav1.NamespaceDefault)
 	return cps[0], c
 }
 

@@ -109,10 +109,11 @@ func (f *fleet) measurePlacement(ctx context.Context, cfg benchConfig, res *resu
 	return f.cleanupPlacement(ctx, pm)
 }
 
-// preparePlacement labels the members' MemberClusters and creates the namespaces: on the hub,
-// and in every member (the hub creates none: NamespaceMissing).
+// preparePlacement labels the members' MemberClusters and creates the namespaces: on the hub
+// (with the ClusterSet global bound into it: a FleetBundle places only into the members of the
+// sets bound to its namespace), and in every member (the hub creates none: NamespaceMissing).
 func (f *fleet) preparePlacement(ctx context.Context, pm []*member) error {
-	if err := fixture.EnsureNamespace(ctx, f.Hub, placementNS); err != nil {
+	if err := f.BindGlobal(ctx, placementNS); err != nil {
 		return err
 	}
 	for _, m := range pm {

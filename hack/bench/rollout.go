@@ -230,10 +230,11 @@ func stageSizes(stages []rolloutStage) string {
 	return strings.Join(parts, ", ")
 }
 
-// prepareRollout creates the namespaces (on the hub and in every member: the hub creates none)
-// and labels the MemberClusters: every one rolloutLabel, those of the named stages ringLabel.
+// prepareRollout creates the namespaces (on the hub, with the ClusterSet global bound into it,
+// and in every member: the hub creates none) and labels the MemberClusters: every one
+// rolloutLabel, those of the named stages ringLabel.
 func (f *fleet) prepareRollout(ctx context.Context, rr *rolloutResults) error {
-	if err := fixture.EnsureNamespace(ctx, f.Hub, rolloutNS); err != nil {
+	if err := f.BindGlobal(ctx, rolloutNS); err != nil {
 		return err
 	}
 	for i, s := range rr.Stages {

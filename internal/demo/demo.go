@@ -1,7 +1,8 @@
 // Package demo runs ConfigBundle Hub on an embedded local fleet and narrates it: real control
 // planes for a hub and members on loopback (package controlplane), the hub binary running
 // against them, members registered with `hub register`, sample bundles applied, a ConfigMap
-// tampered with and healed, a member paused and reported Unreachable, a FleetBundle placed by
+// tampered with and healed, a member paused and reported Unreachable, the ClusterSet global
+// bound into the namespace default (config/samples/clusterset_global.yaml), a FleetBundle placed by
 // label, moved by a label change and restored after a placed bundle is deleted by hand, and a
 // staged rollout: canary first, halted when the canary's own admission control refuses a value
 // while the rest of the fleet keeps the old one, then a fix rolled out; and per-member values: a
@@ -91,7 +92,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		d.say("==> Cleaning up: stopping the hub and the control planes")
 		err = errors.Join(err, d.cleanup())
 	}()
-	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.place, d.move, d.restore, d.rollout, d.templates, d.summary}
+	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.bindGlobal, d.place, d.move, d.restore, d.rollout, d.templates, d.summary}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err

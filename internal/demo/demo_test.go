@@ -78,6 +78,11 @@ func TestDemo(t *testing.T) {
 		"member-2 False Unreachable",
 		"meanwhile member-1 still heals",
 		"member-2 Ready again",
+		// The ClusterSet global bound into default, which the FleetBundles below need.
+		"$ kubectl apply -f config/samples/clusterset_global.yaml",
+		"clustersetbinding.hub.configbundle.dev/global created",
+		"NAME CLUSTERS AGE global 3",
+		"NAME CLUSTERSET READY REASON AGE global global True Bound",
 		// Placement: on two of three members by label, moved by a label change, restored.
 		"$ kubectl label memberclusters member-1 member-2 env=prod",
 		"ConfigMap web in member-1 after",

@@ -88,7 +88,7 @@ func TestPrinterColumns(t *testing.T) {
 	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
 
 	mcs := table(g, "/apis/hub.configbundle.dev/v1alpha1/memberclusters")
-	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
+	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Paused", "Age"}))
 	g.Expect(columns(mcs, 1)).To(Equal([]string{"Placed", "Last-Seen", "Credentials", "Credentials-Expiry", "Replica"}))
 	var m1 []any
 	for _, row := range mcs.Rows {
@@ -99,6 +99,7 @@ func TestPrinterColumns(t *testing.T) {
 	g.Expect(m1).NotTo(BeNil())
 	g.Expect(m1[1:3]).To(Equal([]any{"True", "Connected"}))
 	g.Expect(m1[3]).To(HavePrefix("v1.36"))
+	g.Expect(m1[slices.Index(columnNames(mcs), "Paused")]).To(BeFalse(), "PAUSED: spec.paused, false by default")
 	// The credential hub register made expires in a year: -o wide says when (a date column shows
 	// the age of a past time, and "<invalid>" for a future one).
 	expiry := fl.MemberCluster("m1")(g).Status.CredentialsExpiry
@@ -108,7 +109,7 @@ func TestPrinterColumns(t *testing.T) {
 
 	fleets := table(g, "/apis/hub.configbundle.dev/v1alpha1/fleets")
 	g.Expect(columns(fleets, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Clusters", "Clusters-Ready", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
-	g.Expect(columns(fleets, 1)).To(Equal([]string{"FleetBundles", "FleetBundles-Failed", "Heartbeat"}))
+	g.Expect(columns(fleets, 1)).To(Equal([]string{"Paused", "FleetBundles", "FleetBundles-Failed", "Heartbeat"}))
 	g.Expect(fleets.Rows).To(HaveLen(1))
 	g.Expect(fleets.Rows[0].Cells[0]).To(Equal("default"))
 

@@ -33,7 +33,7 @@ const gitOpsManager = "e2e-gitops"
 func applyFleetBundle(t *testing.T, ns, name, key, message string) *hubv1alpha1.FleetBundle {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
-	g.Expect(fleet.EnsureNamespace(ctx, fl.Hub, ns)).To(Succeed())
+	fl.MustBindGlobal(t, ns) // the namespace, and the ClusterSet global bound into it: its FleetBundles may place anywhere
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": hubv1alpha1.GroupVersion.String(), "kind": "FleetBundle",
 		"metadata": map[string]any{"namespace": ns, "name": name},

@@ -36,12 +36,13 @@ func selectMember(t *testing.T, name, key, value string) {
 	}
 }
 
-// newFleetBundle creates a FleetBundle in a hub namespace of its name, selecting members by
-// key=yes, and deletes it (waiting until it is gone) when the test ends.
+// newFleetBundle creates a FleetBundle in a hub namespace of its name (bound to the ClusterSet
+// global, so that it may select any member), selecting members by key=yes, and deletes it
+// (waiting until it is gone) when the test ends.
 func newFleetBundle(t *testing.T, ns, name, key string, spec configbundlev1alpha1.ConfigBundleSpec) *hubv1alpha1.FleetBundle {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
-	g.Expect(fleet.EnsureNamespace(ctx, fl.Hub, ns)).To(Succeed())
+	fl.MustBindGlobal(t, ns) // the namespace, and the ClusterSet global bound into it: its FleetBundles may place anywhere
 	fb := fleet.NewFleetBundle(ns, name, map[string]string{key: "yes"}, spec)
 	fb.Spec.Template.Metadata = hubv1alpha1.TemplateMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"owner": "platform@example.com"}}
 	g.Expect(fl.Hub.Create(ctx, fb)).To(Succeed())

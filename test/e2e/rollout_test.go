@@ -92,7 +92,7 @@ func canaryThenRest(soak time.Duration) *hubv1alpha1.RolloutStrategy {
 func newRolloutBundle(t *testing.T, ns, key, message string, rollout *hubv1alpha1.RolloutStrategy, historyLimit *int32) *hubv1alpha1.FleetBundle {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
-	g.Expect(fleet.EnsureNamespace(ctx, fl.Hub, ns)).To(Succeed())
+	fl.MustBindGlobal(t, ns) // the namespace, and the ClusterSet global bound into it: its FleetBundles may place anywhere
 	fb := fleet.NewFleetBundle(ns, "web", map[string]string{key: "yes"}, configbundlev1alpha1.ConfigBundleSpec{Message: message})
 	fb.Spec.Rollout = rollout
 	fb.Spec.RevisionHistoryLimit = historyLimit

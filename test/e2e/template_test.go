@@ -73,7 +73,7 @@ func templateFixture(t *testing.T, ns, key string, labels map[string]map[string]
 func newTemplatedBundle(t *testing.T, ns, name, key string, edit func(*hubv1alpha1.FleetBundleSpec)) *hubv1alpha1.FleetBundle {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
-	g.Expect(fleet.EnsureNamespace(ctx, fl.Hub, ns)).To(Succeed())
+	fl.MustBindGlobal(t, ns) // the namespace, and the ClusterSet global bound into it: its FleetBundles may place anywhere
 	fb := fleet.NewFleetBundle(ns, name, map[string]string{key: "yes"}, configbundlev1alpha1.ConfigBundleSpec{Message: regionMessage})
 	fb.Spec.TemplateEngine = hubv1alpha1.TemplateEngineGoTemplate
 	fb.Spec.Template.Metadata.Labels = map[string]string{regionLabel: regionLabelValue}
@@ -458,7 +458,7 @@ func TestTemplateRenderBombIsBoundedAndIsolated(t *testing.T) {
 func TestTemplateImmutableFreezesOverridesAndEngine(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	const ns = "template-immutable"
-	g.Expect(fleet.EnsureNamespace(ctx, fl.Hub, ns)).To(Succeed())
+	fl.MustBindGlobal(t, ns) // the namespace, and the ClusterSet global bound into it: its FleetBundles may place anywhere
 	mk := func(name string, immutable bool) *hubv1alpha1.FleetBundle {
 		fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: hubv1alpha1.FleetBundleSpec{
 			TemplateEngine: hubv1alpha1.TemplateEngineGoTemplate,

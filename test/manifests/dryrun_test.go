@@ -46,8 +46,9 @@ func installPrerequisites(t *testing.T, c client.Client, objs []*unstructured.Un
 	}
 }
 
-// TestServerAcceptsManifests server-side applies every object of config/default, config/member
-// and config/samples as a dry run against a real API server, after their CRDs and Namespaces are
+// TestServerAcceptsManifests server-side applies every object of config/default (the bind policy
+// and the tenancy roles included), config/member and config/samples (with the hub's samples that
+// kustomization.yaml does not list: the FleetBundles and the ClusterSet global) as a dry run against a real API server, after their CRDs and Namespaces are
 // installed: schema, validation and admission (Pod Security included) have their say, and
 // nothing else is written.
 func TestServerAcceptsManifests(t *testing.T) {
@@ -65,9 +66,14 @@ func TestServerAcceptsManifests(t *testing.T) {
 	}
 	t.Run("samples", func(t *testing.T) {
 		g := NewWithT(t)
-		hubSamples, err := filepath.Glob(filepath.Join(configDir, "samples", "fleetbundle_*.yaml"))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(hubSamples).NotTo(BeEmpty())
+		var hubSamples []string
+		for _, pattern := range []string{"fleetbundle_*.yaml", "clusterset_*.yaml"} {
+			files, err := filepath.Glob(filepath.Join(configDir, "samples", pattern))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(files).NotTo(BeEmpty(), pattern)
+			hubSamples = append(hubSamples, files...)
+		}
+		kinds := map[string]bool{}
 		for _, file := range hubSamples { // the hub's samples, not in kustomization.yaml
 			raw, err := os.ReadFile(file)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -75,9 +81,15 @@ func TestServerAcceptsManifests(t *testing.T) {
 		}
 		for _, u := range samples {
 			u = u.DeepCopy()
-			u.SetNamespace(metav1.NamespaceDefault)
+			kinds[u.GetKind()] = true
+			namespaced, err := c.IsObjectNamespaced(u)
+			g.Expect(err).NotTo(HaveOccurred(), id(u))
+			if namespaced && u.GetNamespace() == "" {
+				u.SetNamespace(metav1.NamespaceDefault)
+			}
 			g.Expect(apply(t.Context(), c, u, client.DryRunAll)).To(Succeed(), id(u))
 		}
+		g.Expect(kinds).To(And(HaveKey("ConfigBundle"), HaveKey("FleetBundle"), HaveKey("ClusterSet"), HaveKey("ClusterSetBinding")))
 	})
 
 	// The dry runs above judge the Deployment, but Pod Security judges only pods: a pod made

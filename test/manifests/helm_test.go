@@ -33,6 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // The chart config/chart/configbundle-hub is generated from config/default, config/sharded and
@@ -269,6 +271,18 @@ func TestHelmMatchesKustomize(t *testing.T) {
 		}
 		expectSameObjects(t, chart, kustomize)
 	})
+	// The tenancy model ships with the chart too: the bind policy and its binding, the editor's
+	// role (aggregated to edit and admin) and the set administrator's.
+	t.Run("default values: the tenancy roles and the bind policy", func(t *testing.T) {
+		chart := asServed(withoutHelmLabels(t, helmTemplate(t, namespace)))
+		testTenancyObjects(t, chart)
+		sharded := asServed(withoutHelmLabels(t, helmTemplate(t, namespace, "sharded=true,replicaCount=3")))
+		for _, k := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+			find(t, sharded, k, "", hubv1alpha1.ClusterSetBindPolicyName)
+		}
+		find(t, sharded, "ClusterRole", "", hubv1alpha1.FleetBundleEditorRole)
+		find(t, sharded, "ClusterRole", "", hubv1alpha1.ClusterSetAdminRole)
+	})
 	t.Run("sharded=true,replicaCount=3: config/sharded", func(t *testing.T) {
 		chart := helmTemplate(t, namespace, "sharded=true,replicaCount=3")
 		kustomize := without(render(t, "sharded"), "Namespace")
@@ -427,7 +441,11 @@ func TestHelmValues(t *testing.T) {
 		const ns = "hub-helm"
 		objs := without(helmTemplate(t, ns, "sharded=true", "serviceMonitor.enabled=true,prometheusRule.enabled=true"), "CustomResourceDefinition")
 		for _, u := range objs {
-			if u.GetKind() != "ClusterRole" && u.GetKind() != "ClusterRoleBinding" {
+			switch u.GetKind() {
+			case "ClusterRole", "ClusterRoleBinding":
+				g.Expect(u.GetNamespace()).To(BeEmpty(), id(u))
+			case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding": // see unknownClusterScoped
+			default:
 				g.Expect(u.GetNamespace()).To(Equal(ns), id(u))
 			}
 			raw, err := u.MarshalJSON()

@@ -261,6 +261,15 @@ func TestHubRunsWithItsServiceAccount(t *testing.T) {
 			// The member-side rules stay in the members.
 			{authorizationv1.ResourceAttributes{Verb: "list", Resource: "configmaps", Namespace: namespace}, false},
 			{authorizationv1.ResourceAttributes{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, false},
+			// The tenancy model: it reads the sets and their bindings, writes their status, and
+			// never binds a set, nor pauses or relabels a member.
+			{authorizationv1.ResourceAttributes{Verb: "list", Group: "hub.configbundle.dev", Resource: "clustersets"}, true},
+			{authorizationv1.ResourceAttributes{Verb: "watch", Group: "hub.configbundle.dev", Resource: "clustersetbindings"}, true},
+			{authorizationv1.ResourceAttributes{Verb: "patch", Group: "hub.configbundle.dev", Resource: "clustersetbindings", Subresource: "status", Namespace: metav1.NamespaceDefault}, true},
+			{authorizationv1.ResourceAttributes{Verb: "create", Group: "hub.configbundle.dev", Resource: "clustersets", Subresource: "bind", Name: "global"}, false},
+			{authorizationv1.ResourceAttributes{Verb: "create", Group: "hub.configbundle.dev", Resource: "clustersetbindings", Namespace: metav1.NamespaceDefault}, false},
+			{authorizationv1.ResourceAttributes{Verb: "update", Group: "hub.configbundle.dev", Resource: "clustersets"}, false},
+			{authorizationv1.ResourceAttributes{Verb: "patch", Group: "hub.configbundle.dev", Resource: "memberclusters"}, false},
 			// Leases and Events of other namespaces.
 			{authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: metav1.NamespaceSystem}, false},
 			{authorizationv1.ResourceAttributes{Verb: "create", Resource: "events", Namespace: metav1.NamespaceDefault}, false},

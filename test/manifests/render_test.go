@@ -8,16 +8,20 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 )
 
@@ -116,15 +120,21 @@ func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
 
 func TestDefault(t *testing.T) {
 	g := NewWithT(t)
-	objs := render(t, "default")
+	objs := asServed(render(t, "default"))
 	g.Expect(ids(objs)).To(ConsistOf(
 		"Namespace//"+namespace,
 		"CustomResourceDefinition//memberclusters.hub.configbundle.dev",
 		"CustomResourceDefinition//fleets.hub.configbundle.dev",
 		"CustomResourceDefinition//fleetbundles.hub.configbundle.dev",
+		"CustomResourceDefinition//clustersets.hub.configbundle.dev",
+		"CustomResourceDefinition//clustersetbindings.hub.configbundle.dev",
 		"ServiceAccount/"+namespace+"/"+hubName,
 		"ClusterRole//"+hubName,
 		"ClusterRole//configbundle-hub-metrics-reader",
+		"ClusterRole//"+hubv1alpha1.FleetBundleEditorRole,
+		"ClusterRole//"+hubv1alpha1.ClusterSetAdminRole,
+		"ValidatingAdmissionPolicy//"+hubv1alpha1.ClusterSetBindPolicyName,
+		"ValidatingAdmissionPolicyBinding//"+hubv1alpha1.ClusterSetBindPolicyName,
 		"ClusterRoleBinding//"+hubName,
 		"Role/"+namespace+"/"+hubName,
 		"RoleBinding/"+namespace+"/"+hubName,
@@ -155,7 +165,10 @@ func TestDefault(t *testing.T) {
 		cr := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", hubName))
 		g.Expect(rules(cr.Rules)).To(ConsistOf(slices.Concat(
 			expand([]string{"hub.configbundle.dev/memberclusters", "hub.configbundle.dev/fleets"}, "get", "list", "watch", "create", "delete"),
-			expand([]string{"hub.configbundle.dev/memberclusters/status", "hub.configbundle.dev/fleets/status", "hub.configbundle.dev/fleetbundles/status"}, "get", "update", "patch"),
+			expand([]string{"hub.configbundle.dev/memberclusters/status", "hub.configbundle.dev/fleets/status", "hub.configbundle.dev/fleetbundles/status",
+				"hub.configbundle.dev/clustersets/status", "hub.configbundle.dev/clustersetbindings/status"}, "get", "update", "patch"),
+			// The tenancy model: placement reads the sets and their bindings, and never binds.
+			expand([]string{"hub.configbundle.dev/clustersets", "hub.configbundle.dev/clustersetbindings"}, "get", "list", "watch"),
 			expand([]string{"hub.configbundle.dev/fleetbundles"}, "get", "list", "watch", "update"),
 			expand([]string{"hub.configbundle.dev/fleetbundles/finalizers"}, "update"),
 			// A FleetBundle's revisions, ControllerRevisions in its namespace.
@@ -183,6 +196,8 @@ func TestDefault(t *testing.T) {
 		g.Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hubName}))
 		g.Expect(rb.Subjects).To(ConsistOf(subject))
 	})
+
+	t.Run("tenancy: the roles and the bind policy", func(t *testing.T) { testTenancyObjects(t, objs) })
 
 	t.Run("Deployment", func(t *testing.T) {
 		g := NewWithT(t)
@@ -326,4 +341,83 @@ func TestSamples(t *testing.T) {
 		}
 	}
 	g.Expect([]int{mutable, immutable, labelled, data}).To(HaveEach(BeNumerically(">=", 1)), "mutable, immutable, labelled and annotated, with data")
+}
+
+// testTenancyObjects checks the objects of the tenancy model among objs (config/default or the
+// chart): the editor's role, aggregated to edit and admin, manages FleetBundles and
+// ClusterSetBindings but may not bind a set; the set administrator's may; the
+// ValidatingAdmissionPolicy checks clustersets/bind of every ClusterSetBinding created or updated,
+// and is what config.ClusterSetBindPolicy embeds (what the test fixture installs).
+func testTenancyObjects(t *testing.T, objs []*unstructured.Unstructured) {
+	g := NewWithT(t)
+	hub := func(res ...string) []string {
+		out := make([]string, 0, len(res))
+		for _, r := range res {
+			out = append(out, hubv1alpha1.GroupVersion.Group+"/"+r)
+		}
+		return out
+	}
+	editor := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", hubv1alpha1.FleetBundleEditorRole))
+	g.Expect(editor.Labels).To(And(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-edit", "true"),
+		HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-admin", "true")))
+	g.Expect(rules(editor.Rules)).To(ConsistOf(slices.Concat(
+		expand(hub("fleetbundles", "clustersetbindings"), "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"),
+		expand(hub("fleetbundles/status", "clustersetbindings/status"), "get", "list", "watch"),
+		expand([]string{"apps/controllerrevisions"}, "get", "list", "watch"),
+	)))
+	g.Expect(rules(editor.Rules)).NotTo(ContainElement(HavePrefix(hubv1alpha1.GroupVersion.Group+"/"+hubv1alpha1.ClusterSetBindPermission)),
+		"a tenant binds only the sets it is given")
+	g.Expect(rules(editor.Rules)).NotTo(ContainElement(HavePrefix(hubv1alpha1.GroupVersion.Group+"/memberclusters")),
+		"a tenant may not relabel members")
+
+	admin := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", hubv1alpha1.ClusterSetAdminRole))
+	g.Expect(admin.Labels).NotTo(HaveKey(HavePrefix("rbac.authorization.k8s.io/aggregate-to-")), "not aggregated to any namespace role")
+	g.Expect(rules(admin.Rules)).To(ConsistOf(slices.Concat(
+		expand(hub("clustersets", "clustersetbindings"), "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"),
+		expand(hub(hubv1alpha1.ClusterSetBindPermission), hubv1alpha1.ClusterSetBindVerb),
+		expand(hub("clustersets/status", "clustersetbindings/status", "fleets", "fleets/status", "memberclusters/status"), "get", "list", "watch"),
+		expand(hub("memberclusters"), "get", "list", "watch", "update", "patch"),
+	)))
+
+	wantPolicy, wantBinding, err := config.ClusterSetBindPolicy()
+	g.Expect(err).NotTo(HaveOccurred())
+	policy := convert[admissionregistrationv1.ValidatingAdmissionPolicy](t, find(t, objs, "ValidatingAdmissionPolicy", "", hubv1alpha1.ClusterSetBindPolicyName))
+	g.Expect(policy.Spec).To(Equal(wantPolicy.Spec), "config/default's policy is the one embedded")
+	g.Expect(policy.Spec.FailurePolicy).To(HaveValue(Equal(admissionregistrationv1.Fail)))
+	g.Expect(policy.Spec.MatchConstraints.ResourceRules).To(ConsistOf(HaveField("RuleWithOperations", And(
+		HaveField("Operations", ConsistOf(admissionregistrationv1.Create, admissionregistrationv1.Update)),
+		HaveField("Rule.APIGroups", ConsistOf(hubv1alpha1.GroupVersion.Group)),
+		HaveField("Rule.Resources", ConsistOf("clustersetbindings"))))))
+	g.Expect(policy.Spec.Validations).To(ConsistOf(And(
+		HaveField("Expression", And(ContainSubstring("resource('clustersets')"), ContainSubstring("subresource('"+hubv1alpha1.ClusterSetBindSubresource+"')"),
+			ContainSubstring("name(object.spec.clusterSet)"), ContainSubstring("check('"+hubv1alpha1.ClusterSetBindVerb+"')"))),
+		HaveField("MessageExpression", ContainSubstring(hubv1alpha1.ClusterSetBindPermission)))))
+	binding := convert[admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, find(t, objs, "ValidatingAdmissionPolicyBinding", "", hubv1alpha1.ClusterSetBindPolicyName))
+	g.Expect(binding.Spec).To(Equal(wantBinding.Spec))
+	g.Expect(binding.Spec.PolicyName).To(Equal(hubv1alpha1.ClusterSetBindPolicyName))
+	g.Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
+}
+
+// TestClusterSetSample: config/samples/clusterset_global.yaml is the ClusterSet global, selecting
+// every member ({}), and its binding into default, as config.SampleClusterSet embeds it (what
+// the test fixture and the demo apply).
+func TestClusterSetSample(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join(configDir, "samples", "clusterset_global.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	objs := decodeYAML(t, string(raw))
+	g.Expect(ids(objs)).To(Equal([]string{"ClusterSet//global", "ClusterSetBinding/default/global"}))
+	set := convert[hubv1alpha1.ClusterSet](t, objs[0])
+	g.Expect(set.Spec.ClusterSelector).To(Equal(metav1.LabelSelector{}), "{} selects every member")
+	binding := convert[hubv1alpha1.ClusterSetBinding](t, objs[1])
+	g.Expect(binding.Spec.ClusterSet).To(Equal(set.Name), "named after the set it binds")
+	wantSet, wantBinding, err := config.SampleClusterSet()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(set.Spec).To(Equal(wantSet.Spec))
+	g.Expect(wantSet.Name).To(Equal(set.Name))
+	g.Expect(binding.Spec).To(Equal(wantBinding.Spec))
+	g.Expect(client.ObjectKeyFromObject(wantBinding)).To(Equal(client.ObjectKeyFromObject(binding)))
+	for _, u := range render(t, "samples") {
+		g.Expect(u.GetKind()).To(Equal("ConfigBundle"), "kustomization.yaml lists the members' samples only: %s", id(u))
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -175,4 +176,24 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, ns, name string
 func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts ...client.ApplyOption) error {
 	opts = append([]client.ApplyOption{client.FieldOwner("manifests-test"), client.ForceOwnership}, opts...)
 	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), opts...)
+}
+
+// unknownClusterScoped are cluster-scoped kinds that kustomize's schema does not know to be
+// cluster-scoped: its namespace transformer (config/default's `namespace:`) gives them a
+// namespace, which the API server drops (a cluster-scoped object has none), and the chart
+// generated from config/default templates it as the release's.
+var unknownClusterScoped = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+
+// asServed returns copies of objs as the API server stores them: the kinds of
+// unknownClusterScoped without a namespace.
+func asServed(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, u := range objs {
+		if slices.Contains(unknownClusterScoped, u.GetKind()) {
+			u = u.DeepCopy()
+			u.SetNamespace("")
+		}
+		out = append(out, u)
+	}
+	return out
 }

@@ -95,6 +95,10 @@ func (f *monitored) makeHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// FleetBundles place only into the members of the ClusterSets bound to their namespace: the
+	// set global (every member) is bound into both namespaces of the test's FleetBundles.
+	f.MustBindGlobal(t, "monitoring", "quota")
+
 	// Both: a FleetBundle placed into them (placement latency).
 	for _, m := range []string{"m1", "m2"} {
 		if err := f.LabelMember(ctx, m, map[string]string{"monitoring": "yes"}); err != nil {

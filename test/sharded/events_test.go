@@ -30,6 +30,7 @@ func TestFleetBundleFailuresAreReportedOncePerMember(t *testing.T) {
 	for _, m := range conflicted {
 		Expect(fl.Member(m).Client.Create(ctx, fleet.NewBundle("default", name, "the member's own"))).To(Succeed())
 	}
+	fl.MustBindGlobal(t, "default") // FleetBundles place only into the members of the ClusterSets bound to their namespace
 	fb := fleet.NewFleetBundle("default", name, nil, configbundlev1alpha1.ConfigBundleSpec{Message: "placed where it may"})
 	Expect(fl.Hub.Create(ctx, fb)).To(Succeed())
 	events := func(reason string) func(Gomega) []eventsv1.Event {

@@ -45,6 +45,7 @@ func TestStagedRolloutAcrossReplicas(t *testing.T) {
 	})
 	// A name of its own each run: the members run no garbage collector (see
 	// TestFleetBundleStatusSumsTheReplicasShares).
+	fl.MustBindGlobal(t, bundleNS) // FleetBundles place only into the members of the ClusterSets bound to their namespace
 	fb := fleet.NewFleetBundle(bundleNS, fmt.Sprintf("staged-%d", time.Now().UnixNano()), nil, configbundlev1alpha1.ConfigBundleSpec{Message: "v1"})
 	fb.Spec.Rollout = &hubv1alpha1.RolloutStrategy{Stages: []hubv1alpha1.RolloutStage{
 		{Name: "canary", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"test.rollout/ring": "canary"}},

@@ -60,6 +60,7 @@ func TestFleetBundleStatusSumsTheReplicasShares(t *testing.T) {
 	own := settledOwners(t, "r0", "r1", "r2")
 	// A name of its own each run: the members run no garbage collector, so the ConfigMap of a
 	// previous run's bundle stays, and would conflict.
+	fl.MustBindGlobal(t, "default") // FleetBundles place only into the members of the ClusterSets bound to their namespace
 	fb := fleet.NewFleetBundle("default", fmt.Sprintf("everywhere-%d", time.Now().UnixNano()), nil,
 		configbundlev1alpha1.ConfigBundleSpec{Message: "placed once, everywhere"})
 	Expect(fl.Hub.Create(ctx, fb)).To(Succeed())

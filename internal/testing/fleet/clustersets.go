@@ -75,3 +75,24 @@ func (f *Fleet) BindGlobal(ctx context.Context, ns ...string) error {
 	}
 	return nil
 }
+
+// BindGlobalWith makes, with c (an administrator of a hub cluster that Start did not start, such
+// as a bare control plane with the hub's CRDs), what Start and BindGlobal make: the ClusterSet
+// GlobalClusterSet ({}) if it does not exist, and its binding into the namespaces ns (creating
+// those that do not exist). The FleetBundles of ns may then place into every member, as before
+// cluster sets. It installs no admission policy: c binds as an administrator would.
+func BindGlobalWith(ctx context.Context, c client.Client, ns ...string) error {
+	set := NewClusterSet(GlobalClusterSet, nil)
+	if err := c.Create(ctx, set); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ClusterSet %s: %w", GlobalClusterSet, err)
+	}
+	for _, n := range ns {
+		if err := EnsureNamespace(ctx, c, n); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", n, err)
+		}
+		if err := c.Create(ctx, NewClusterSetBinding(n, GlobalClusterSet)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("binding ClusterSet %s into namespace %s: %w", GlobalClusterSet, n, err)
+		}
+	}
+	return nil
+}

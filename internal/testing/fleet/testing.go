@@ -83,7 +83,8 @@ func (f *Fleet) Metrics(g gomega.Gomega) string {
 	return text
 }
 
-// ReadyIs matches a MemberCluster or a Fleet whose Ready condition has the status and reason.
+// ReadyIs matches a MemberCluster, a Fleet, a ClusterSet or a ClusterSetBinding whose Ready
+// condition has the status and reason.
 func ReadyIs(status metav1.ConditionStatus, reason string) gomega.OmegaMatcher {
 	return gomega.WithTransform(func(obj any) string {
 		var conds []metav1.Condition
@@ -91,6 +92,10 @@ func ReadyIs(status metav1.ConditionStatus, reason string) gomega.OmegaMatcher {
 		case *hubv1alpha1.MemberCluster:
 			conds = o.Status.Conditions
 		case *hubv1alpha1.Fleet:
+			conds = o.Status.Conditions
+		case *hubv1alpha1.ClusterSet:
+			conds = o.Status.Conditions
+		case *hubv1alpha1.ClusterSetBinding:
 			conds = o.Status.Conditions
 		}
 		got, why := ReadyReason(conds)
@@ -157,5 +162,32 @@ func (f *Fleet) MustBindGlobal(t testing.TB, ns ...string) {
 	t.Helper()
 	if err := f.BindGlobal(context.Background(), ns...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// MustBindGlobalWith is BindGlobalWith, failing t if it cannot.
+func MustBindGlobalWith(t testing.TB, c client.Client, ns ...string) {
+	t.Helper()
+	if err := BindGlobalWith(context.Background(), c, ns...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ClusterSet polls the ClusterSet name on the hub, for Eventually.
+func (f *Fleet) ClusterSet(name string) func(gomega.Gomega) *hubv1alpha1.ClusterSet {
+	return func(g gomega.Gomega) *hubv1alpha1.ClusterSet {
+		cs := &hubv1alpha1.ClusterSet{}
+		g.Expect(f.Hub.Get(context.Background(), client.ObjectKey{Name: name}, cs)).To(gomega.Succeed())
+		return cs
+	}
+}
+
+// ClusterSetBinding polls the binding of the ClusterSet set into the hub namespace ns, for
+// Eventually.
+func (f *Fleet) ClusterSetBinding(ns, set string) func(gomega.Gomega) *hubv1alpha1.ClusterSetBinding {
+	return func(g gomega.Gomega) *hubv1alpha1.ClusterSetBinding {
+		b := &hubv1alpha1.ClusterSetBinding{}
+		g.Expect(f.Hub.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: set}, b)).To(gomega.Succeed())
+		return b
 	}
 }
