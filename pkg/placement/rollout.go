@@ -294,7 +294,7 @@ type decision struct {
 func (d *decision) startStage(i int) {
 	now := metav1.NewTime(d.in.Now)
 	d.ro.Stage, d.ro.StageStartTime, d.ro.SoakStartTime, d.ro.AdmittedThrough = d.names[i], &now, nil, ""
-	if slices.ContainsFunc(d.in.Members, func(m RolloutMember) bool { return m.Stage == i }) { // an empty stage passes unsaid
+	if d.hasMembers(i) { // an empty stage passes unsaid
 		d.event(corev1.EventTypeNormal, hubv1alpha1.StageStartedEvent, d.names[i], "Revision %d: stage %s started", d.in.Update, d.names[i])
 	}
 }
@@ -347,6 +347,11 @@ func (d *decision) failed() bool {
 	return true
 }
 
+// hasMembers reports whether stage i has members the rollout updates (not paused).
+func (d *decision) hasMembers(i int) bool {
+	return slices.ContainsFunc(d.in.Members, func(m RolloutMember) bool { return m.Stage == i && !m.Paused })
+}
+
 // active counts the members the rollout updates: those not paused.
 func (d *decision) active() int {
 	n := 0
@@ -382,7 +387,7 @@ func (d *decision) progress() {
 		if i == len(d.names)-1 {
 			d.out.Current = d.in.Update
 			d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
-			if !slices.ContainsFunc(d.in.Members, func(m RolloutMember) bool { return m.Stage == i }) {
+			if !d.hasMembers(i) {
 				d.ro.Stage = d.names[i-1] // the implicit stage is empty: the rollout ended in the last stage named
 			}
 			d.ro.Message = fmt.Sprintf("Revision %d is rolled out", d.in.Update)
