@@ -115,8 +115,9 @@ func (b Boundary) Unbound() string {
 		hubv1alpha1.ClusterSetBindPermission + ")"
 }
 
-// boundaryOf reads a FleetBundle's Boundary from the hub (its cache).
-func boundaryOf(ctx context.Context, hub client.Reader, fb *hubv1alpha1.FleetBundle) (Boundary, error) {
+// ReadBoundary reads a FleetBundle's Boundary from the hub (hub: the manager's cache, or a
+// client of the hub): the ClusterSetBindings of its namespace and the ClusterSets.
+func ReadBoundary(ctx context.Context, hub client.Reader, fb *hubv1alpha1.FleetBundle) (Boundary, error) {
 	bindings := &hubv1alpha1.ClusterSetBindingList{}
 	if err := hub.List(ctx, bindings, client.InNamespace(fb.Namespace)); err != nil {
 		return Boundary{}, fmt.Errorf("listing ClusterSetBindings: %w", err)

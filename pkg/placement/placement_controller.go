@@ -171,7 +171,7 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 		return nil, nil // reported on the FleetBundle; its fix is a spec change, which brings the pair back
 	}
 	s.fb = fb
-	boundary, err := boundaryOf(ctx, r.hub, fb)
+	boundary, err := ReadBoundary(ctx, r.hub, fb)
 	if err != nil {
 		return nil, err
 	}

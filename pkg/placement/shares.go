@@ -34,7 +34,7 @@ import (
 // the elected replica, the totals and the finalizer.
 func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
 	pending := r.ledger.pendingHeals(fb.UID)
-	boundary, err := boundaryOf(ctx, r.hub, fb)
+	boundary, err := ReadBoundary(ctx, r.hub, fb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -105,7 +105,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 		return r.patchFinalizers(ctx, fb) // the update comes back as an event
 	}
 	pending := r.ledger.pendingHeals(fb.UID)
-	boundary, err := boundaryOf(ctx, r.hub, fb)
+	boundary, err := ReadBoundary(ctx, r.hub, fb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
