@@ -135,6 +135,8 @@ func TestStatusWithPausedAndUnbound(t *testing.T) {
 	}{
 		{name: "no bound set", boundary: BoundaryOf(fb, nil, nil),
 			status: metav1.ConditionFalse, reason: hubv1alpha1.NoClusterSetBindingReason, message: "No ClusterSet is bound to namespace team"},
+		{name: "none selected among the bound sets", boundary: everyMember(fb),
+			status: metav1.ConditionTrue, reason: hubv1alpha1.NoClustersSelectedReason, message: "selects no member of the ClusterSets bound to namespace team (global)"},
 		{name: "one ready, one paused", boundary: everyMember(fb), members: []MemberView{ready("m1"), paused(ready("m2"))},
 			counts: hubv1alpha1.PlacementCounts{Selected: 2, Paused: 1, Applied: 1, Ready: 1},
 			status: metav1.ConditionTrue, reason: hubv1alpha1.AllReadyReason, message: "Ready in all 1 selected members that are not paused (1 paused"},
@@ -219,5 +221,36 @@ func TestShareAndTotalsCountPaused(t *testing.T) {
 	unbound := Totals(fb, BoundaryOf(fb, nil, nil), nil, 0, metav1.Now())
 	if c := meta.FindStatusCondition(unbound.Conditions, hubv1alpha1.ReadyCondition); c == nil || c.Reason != hubv1alpha1.NoClusterSetBindingReason {
 		t.Errorf("Ready without a bound set: %+v, want NoClusterSetBinding", c)
+	}
+}
+
+// TestMemberChanged: a MemberCluster update wakes placement when its labels, its readiness or
+// its spec.paused change, not when only its counts do.
+func TestMemberChanged(t *testing.T) {
+	base := func() *hubv1alpha1.MemberCluster {
+		return &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1", Labels: map[string]string{"env": "prod"}},
+			Status: hubv1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: hubv1alpha1.ConnectedReason}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*hubv1alpha1.MemberCluster)
+		want bool
+	}{
+		{name: "counts only", edit: func(mc *hubv1alpha1.MemberCluster) { mc.Status.Heals++ }},
+		{name: "paused", edit: func(mc *hubv1alpha1.MemberCluster) { mc.Spec.Paused = true }, want: true},
+		{name: "labels", edit: func(mc *hubv1alpha1.MemberCluster) { mc.Labels["env"] = "dev" }, want: true},
+		{name: "readiness", edit: func(mc *hubv1alpha1.MemberCluster) { mc.Status.Conditions[0].Reason = hubv1alpha1.UnreachableReason }, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, updated := base(), base()
+			tc.edit(updated)
+			if got := memberChanged.Update(eventUpdate{ObjectOld: old, ObjectNew: updated}); got != tc.want {
+				t.Errorf("memberChanged = %t, want %t", got, tc.want)
+			}
+			// and back: a resume is a change too
+			if got := memberChanged.Update(eventUpdate{ObjectOld: updated, ObjectNew: old}); got != tc.want {
+				t.Errorf("memberChanged back = %t, want %t", got, tc.want)
+			}
+		})
 	}
 }

@@ -242,7 +242,8 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, boundary Boundary, st hubv1alph
 	case !boundary.HasBound():
 		c.Reason, c.Message = hubv1alpha1.NoClusterSetBindingReason, truncate(boundary.Unbound())
 	case n.Selected == 0: // vacuously Ready: nothing to place, nothing to wait for
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, hubv1alpha1.NoClustersSelectedReason, "The clusterSelector selects no member: nothing is placed"
+		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.NoClustersSelectedReason
+		c.Message = fmt.Sprintf("The clusterSelector selects no member of the ClusterSets bound to namespace %s (%s): nothing is placed", fb.Namespace, listNames(boundary.Bound))
 		if fb.Spec.ClusterSelector == nil {
 			c.Message = "No clusterSelector: no member is selected ({} selects every member); nothing is placed"
 		}
