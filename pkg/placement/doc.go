@@ -1,5 +1,6 @@
 // Package placement places FleetBundles: it turns one FleetBundle on the hub into a ConfigBundle
-// in every member cluster whose MemberCluster its selector selects, keeps those ConfigBundles as
+// in every member cluster whose MemberCluster its selector selects among the members of the
+// ClusterSets bound to its namespace (Boundary, in clustersets.go), keeps those ConfigBundles as
 // the template says (restoring them when someone edits or deletes them, never touching a
 // ConfigBundle the hub did not place), removes them from members that stop matching and when the
 // FleetBundle is deleted, and reports where the bundle stands in each member on the
@@ -13,4 +14,8 @@
 // spec.rollout a new revision is staged: fleetbundle-status decides where the rollout stands
 // (Decide, in rollout.go) and writes it to the status, and placement gives each member the
 // revision that status says it gets (TargetRevision).
+//
+// A paused member (MemberCluster spec.paused) is frozen at what it holds: placement writes
+// nothing to it but the heal of the bundle it holds, at the revision it holds (healHeld); the
+// status counts it apart (status.clusters.paused) and a staged rollout skips it.
 package placement

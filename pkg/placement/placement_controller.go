@@ -79,7 +79,9 @@ func (r *Reconciler) setup() error {
 	err := mcbuilder.ControllerManagedBy(r.manager).
 		Named(ControllerName).
 		Watches(&hubv1alpha1.FleetBundle{}, r.fleetBundleToPairs, append(hubOnly, mcbuilder.WithPredicates(specOrDeletionChanged))...).
-		Watches(&hubv1alpha1.MemberCluster{}, r.memberToPairs, append(hubOnly, mcbuilder.WithPredicates(labelsOrReadinessChanged))...).
+		Watches(&hubv1alpha1.MemberCluster{}, r.memberToPairs, append(hubOnly, mcbuilder.WithPredicates(memberChanged))...).
+		Watches(&hubv1alpha1.ClusterSet{}, r.clusterSetToPairs, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
+		Watches(&hubv1alpha1.ClusterSetBinding{}, r.bindingToPairs, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
 		Watches(&configbundlev1alpha1.ConfigBundle{}, r.bundleToPair, mcbuilder.WithEngageWithLocalCluster(false),
 			mcbuilder.WithEngageWithProviderClusters(true), mcbuilder.WithPredicates(predicate.Or(
 				predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -132,10 +134,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	return res, err
 }
 
-// newScope reads what a pair's reconcile needs from the hub's cache: the MemberCluster and the
-// FleetBundle, and from them the bundle the member should hold, if any. It returns no scope when
-// nothing may be written to the member: it has no MemberCluster (it is leaving the fleet, or its
-// MemberCluster is being recreated), or the FleetBundle's selector is invalid.
+// newScope reads what a pair's reconcile needs from the hub's cache: the MemberCluster, the
+// FleetBundle and the ClusterSets bound to its namespace, and from them whether the FleetBundle
+// selects the member. It returns no scope when nothing may be written to the member: it has no
+// MemberCluster (it is leaving the fleet, or its MemberCluster is being recreated), or the
+// FleetBundle's selector or template is invalid.
 func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*scope, error) {
 	// The cluster's identity is read before and after the cluster, so that what is placed is
 	// remembered of the very cluster it is written to (a member name moves to another cluster
@@ -168,7 +171,11 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 		return nil, nil // reported on the FleetBundle; its fix is a spec change, which brings the pair back
 	}
 	s.fb = fb
-	s.placing = places(fb, mc)
+	boundary, err := ReadBoundary(ctx, r.hub, fb)
+	if err != nil {
+		return nil, err
+	}
+	s.placing = places(fb, mc, boundary)
 	return s, nil
 }
 
@@ -180,13 +187,12 @@ func (r *Reconciler) clusterID(name multicluster.ClusterName) string {
 }
 
 // places reports whether a FleetBundle places a bundle in a member: it is not being deleted, its
-// name fits in FleetBundleLabel, and its selector selects the member.
-func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster) bool {
+// name fits in FleetBundleLabel, and it selects the member (boundary is where it may place).
+func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster, boundary Boundary) bool {
 	if !fb.DeletionTimestamp.IsZero() || !LabelFits(client.ObjectKeyFromObject(fb)) {
 		return false
 	}
-	ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels)
-	return err == nil && ok
+	return boundary.Selects(fb, mc.Labels)
 }
 
 // revision reads revision n of the pair's FleetBundle: from the hub's cache, or from the API
@@ -202,22 +208,55 @@ func (r *Reconciler) revision(ctx context.Context, fb *hubv1alpha1.FleetBundle, 
 // fleetBundleToPairs maps a FleetBundle to its pairs with every member.
 func (r *Reconciler) fleetBundleToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		list := &hubv1alpha1.MemberClusterList{}
-		if err := r.hub.List(ctx, list); err != nil {
-			return nil
-		}
-		reqs := make([]mcreconcile.Request, 0, len(list.Items))
-		for _, mc := range list.Items {
-			reqs = append(reqs, request(mc.Name, client.ObjectKeyFromObject(o)))
-		}
-		return reqs
+		return withEveryMember(ctx, r.hub, []client.ObjectKey{client.ObjectKeyFromObject(o)})
 	})
 }
 
-// memberToPairs maps a MemberCluster to its pairs with every FleetBundle.
+// clusterSetToPairs maps a ClusterSet to the pairs of the FleetBundles of the namespaces that
+// bind it with every member.
+func (r *Reconciler) clusterSetToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
+		return withEveryMember(ctx, r.hub, fleetBundlesOfSet(ctx, r.hub, o.GetName()))
+	})
+}
+
+// bindingToPairs maps a ClusterSetBinding to the pairs of the FleetBundles of its namespace with
+// every member.
+func (r *Reconciler) bindingToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
+		return withEveryMember(ctx, r.hub, fleetBundlesIn(ctx, r.hub, o.GetNamespace()))
+	})
+}
+
+// withEveryMember returns the pairs of FleetBundles fbs with every member.
+func withEveryMember(ctx context.Context, hub client.Reader, fbs []client.ObjectKey) []mcreconcile.Request {
+	if len(fbs) == 0 {
+		return nil
+	}
+	list := &hubv1alpha1.MemberClusterList{}
+	if err := hub.List(ctx, list); err != nil {
+		return nil
+	}
+	reqs := make([]mcreconcile.Request, 0, len(list.Items)*len(fbs))
+	for _, fb := range fbs {
+		for _, mc := range list.Items {
+			reqs = append(reqs, request(mc.Name, fb))
+		}
+	}
+	return reqs
+}
+
+// memberToPairs maps a MemberCluster to its pairs with every FleetBundle, and to the pairs of
+// the bundles the hub placed in the member whose FleetBundle may be gone: a member resumed
+// (spec.paused cleared) has them removed then.
 func (r *Reconciler) memberToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return pairsOf(ctx, r.hub, o.GetName())
+		reqs := pairsOf(ctx, r.hub, o.GetName())
+		placed, err := r.placedPairs(ctx, o.GetName())
+		if err != nil {
+			return reqs // not engaged, or its cache cannot tell: its resync enqueues them when it is Ready
+		}
+		return append(reqs, placed...)
 	})
 }
 
@@ -267,18 +306,33 @@ func (r *Reconciler) resync(ctx context.Context, name string, q workqueue.TypedR
 	for _, req := range pairsOf(ctx, r.hub, name) {
 		q.Add(req)
 	}
+	placed, err := r.placedPairs(ctx, name)
+	if err != nil {
+		if !errors.Is(err, multicluster.ErrClusterNotFound) { // gone: resynced when it comes back
+			r.manager.GetLogger().WithValues("controller", ControllerName, "cluster", name).Error(err, "Listing placed bundles to resync failed")
+		}
+		return
+	}
+	for _, req := range placed {
+		q.Add(req)
+	}
+}
+
+// placedPairs returns the pairs of the bundles the hub placed in a member, from its cache.
+func (r *Reconciler) placedPairs(ctx context.Context, name string) ([]mcreconcile.Request, error) {
 	member, err := r.manager.GetCluster(ctx, multicluster.ClusterName(name))
 	if err != nil {
-		return // gone: resynced when it comes back
+		return nil, err
 	}
 	placed := &configbundlev1alpha1.ConfigBundleList{}
 	if err := member.GetClient().List(ctx, placed, client.HasLabels{hubv1alpha1.FleetBundleLabel}); err != nil {
-		r.manager.GetLogger().WithValues("controller", ControllerName, "cluster", name).Error(err, "Listing placed bundles to resync failed")
-		return
+		return nil, fmt.Errorf("listing the placed bundles: %w", err)
 	}
+	reqs := make([]mcreconcile.Request, 0, len(placed.Items))
 	for _, b := range placed.Items {
-		q.Add(request(name, client.ObjectKeyFromObject(&b)))
+		reqs = append(reqs, request(name, client.ObjectKeyFromObject(&b)))
 	}
+	return reqs, nil
 }
 
 func request(member string, fb types.NamespacedName) mcreconcile.Request {
@@ -321,11 +375,12 @@ var (
 			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
 			rolloutMoved(e.ObjectOld, e.ObjectNew)
 	}}
-	// labelsOrReadinessChanged passes a MemberCluster update that changes its labels or its
-	// Ready condition's status or reason (the reason is what a FleetBundle's failedClusters
+	// memberChanged passes a MemberCluster update that changes its labels, its spec.paused or
+	// its Ready condition's status or reason (the reason is what a FleetBundle's failedClusters
 	// says of a member that is not Ready): counts wake nobody.
-	labelsOrReadinessChanged = predicate.Funcs{UpdateFunc: func(e eventUpdate) bool {
-		return !equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) || readiness(e.ObjectOld) != readiness(e.ObjectNew)
+	memberChanged = predicate.Funcs{UpdateFunc: func(e eventUpdate) bool {
+		return !equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) || readiness(e.ObjectOld) != readiness(e.ObjectNew) ||
+			isPaused(e.ObjectOld) != isPaused(e.ObjectNew)
 	}}
 )
 
@@ -356,6 +411,12 @@ func targetFacts(ro *hubv1alpha1.RolloutStatus) hubv1alpha1.RolloutStatus {
 }
 
 func equalLabels(a, b map[string]string) bool { return maps.Equal(a, b) }
+
+// isPaused reports whether an object is a MemberCluster whose spec.paused is set.
+func isPaused(o client.Object) bool {
+	mc, ok := o.(*hubv1alpha1.MemberCluster)
+	return ok && mc.Spec.Paused
+}
 
 // readiness is the status of a MemberCluster's Ready condition ("" if it has none).
 func readiness(o client.Object) string {

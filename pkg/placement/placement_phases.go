@@ -57,7 +57,8 @@ func (s *scope) converge(ctx context.Context) (ctrl.Result, error) {
 }
 
 // step reads the member's bundle with reader and converges it: removed if none is wanted,
-// otherwise created, replaced, updated, or left alone if it is not the hub's.
+// otherwise created, replaced, updated, or left alone if it is not the hub's. In a paused member
+// it only heals what the member holds (healHeld).
 func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, error) {
 	current := &configbundlev1alpha1.ConfigBundle{}
 	switch err := reader.Get(ctx, s.pair.fb, current); {
@@ -78,6 +79,9 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 			// the hub's placement (it would count a heal once it is gone).
 			return ctrl.Result{}, fmt.Errorf("reading the placed bundle: %w: the hub removed bundle uid %s", errStale, current.UID)
 		}
+	}
+	if s.memberCluster.Spec.Paused {
+		return ctrl.Result{}, s.healHeld(ctx, current, ownership)
 	}
 	if !s.placing {
 		return ctrl.Result{}, s.remove(ctx, current, ownership)
@@ -116,6 +120,43 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 	}
 	return ctrl.Result{}, s.update(ctx, current)
 }
+
+// healHeld is all placement does in a paused member: what it holds stays true. If it holds the
+// FleetBundle's bundle at a revision that still exists, and that revision renders for the member
+// with the template hash, revision and render hash the bundle carries, drift of the bundle is
+// healed (update, as a heal). Nothing else is written: no create, no new revision or rendering,
+// no removal (the FleetBundle gone, the member not selected, or a stale bundle).
+func (s *scope) healHeld(ctx context.Context, current *configbundlev1alpha1.ConfigBundle, ownership Ownership) error {
+	if ownership != Own || s.fb == nil || !s.fb.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	held := heldRevision(current)
+	if held == 0 {
+		return nil
+	}
+	rev, err := s.r.revision(ctx, s.fb, held)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // pruned: nothing says what it should be
+	case err != nil:
+		return err
+	}
+	want, err := DesiredOf(s.fb, *rev, s.memberOf())
+	if err != nil || !sameRendering(want, current) {
+		return nil // it would be another rendering: a new write, which waits for the resume
+	}
+	s.want = want
+	return s.update(ctx, current)
+}
+
+// sameRendering reports whether two bundles carry the same template hash, revision and render
+// hash: the one is the other's rendering, drift aside.
+func sameRendering(a, b *configbundlev1alpha1.ConfigBundle) bool {
+	return !slices.ContainsFunc(renderingAnnotations, func(k string) bool { return a.Annotations[k] != b.Annotations[k] })
+}
+
+// renderingAnnotations are the annotations that say from what a placed bundle was rendered.
+var renderingAnnotations = []string{hubv1alpha1.FleetBundleTemplateHashAnnotation, hubv1alpha1.FleetBundleRevisionAnnotation, hubv1alpha1.FleetBundleRenderHashAnnotation}
 
 // target is the revision the member gets (TargetRevision), given the bundle it holds (nil:
 // none). A member that refused updateRevision keeps being given it, with the controller's
@@ -204,8 +245,7 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 		s.r.ledger.setPlaced(s.pair, s.placement())
 		return nil
 	}
-	templateChanged := slices.ContainsFunc([]string{hubv1alpha1.FleetBundleTemplateHashAnnotation, hubv1alpha1.FleetBundleRevisionAnnotation, hubv1alpha1.FleetBundleRenderHashAnnotation},
-		func(a string) bool { return current.Annotations[a] != s.want.Annotations[a] })
+	templateChanged := !sameRendering(current, s.want)
 	if templateChanged {
 		s.r.ledger.notePlacementDue(s.pair, time.Now())
 	}

@@ -30,9 +30,13 @@ type RolloutMember struct {
 	Name string
 	// Stage is the index of the member's stage (StageOf).
 	Stage int
-	// Ready is whether the member is reachable: a member that is not is neither updated nor a
-	// failure, and the rollout does not wait for it.
+	// Ready is whether the member is reachable (and not paused): a member that is not is
+	// neither updated nor a failure, and the rollout does not wait for it.
 	Ready bool
+	// Paused is whether the member is paused (MemberCluster spec.paused; Ready is then false):
+	// the rollout skips it altogether. It holds no stage back, even one of paused members only,
+	// counts in no maxFailures, and gets the revision its stage has reached once resumed.
+	Paused bool
 	// Joining is whether the hub is still connecting to the member for the first time (a hub
 	// that just started): where it stands is not known yet, so its stage neither moves on nor
 	// restarts its soak until it is.
@@ -290,7 +294,7 @@ type decision struct {
 func (d *decision) startStage(i int) {
 	now := metav1.NewTime(d.in.Now)
 	d.ro.Stage, d.ro.StageStartTime, d.ro.SoakStartTime, d.ro.AdmittedThrough = d.names[i], &now, nil, ""
-	if slices.ContainsFunc(d.in.Members, func(m RolloutMember) bool { return m.Stage == i }) { // an empty stage passes unsaid
+	if d.hasMembers(i) { // an empty stage passes unsaid
 		d.event(corev1.EventTypeNormal, hubv1alpha1.StageStartedEvent, d.names[i], "Revision %d: stage %s started", d.in.Update, d.names[i])
 	}
 }
@@ -314,7 +318,7 @@ func (d *decision) failed() bool {
 	u, t := d.in.Update, d.tally
 	d.out.Failed = t.Failed
 	d.requeue(t.RequeueAfter)
-	tolerated := scaled(d.s.MaxFailures, len(d.in.Members), intstr.FromInt32(0), false)
+	tolerated := scaled(d.s.MaxFailures, d.active(), intstr.FromInt32(0), false)
 	if t.FailedCount <= tolerated {
 		return false
 	}
@@ -343,6 +347,22 @@ func (d *decision) failed() bool {
 	return true
 }
 
+// hasMembers reports whether stage i has members the rollout updates (not paused).
+func (d *decision) hasMembers(i int) bool {
+	return slices.ContainsFunc(d.in.Members, func(m RolloutMember) bool { return m.Stage == i && !m.Paused })
+}
+
+// active counts the members the rollout updates: those not paused.
+func (d *decision) active() int {
+	n := 0
+	for _, m := range d.in.Members {
+		if !m.Paused {
+			n++
+		}
+	}
+	return n
+}
+
 // unknownFailures names the members where a halt's failures may be and cannot be seen: members
 // the hub is still joining, and failed members (in the status's failedClusters) that are not
 // Ready. A halt holds while there are any: only a failure seen to clear lets it go on.
@@ -353,7 +373,7 @@ func (d *decision) unknownFailures() []string {
 	}
 	var names []string
 	for _, m := range d.in.Members {
-		if m.Joining || (!m.Ready && failed[m.Name]) {
+		if m.Joining || (!m.Ready && !m.Paused && failed[m.Name]) {
 			names = append(names, m.Name)
 		}
 	}
@@ -367,7 +387,7 @@ func (d *decision) progress() {
 		if i == len(d.names)-1 {
 			d.out.Current = d.in.Update
 			d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
-			if !slices.ContainsFunc(d.in.Members, func(m RolloutMember) bool { return m.Stage == i }) {
+			if !d.hasMembers(i) {
 				d.ro.Stage = d.names[i-1] // the implicit stage is empty: the rollout ended in the last stage named
 			}
 			d.ro.Message = fmt.Sprintf("Revision %d is rolled out", d.in.Update)
@@ -387,8 +407,8 @@ func (d *decision) stageDone(i int) bool {
 	var eligible int
 	var joining []string
 	for _, m := range d.in.Members {
-		if m.Stage != i {
-			continue
+		if m.Stage != i || m.Paused {
+			continue // a paused member is skipped: its stage goes on without it
 		}
 		members = append(members, m)
 		if m.Ready {

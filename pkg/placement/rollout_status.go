@@ -75,12 +75,13 @@ func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetB
 }
 
 // rolloutMembers is what a rollout needs to know of each selected member, from what the status
-// knows of it, at now.
+// knows of it, at now. A paused member is not Ready (the rollout skips it) and still says the
+// revision it holds, which is kept.
 func (r *StatusReconciler) rolloutMembers(fb *hubv1alpha1.FleetBundle, selected []MemberView, now time.Time) []RolloutMember {
 	key := client.ObjectKeyFromObject(fb)
 	members := make([]RolloutMember, 0, len(selected))
 	for _, v := range selected {
-		m := RolloutMember{Name: v.Name, Ready: v.NotReady.Reason == "", Joining: joining(v.NotReady.Reason)}
+		m := RolloutMember{Name: v.Name, Ready: !v.Paused && v.NotReady.Reason == "", Joining: !v.Paused && joining(v.NotReady.Reason), Paused: v.Paused}
 		if fb.Spec.Rollout != nil {
 			m.Stage = StageOf(fb.Spec.Rollout, v.Labels)
 		}

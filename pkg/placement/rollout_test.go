@@ -31,6 +31,11 @@ func member(name string, stage int, held int64, ready bool) RolloutMember {
 	return RolloutMember{Name: name, Stage: stage, Ready: true, Held: held, BundleReady: ready, UpdatedAt: t0.Add(-time.Minute)}
 }
 
+// paused is a paused member of stage holding revision held: not Ready, skipped.
+func paused(name string, stage int, held int64) RolloutMember {
+	return RolloutMember{Name: name, Stage: stage, Held: held, Paused: true}
+}
+
 func failing(m RolloutMember) RolloutMember {
 	m.BundleReady = false
 	m.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: "UpdateFailed", Message: "refused"}
@@ -173,6 +178,29 @@ func TestDecide(t *testing.T) {
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
 			update: 2, members: []RolloutMember{member("c1", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutPaused, events: []string{hubv1alpha1.StageStartedEvent}},
+		{name: "a paused member holds its stage back in nothing", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c2", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{paused("c1", 0, 1), member("c2", 0, 2, true), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutSoaking, admitted: "c2", requeue: 30 * time.Second},
+		{name: "a stage of paused members only passes", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{paused("c1", 0, 1), member("r1", 1, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1", events: []string{hubv1alpha1.StageStartedEvent}},
+		{name: "every member paused: the rollout completes without them", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{paused("c1", 0, 1), paused("r1", 1, 1)},
+			current: 2, stage: "rest", phase: hubv1alpha1.RolloutComplete, events: []string{hubv1alpha1.RolloutCompleteEvent}},
+		{name: "a failed member paused holds no halt", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted),
+				FailedClusters: []hubv1alpha1.ClusterFailure{{Cluster: "c1", Reason: "UpdateFailed"}}},
+			update: 2, members: []RolloutMember{func() RolloutMember { m := failing(paused("c1", 0, 2)); return m }(), member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
+		{name: "maxFailures counts the members not paused", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
+			s.MaxFailures = ptr.To(intstr.FromString("50%"))
+		}),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false)), paused("c2", 0, 1)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
 		{name: "empty stages pass without soaking", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
 			update: 2, members: []RolloutMember{member("d1", 2, 1, true)},

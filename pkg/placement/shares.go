@@ -34,7 +34,11 @@ import (
 // the elected replica, the totals and the finalizer.
 func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
 	pending := r.ledger.pendingHeals(fb.UID)
-	mine, err := r.selectedMembers(ctx, fb)
+	boundary, err := ReadBoundary(ctx, r.hub, fb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	mine, err := r.selectedMembers(ctx, fb, boundary)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -74,7 +78,7 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if !r.leading() {
 		return res, nil
 	}
-	totals, err := r.reconcileTotals(ctx, fb)
+	totals, err := r.reconcileTotals(ctx, fb, boundary)
 	if res.RequeueAfter > 0 && (totals.RequeueAfter == 0 || res.RequeueAfter < totals.RequeueAfter) {
 		totals.RequeueAfter = res.RequeueAfter // this replica's own members' progress deadlines
 	}
@@ -146,7 +150,7 @@ func Share(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, prev 
 
 // shareFrom is Share from the judgement of each of mine (judgeAll).
 func shareFrom(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, health []Health, prev *hubv1alpha1.FleetBundleReplicaStatus, pendingHeals int64) hubv1alpha1.FleetBundleReplicaStatus {
-	st := statusOf(fb, health, 0, metav1.Time{})
+	st := statusOf(fb, Boundary{}, health, 0, metav1.Time{}) // its counts; the totals' Ready is the elected replica's
 	share := hubv1alpha1.FleetBundleReplicaStatus{
 		Replica: replica, ObservedGeneration: fb.Generation,
 		Clusters: st.Clusters, FailedClusters: st.FailedClusters, Heals: pendingHeals,
@@ -156,19 +160,19 @@ func shareFrom(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, h
 	}
 	key := client.ObjectKeyFromObject(fb)
 	for _, m := range mine {
-		if m.NotReady.Reason == "" && OwnershipOf(m.Bundle, key, fb.UID) == Own {
+		if m.NotReady.Reason == "" && !m.Paused && OwnershipOf(m.Bundle, key, fb.UID) == Own {
 			share.Holding++
 		}
 	}
 	return share
 }
 
-// Totals computes the status of a FleetBundle from the shares of the live replicas and the
-// number of members its selector selects, at now: the counts of the shares computed for the
+// Totals computes the status of a FleetBundle from where it may place (boundary), the shares of
+// the live replicas and the number of members it selects, at now: the counts of the shares computed for the
 // FleetBundle's generation, the first failed members of all, the heals of all, and the Ready
 // condition of the sum. A selected member in no share (its replica is gone, its new one has
 // not reported yet) is neither ready nor failed: the FleetBundle is Progressing until it is.
-func Totals(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int32, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+func Totals(fb *hubv1alpha1.FleetBundle, boundary Boundary, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int32, now metav1.Time) hubv1alpha1.FleetBundleStatus {
 	st := hubv1alpha1.FleetBundleStatus{
 		ObservedGeneration: fb.Generation,
 		Replicas:           shares,
@@ -184,19 +188,21 @@ func Totals(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplica
 		if s.ObservedGeneration != fb.Generation {
 			continue // counted for another template
 		}
+		st.Clusters.Paused += s.Clusters.Paused
 		st.Clusters.Applied += s.Clusters.Applied
 		st.Clusters.Ready += s.Clusters.Ready
 		st.Clusters.Updated += s.Clusters.Updated
 		st.Clusters.Failed += s.Clusters.Failed
 		failures = append(failures, s.FailedClusters...)
 	}
-	finish(fb, &st, failures, now) // the first failures of all are among the first of each share
+	finish(fb, boundary, &st, failures, now) // the first failures of all are among the first of each share
 	return st
 }
 
 // reconcileTotals (on the elected replica) adds the finalizer, writes the totals of the live
-// replicas' shares and drops the others, or releases a FleetBundle being deleted.
-func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
+// replicas' shares and drops the others, or releases a FleetBundle being deleted; boundary is
+// where the FleetBundle may place.
+func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) (ctrl.Result, error) {
 	setFleetBundleMetrics(fb)
 	live := r.opts.Replica.LiveReplicas()
 	var shares []hubv1alpha1.FleetBundleReplicaStatus
@@ -212,7 +218,7 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 		controllerutil.AddFinalizer(fb, hubv1alpha1.PlacementFinalizer)
 		return r.patchFinalizers(ctx, fb)
 	}
-	members, err := r.memberNames(ctx, fb)
+	members, err := r.memberNames(ctx, fb, boundary)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -220,26 +226,28 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	want := Totals(ro.next, shares, int32(len(members)), metav1.Now())
+	want := Totals(ro.next, boundary, shares, int32(len(members)), metav1.Now())
 	res, _, err := r.writeStatus(ctx, fb, want, ro)
 	return res, err
 }
 
-// memberNames is what the elected replica knows of each member the FleetBundle selects, whoever
-// manages it: its name, its stage, and whether its MemberCluster is Ready.
-func (r *StatusReconciler) memberNames(ctx context.Context, fb *hubv1alpha1.FleetBundle) ([]RolloutMember, error) {
+// memberNames is what the elected replica knows of each member the FleetBundle selects (within
+// boundary), whoever manages it: its name, its stage, whether it is paused, and whether its
+// MemberCluster is Ready (a paused one counts as not Ready, and not joining: the rollout skips
+// it).
+func (r *StatusReconciler) memberNames(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) ([]RolloutMember, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing MemberClusters: %w", err)
 	}
 	var members []RolloutMember
 	for _, mc := range list.Items {
-		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok {
+		if !boundary.Selects(fb, mc.Labels) {
 			continue
 		}
 		ready := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
-		m := RolloutMember{Name: mc.Name, Ready: ready != nil && ready.Status == metav1.ConditionTrue,
-			Joining: ready == nil || joining(ready.Reason)}
+		m := RolloutMember{Name: mc.Name, Ready: !mc.Spec.Paused && ready != nil && ready.Status == metav1.ConditionTrue,
+			Joining: !mc.Spec.Paused && (ready == nil || joining(ready.Reason)), Paused: mc.Spec.Paused}
 		if fb.Spec.Rollout != nil {
 			m.Stage = StageOf(fb.Spec.Rollout, mc.Labels)
 		}

@@ -30,6 +30,9 @@ type MemberView struct {
 	Bundle *configbundlev1alpha1.ConfigBundle
 	// Labels are the labels of the member's MemberCluster: its stage of a rollout.
 	Labels map[string]string
+	// Paused is whether the member is paused (MemberCluster spec.paused): it is counted apart,
+	// never as failed, ready, applied or updated.
+	Paused bool
 }
 
 // judge says where a FleetBundle's bundle stands in one selected member, against the bundle it
@@ -70,6 +73,10 @@ func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []M
 	spec := specRevision(fb)
 	hs := make([]Health, 0, len(selected))
 	for _, m := range selected {
+		if m.Paused {
+			hs = append(hs, Health{Cluster: m.Name, Paused: true})
+			continue
+		}
 		desired, renderErr := desiredFor(fb, revs, spec, m)
 		h := judge(fb, desired, m)
 		if renderErr != nil && h.Failure == nil {
@@ -122,15 +129,15 @@ func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, spec *Revi
 	return nil, nil
 }
 
-// ComputeStatus computes a FleetBundle's status from its selected members (in any order) and
-// the heals not yet counted in its status, at now. Conditions keep their lastTransitionTime
-// unless their status changes.
-func ComputeStatus(fb *hubv1alpha1.FleetBundle, selected []MemberView, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
-	return statusOf(fb, judgeAll(fb, nil, selected, nil), pendingHeals, now)
+// ComputeStatus computes a FleetBundle's status from where it may place (boundary), its selected
+// members (in any order) and the heals not yet counted in its status, at now. Conditions keep
+// their lastTransitionTime unless their status changes.
+func ComputeStatus(fb *hubv1alpha1.FleetBundle, boundary Boundary, selected []MemberView, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+	return statusOf(fb, boundary, judgeAll(fb, nil, selected, nil), pendingHeals, now)
 }
 
 // statusOf is ComputeStatus from the judgement of each selected member (judgeAll).
-func statusOf(fb *hubv1alpha1.FleetBundle, health []Health, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+func statusOf(fb *hubv1alpha1.FleetBundle, boundary Boundary, health []Health, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
 	st := hubv1alpha1.FleetBundleStatus{
 		ObservedGeneration: fb.Generation,
 		Heals:              fb.Status.Heals + pendingHeals,
@@ -142,6 +149,9 @@ func statusOf(fb *hubv1alpha1.FleetBundle, health []Health, pendingHeals int64, 
 	st.Clusters.Selected = int32(len(health))
 	var failures []hubv1alpha1.ClusterFailure
 	for _, h := range health {
+		if h.Paused {
+			st.Clusters.Paused++
+		}
 		if h.Applied {
 			st.Clusters.Applied++
 		}
@@ -156,19 +166,19 @@ func statusOf(fb *hubv1alpha1.FleetBundle, health []Health, pendingHeals int64, 
 		}
 	}
 	st.Clusters.Failed = int32(len(failures))
-	finish(fb, &st, failures, now)
+	finish(fb, boundary, &st, failures, now)
 	return st
 }
 
 // finish sets the first failures (sorted by member name) and the Ready condition, at now, of a
 // status whose counts are computed.
-func finish(fb *hubv1alpha1.FleetBundle, st *hubv1alpha1.FleetBundleStatus, failures []hubv1alpha1.ClusterFailure, now metav1.Time) {
+func finish(fb *hubv1alpha1.FleetBundle, boundary Boundary, st *hubv1alpha1.FleetBundleStatus, failures []hubv1alpha1.ClusterFailure, now metav1.Time) {
 	slices.SortFunc(failures, func(a, b hubv1alpha1.ClusterFailure) int { return strings.Compare(a.Cluster, b.Cluster) })
 	if len(failures) > hubv1alpha1.MaxFailedClusters {
 		failures = failures[:hubv1alpha1.MaxFailedClusters]
 	}
 	st.FailedClusters = failures
-	ready := readyCondition(fb, *st)
+	ready := readyCondition(fb, boundary, *st)
 	ready.LastTransitionTime = now
 	meta.SetStatusCondition(&st.Conditions, ready)
 	progressing, stalled, ok := rolloutConditions(fb)
@@ -211,10 +221,13 @@ func rolloutConditions(fb *hubv1alpha1.FleetBundle) (progressing, stalled metav1
 	return progressing, stalled, true
 }
 
-// readyCondition is the Ready condition of a status whose counts are computed.
-func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatus) metav1.Condition {
+// readyCondition is the Ready condition of a status whose counts are computed, for a
+// FleetBundle that may place within boundary. Paused members are counted apart: Ready compares
+// the Ready members with the selected members that are not paused.
+func readyCondition(fb *hubv1alpha1.FleetBundle, boundary Boundary, st hubv1alpha1.FleetBundleStatus) metav1.Condition {
 	c := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, ObservedGeneration: fb.Generation}
 	n := st.Clusters
+	active := n.Selected - n.Paused
 	switch {
 	case !LabelFits(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}):
 		c.Reason = hubv1alpha1.NameTooLongReason
@@ -226,8 +239,11 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatu
 	case templateError(fb) != nil:
 		c.Reason = hubv1alpha1.InvalidTemplateReason
 		c.Message = truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", templateError(fb)))
+	case !boundary.HasBound():
+		c.Reason, c.Message = hubv1alpha1.NoClusterSetBindingReason, truncate(boundary.Unbound())
 	case n.Selected == 0: // vacuously Ready: nothing to place, nothing to wait for
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, hubv1alpha1.NoClustersSelectedReason, "The clusterSelector selects no member: nothing is placed"
+		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.NoClustersSelectedReason
+		c.Message = fmt.Sprintf("The clusterSelector selects no member of the ClusterSets bound to namespace %s (%s): nothing is placed", fb.Namespace, listNames(boundary.Bound))
 		if fb.Spec.ClusterSelector == nil {
 			c.Message = "No clusterSelector: no member is selected ({} selects every member); nothing is placed"
 		}
@@ -241,18 +257,35 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, st hubv1alpha1.FleetBundleStatu
 		c.Message = truncate(fmt.Sprintf("%d of %d selected members failed; %s: %s: %s", n.Failed, n.Selected, first.Cluster, first.Reason, first.Message))
 	case fb.Spec.Rollout != nil && st.CurrentRevision != st.UpdateRevision:
 		c.Reason = hubv1alpha1.ProgressingReason
-		c.Message = fmt.Sprintf("Revision %d is rolling out: updated in %d of %d selected members", st.UpdateRevision, n.Updated, n.Selected)
+		c.Message = fmt.Sprintf("Revision %d is rolling out: updated in %d of %d selected members%s", st.UpdateRevision, n.Updated, n.Selected, pausedNote(n))
 		if st.Rollout != nil && st.Rollout.Message != "" {
 			c.Message = truncate(c.Message + "; " + st.Rollout.Message)
 		}
-	case n.Ready == n.Selected:
+	case active == 0: // every selected member is paused
+		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.AllReadyReason
+		c.Message = fmt.Sprintf("All %d selected members are paused: they keep what they hold until they are resumed", n.Selected)
+	case n.Ready == active:
 		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.AllReadyReason
 		c.Message = fmt.Sprintf("The bundle is Ready in all %d selected members", n.Selected)
+		if n.Paused > 0 {
+			c.Message = fmt.Sprintf("The bundle is Ready in all %d selected members that are not paused%s", active, pausedNote(n))
+		}
 	default:
 		c.Reason = hubv1alpha1.ProgressingReason
 		c.Message = fmt.Sprintf("The bundle is Ready in %d of %d selected members", n.Ready, n.Selected)
+		if n.Paused > 0 {
+			c.Message = fmt.Sprintf("The bundle is Ready in %d of the %d selected members that are not paused%s", n.Ready, active, pausedNote(n))
+		}
 	}
 	return c
+}
+
+// pausedNote says how many selected members are paused, if any.
+func pausedNote(n hubv1alpha1.PlacementCounts) string {
+	if n.Paused == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d paused, keeping what they hold)", n.Paused)
 }
 
 // truncate shortens a message to maxMessageBytes, on a UTF-8 boundary.

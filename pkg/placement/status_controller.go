@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -57,7 +58,9 @@ func (r *StatusReconciler) setup(n *notifier) error {
 	b := mcbuilder.ControllerManagedBy(r.manager).
 		Named(StatusControllerName).
 		Watches(&hubv1alpha1.FleetBundle{}, r.toItself, hubOnly...).
-		Watches(&hubv1alpha1.MemberCluster{}, r.toEveryFleetBundle, append(hubOnly, mcbuilder.WithPredicates(labelsOrReadinessChanged))...).
+		Watches(&hubv1alpha1.MemberCluster{}, r.toEveryFleetBundle, append(hubOnly, mcbuilder.WithPredicates(memberChanged))...).
+		Watches(&hubv1alpha1.ClusterSet{}, r.clusterSetToFleetBundles, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
+		Watches(&hubv1alpha1.ClusterSetBinding{}, r.bindingToFleetBundles, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
 		Watches(&configbundlev1alpha1.ConfigBundle{}, r.placedToFleetBundle, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		WatchesRawSource(n.source())
 	if r.opts.Replica.Sharded() { // the elected replica takes over the totals of every FleetBundle
@@ -102,7 +105,11 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 		return r.patchFinalizers(ctx, fb) // the update comes back as an event
 	}
 	pending := r.ledger.pendingHeals(fb.UID)
-	selected, err := r.selectedMembers(ctx, fb)
+	boundary, err := ReadBoundary(ctx, r.hub, fb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	selected, err := r.selectedMembers(ctx, fb, boundary)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -113,7 +120,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	}
 	health := judgeAll(ro.next, ro.byNumber(), selected, ro.decision.Failed)
 	r.transitions.observe(fb, health)
-	want := statusOf(ro.next, health, pending, now)
+	want := statusOf(ro.next, boundary, health, pending, now)
 	res, written, err := r.writeStatus(ctx, fb, want, ro)
 	if written {
 		r.ledger.noteHealsWritten(fb.UID, pending)
@@ -162,9 +169,9 @@ func readyChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
 	return ca.Status != cb.Status || ca.Reason != cb.Reason
 }
 
-// selectedMembers returns what the status needs of each member the FleetBundle selects that this
-// replica manages (every one, unless sharded).
-func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle) ([]MemberView, error) {
+// selectedMembers returns what the status needs of each member the FleetBundle selects (within
+// boundary) that this replica manages (every one, unless sharded).
+func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) ([]MemberView, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing MemberClusters: %w", err)
@@ -172,10 +179,11 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 	key := client.ObjectKeyFromObject(fb)
 	var views []MemberView
 	for _, mc := range list.Items {
-		if ok, err := Selects(fb.Spec.ClusterSelector, mc.Labels); err != nil || !ok || !r.opts.Replica.Owns(mc.Name) {
+		if !boundary.Selects(fb, mc.Labels) || !r.opts.Replica.Owns(mc.Name) {
 			continue
 		}
-		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.ledger.outcome(pair{member: mc.Name, fb: key}), Labels: mc.Labels}
+		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.ledger.outcome(pair{member: mc.Name, fb: key}), Labels: mc.Labels,
+			Paused: mc.Spec.Paused}
 		if v.NotReady.Reason == "" {
 			v.Bundle = r.cachedBundle(ctx, mc.Name, key)
 		}
@@ -225,7 +233,8 @@ func (r *StatusReconciler) readBundle(ctx context.Context, member string, key cl
 
 // release removes the finalizer of a FleetBundle being deleted once no connected member holds a
 // bundle it placed. A member that is not connected does not hold the FleetBundle back: what it
-// holds is removed when it is Ready again (its placed bundle names a FleetBundle that is gone).
+// holds is removed when it is Ready again (its placed bundle names a FleetBundle that is gone);
+// nor does a paused member, which keeps what it holds until it is resumed.
 func (r *StatusReconciler) release(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(fb, hubv1alpha1.PlacementFinalizer) {
 		return ctrl.Result{}, nil
@@ -236,7 +245,7 @@ func (r *StatusReconciler) release(ctx context.Context, fb *hubv1alpha1.FleetBun
 	}
 	key := client.ObjectKeyFromObject(fb)
 	for _, mc := range list.Items {
-		if r.members.Connected(multicluster.ClusterName(mc.Name)) != nil {
+		if mc.Spec.Paused || r.members.Connected(multicluster.ClusterName(mc.Name)) != nil {
 			continue
 		}
 		b, err := r.readBundle(ctx, mc.Name, key)
@@ -304,6 +313,31 @@ func (r *StatusReconciler) toEveryFleetBundle(_ multicluster.ClusterName, _ clus
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []mcreconcile.Request {
 		return pairsOf(ctx, r.hub, "")
 	})
+}
+
+// clusterSetToFleetBundles maps a ClusterSet to the statuses of the FleetBundles of the
+// namespaces that bind it.
+func (r *StatusReconciler) clusterSetToFleetBundles(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
+		return statusRequests(fleetBundlesOfSet(ctx, r.hub, o.GetName()))
+	})
+}
+
+// bindingToFleetBundles maps a ClusterSetBinding to the statuses of the FleetBundles of its
+// namespace.
+func (r *StatusReconciler) bindingToFleetBundles(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
+		return statusRequests(fleetBundlesIn(ctx, r.hub, o.GetNamespace()))
+	})
+}
+
+// statusRequests are the status requests of FleetBundles fbs.
+func statusRequests(fbs []client.ObjectKey) []mcreconcile.Request {
+	reqs := make([]mcreconcile.Request, 0, len(fbs))
+	for _, fb := range fbs {
+		reqs = append(reqs, mcreconcile.Request{Request: reconcile.Request{NamespacedName: fb}})
+	}
+	return reqs
 }
 
 // placedToFleetBundle maps a placed bundle's event (its status included) to its FleetBundle's

@@ -67,7 +67,7 @@ func TestComputeStatus(t *testing.T) {
 				"m06/Unreachable", "m07/Unreachable", "m08/Unreachable", "m09/Unreachable", "m10/Unreachable"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := ComputeStatus(fb, tc.members, 0, metav1.Now())
+			st := ComputeStatus(fb, everyMember(fb), tc.members, 0, metav1.Now())
 			if diff := cmp.Diff(tc.counts, st.Clusters); diff != "" {
 				t.Errorf("counts (-want +got):\n%s", diff)
 			}
@@ -95,12 +95,12 @@ func TestComputeStatusIsStable(t *testing.T) {
 	fb := fleetBundle("hello")
 	fb.Status.Heals = 2
 	members := []MemberView{{Name: "m1", Bundle: placedBundle(fb, metav1.ConditionTrue, configbundlev1alpha1.SyncedReason)}}
-	first := ComputeStatus(fb, members, 1, metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second)))
+	first := ComputeStatus(fb, everyMember(fb), members, 1, metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second)))
 	if first.Heals != 3 {
 		t.Errorf("heals = %d, want 3", first.Heals)
 	}
 	fb.Status = first
-	if diff := cmp.Diff(first, ComputeStatus(fb, members, 0, metav1.Now())); diff != "" {
+	if diff := cmp.Diff(first, ComputeStatus(fb, everyMember(fb), members, 0, metav1.Now())); diff != "" {
 		t.Errorf("status changed on recompute (-first +second):\n%s", diff)
 	}
 }
@@ -108,7 +108,7 @@ func TestComputeStatusIsStable(t *testing.T) {
 func TestNameTooLong(t *testing.T) {
 	fb := fleetBundle("hello")
 	fb.Name = string(make([]byte, 70))
-	c := meta.FindStatusCondition(ComputeStatus(fb, nil, 0, metav1.Now()).Conditions, hubv1alpha1.ReadyCondition)
+	c := meta.FindStatusCondition(ComputeStatus(fb, everyMember(fb), nil, 0, metav1.Now()).Conditions, hubv1alpha1.ReadyCondition)
 	if c == nil || c.Reason != hubv1alpha1.NameTooLongReason {
 		t.Errorf("Ready = %+v, want NameTooLong", c)
 	}
@@ -117,7 +117,7 @@ func TestNameTooLong(t *testing.T) {
 func TestInvalidSelector(t *testing.T) {
 	fb := fleetBundle("hello")
 	fb.Spec.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn}}}
-	c := meta.FindStatusCondition(ComputeStatus(fb, nil, 0, metav1.Now()).Conditions, hubv1alpha1.ReadyCondition)
+	c := meta.FindStatusCondition(ComputeStatus(fb, everyMember(fb), nil, 0, metav1.Now()).Conditions, hubv1alpha1.ReadyCondition)
 	if c == nil || c.Reason != hubv1alpha1.InvalidSelectorReason || c.Status != metav1.ConditionFalse {
 		t.Errorf("Ready = %+v, want False InvalidSelector", c)
 	}
@@ -131,7 +131,7 @@ func TestInvalidTemplateAndRenderFailed(t *testing.T) {
 	fb.UID = "uid-invalid-template" // a spec is checked once per uid and generation
 	fb.Spec.TemplateEngine = hubv1alpha1.TemplateEngineGoTemplate
 	members := []MemberView{{Name: "m1", Labels: map[string]string{"region": "eu"}}, {Name: "m2"}}
-	st := ComputeStatus(fb, members, 0, metav1.Now())
+	st := ComputeStatus(fb, everyMember(fb), members, 0, metav1.Now())
 	c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition)
 	if c == nil || c.Reason != hubv1alpha1.InvalidTemplateReason || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "spec.template.spec.message") {
 		t.Errorf("Ready = %+v, want False InvalidTemplate naming spec.template.spec.message", c)
@@ -142,7 +142,7 @@ func TestInvalidTemplateAndRenderFailed(t *testing.T) {
 
 	fb.Spec.Template.Spec.Message = "endpoint={{ .Cluster.Labels.region }}"
 	fb.Generation++ // as the API server does on a change of the spec
-	st = ComputeStatus(fb, members, 0, metav1.Now())
+	st = ComputeStatus(fb, everyMember(fb), members, 0, metav1.Now())
 	if len(st.FailedClusters) != 1 || st.FailedClusters[0].Cluster != "m2" || st.FailedClusters[0].Reason != hubv1alpha1.RenderFailedReason ||
 		!strings.Contains(st.FailedClusters[0].Message, `map has no entry for key "region"`) {
 		t.Errorf("failedClusters = %+v, want m2 RenderFailed for its missing region", st.FailedClusters)
@@ -177,8 +177,8 @@ func TestShareAndTotals(t *testing.T) {
 		t.Errorf("r0's share: %+v", got)
 	}
 	now := metav1.NewTime(time.Unix(1e9, 0))
-	whole := ComputeStatus(fb, all, 9, now)
-	totals := Totals(fb, shares, int32(len(all)), now)
+	whole := ComputeStatus(fb, everyMember(fb), all, 9, now)
+	totals := Totals(fb, everyMember(fb), shares, int32(len(all)), now)
 	if diff := cmp.Diff(whole.Clusters, totals.Clusters); diff != "" {
 		t.Errorf("counts of the shares differ from the whole's (-whole +shares):\n%s", diff)
 	}
@@ -195,7 +195,7 @@ func TestShareAndTotals(t *testing.T) {
 	// A share of another generation counts heals only; its members are neither ready nor
 	// failed until it is recomputed, and a member in no share (its replica gone) likewise.
 	shares[2].ObservedGeneration = 2
-	totals = Totals(fb, shares[1:], int32(len(all)), now)
+	totals = Totals(fb, everyMember(fb), shares[1:], int32(len(all)), now)
 	if want := (hubv1alpha1.PlacementCounts{Selected: 14, Applied: 4, Ready: 4, Failed: 2}); totals.Clusters != want {
 		t.Errorf("counts with a stale share and a missing one: %+v, want %+v", totals.Clusters, want)
 	}

@@ -43,7 +43,9 @@ const (
 // manager with placement and the ConfigBundle reconciler (which makes the placed bundles Ready),
 // over multicluster-runtime's clusters provider. Members plays the spoke provider: every member
 // is engaged and Ready unless a test says otherwise. No MemberCluster controller runs: the suite
-// creates one MemberCluster per member, and the tests label them.
+// creates one MemberCluster per member, and the tests label them. The suite creates the
+// ClusterSet fleet.GlobalClusterSet (every member), which newNamespace binds into the namespaces
+// it creates.
 const (
 	memberA = "member-a"
 	memberB = "member-b"
@@ -89,6 +91,9 @@ func setUp(ctx, startCtx context.Context, cps []*controlplane.ControlPlane) erro
 	memberClients = h.Clients
 	mgr := h.Manager
 	members = suite.NewMembers(h.Provider)
+	if err := hub.Create(startCtx, fleet.NewClusterSet(fleet.GlobalClusterSet, nil)); err != nil {
+		return fmt.Errorf("creating ClusterSet %s: %w", fleet.GlobalClusterSet, err)
+	}
 	for _, cp := range cps[1:] {
 		members.Set(cp.Name, connected())
 		mc := &hubv1alpha1.MemberCluster{
@@ -128,8 +133,26 @@ func connected() spokeprovider.State {
 }
 
 // newNamespace creates a namespace of its own for a test, of the same name in the hub and in
-// the given members.
+// the given members, and binds fleet.GlobalClusterSet into it: its FleetBundles may place into
+// every member.
 func newNamespace(t *testing.T, in ...string) string {
+	t.Helper()
+	ns := newUnboundNamespace(t, in...)
+	bind(t, ns, fleet.GlobalClusterSet)
+	return ns
+}
+
+// bind binds ClusterSet set into hub namespace ns.
+func bind(t *testing.T, ns, set string) {
+	t.Helper()
+	if err := hub.Create(context.Background(), fleet.NewClusterSetBinding(ns, set)); err != nil {
+		t.Fatalf("binding ClusterSet %s into %s: %v", set, ns, err)
+	}
+}
+
+// newUnboundNamespace creates a namespace of its own for a test, of the same name in the hub and
+// in the given members, into which no ClusterSet is bound.
+func newUnboundNamespace(t *testing.T, in ...string) string {
 	t.Helper()
 	prefix := strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name()))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix[:min(40, len(prefix))] + "-"}}

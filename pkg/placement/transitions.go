@@ -25,6 +25,8 @@ type Health struct {
 	Ready bool
 	// Updated is whether the member holds the FleetBundle's updateRevision.
 	Updated bool
+	// Paused is whether the member is paused: it is none of the above, and no transition.
+	Paused bool
 }
 
 // Transition is a change of one member's failure for one FleetBundle.
