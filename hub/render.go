@@ -30,14 +30,16 @@ func newRenderCommand() *cobra.Command {
 		Use:   "render NAME [flags]",
 		Short: "Print the ConfigBundle a FleetBundle places in each selected member, rendered as the hub does; exit 1 if one fails to render",
 		Long: `Reads the FleetBundle NAME and the MemberClusters from the hub cluster and prints, for each member
-its spec.clusterSelector selects (sorted by name), the ConfigBundle the hub places there, rendered
+its spec.clusterSelector selects among the members of the ClusterSets bound to its namespace
+(sorted by name), the ConfigBundle the hub places there, rendered
 from the spec (its templateEngine and overrides, with the member's name and labels) by the code
 the hub runs: a YAML document preceded by "# member: NAME", the documents separated by "---".
 A member the spec does not render for is printed as "# member: NAME: render failed: ERROR" and
 the others still are; the command then exits 1. It writes nothing, anywhere.
 
-A definition that cannot be rendered for any member (InvalidTemplate, an invalid clusterSelector)
-is said on stderr, exit 1. A FleetBundle that selects no member prints nothing and says so on
+A definition that cannot be rendered for any member (InvalidTemplate, an invalid clusterSelector),
+or a FleetBundle whose namespace has no ClusterSet bound (NoClusterSetBinding), is said on
+stderr, exit 1. A FleetBundle that selects no member prints nothing and says so on
 stderr, exit 0.
 
 With --cluster MEMBER it renders for that MemberCluster alone, whether or not the FleetBundle
@@ -87,12 +89,19 @@ func render(ctx context.Context, c client.Reader, key types.NamespacedName, only
 	if err := placesNothing(fb); err != nil {
 		return failed(fmt.Errorf("FleetBundle %s: %w", key, err))
 	}
-	targets, err := renderTargets(ctx, c, fb, only)
+	boundary, err := placement.ReadBoundary(ctx, c, fb)
+	if err != nil {
+		return failed(err)
+	}
+	if !boundary.HasBound() {
+		return failed(fmt.Errorf("FleetBundle %s: %s: %s", key, hubv1alpha1.NoClusterSetBindingReason, boundary.Unbound()))
+	}
+	targets, err := renderTargets(ctx, c, fb, boundary, only)
 	if err != nil {
 		return failed(err)
 	}
 	if len(targets) == 0 {
-		fmt.Fprintf(errOut, "FleetBundle %s selects no MemberCluster (spec.clusterSelector): nothing to render\n", key)
+		fmt.Fprintf(errOut, "FleetBundle %s selects no MemberCluster (spec.clusterSelector, among the members of the ClusterSets bound to namespace %s): nothing to render\n", key, key.Namespace)
 		return nil
 	}
 	var broken []string
@@ -101,7 +110,7 @@ func render(ctx context.Context, c client.Reader, key types.NamespacedName, only
 			fmt.Fprintln(out, "---")
 		}
 		if !t.selected {
-			fmt.Fprintf(errOut, "MemberCluster %s is not selected by FleetBundle %s (spec.clusterSelector): the hub places nothing there; rendered as if it were\n", t.member.Name, key)
+			fmt.Fprintf(errOut, "MemberCluster %s is not selected by FleetBundle %s (spec.clusterSelector, or not in a ClusterSet bound to namespace %s): the hub places nothing there; rendered as if it were\n", t.member.Name, key, key.Namespace)
 		}
 		if err := printRendered(out, fb, t); err != nil {
 			broken = append(broken, t.member.Name)
@@ -130,9 +139,9 @@ func placesNothing(fb *hubv1alpha1.FleetBundle) error {
 	return nil
 }
 
-// renderTargets returns the members fb selects, sorted by name; with only, that MemberCluster
-// alone, selected or not.
-func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, only string) ([]renderTarget, error) {
+// renderTargets returns the members fb selects within its boundary (the ClusterSets bound to its
+// namespace), sorted by name; with only, that MemberCluster alone, selected or not.
+func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, boundary placement.Boundary, only string) ([]renderTarget, error) {
 	var members []hubv1alpha1.MemberCluster
 	if only != "" {
 		mc := &hubv1alpha1.MemberCluster{}
@@ -152,10 +161,7 @@ func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBu
 	}
 	var targets []renderTarget
 	for _, mc := range members {
-		selected, err := placement.Selects(fb.Spec.ClusterSelector, mc.Labels)
-		if err != nil {
-			return nil, err // placesNothing has refused an invalid selector
-		}
+		selected := boundary.Selects(fb, mc.Labels)
 		if selected || only != "" {
 			targets = append(targets, renderTarget{member: placement.Member{Name: mc.Name, Labels: mc.Labels}, selected: selected})
 		}
@@ -201,7 +207,7 @@ func printRendered(out io.Writer, fb *hubv1alpha1.FleetBundle, t renderTarget) e
 	}
 	line := "# member: " + t.member.Name
 	if !t.selected {
-		line += " (not selected by spec.clusterSelector: the hub places nothing there)"
+		line += " (not selected by spec.clusterSelector within the bound ClusterSets: the hub places nothing there)"
 	}
 	fmt.Fprintf(out, "%s\n%s", line, raw)
 	return nil

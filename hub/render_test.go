@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -219,6 +220,7 @@ func TestRender(t *testing.T) {
 	t.Run("no such FleetBundle", h.testUnknown)
 	t.Run("None", h.testNone)
 	t.Run("no member selected", h.testNoneSelected)
+	t.Run("no ClusterSet bound", h.testUnbound)
 	t.Run("read-only", h.testReadOnly)
 }
 
@@ -329,7 +331,7 @@ func (h *renderHub) testCluster(t *testing.T) {
 		t.Errorf("hub render partial --cluster dev-1: exit %d, stderr %q, stdout:\n%s\nwant dev-1's error alone, exit 1", code, stderr, stdout)
 	}
 	code, stdout, stderr = h.render(t, "regional", "-n", "default", "-cluster=lab-1")
-	if code != exitOK || !strings.HasPrefix(stdout, "# member: lab-1 (not selected by spec.clusterSelector: the hub places nothing there)\n") ||
+	if code != exitOK || !strings.HasPrefix(stdout, "# member: lab-1 (not selected by spec.clusterSelector within the bound ClusterSets: the hub places nothing there)\n") ||
 		!strings.Contains(stdout, "message: endpoint=https://api.ap.example.com cluster=lab-1\n") ||
 		!strings.Contains(stderr, "MemberCluster lab-1 is not selected by FleetBundle default/regional") {
 		t.Errorf("hub render regional --cluster lab-1: exit %d, stderr %q, stdout:\n%s\nwant lab-1 rendered, said not selected", code, stderr, stdout)
@@ -405,8 +407,26 @@ func (h *renderHub) testNoneSelected(t *testing.T) {
 	h.createFleetBundle(t, "unselective", hubv1alpha1.FleetBundleSpec{Template: template("x", nil)}) // no clusterSelector
 	for _, name := range []string{"nobody", "unselective"} {
 		code, stdout, stderr := h.render(t, name)
-		if code != exitOK || stdout != "" || stderr != "FleetBundle default/"+name+" selects no MemberCluster (spec.clusterSelector): nothing to render\n" {
+		if code != exitOK || stdout != "" || stderr != "FleetBundle default/"+name+" selects no MemberCluster (spec.clusterSelector, among the members of the ClusterSets bound to namespace default): nothing to render\n" {
 			t.Errorf("hub render %s: exit %d, stdout %q, stderr %q; want exit 0, nothing printed, said on stderr", name, code, stdout, stderr)
+		}
+	}
+}
+
+// testUnbound: a FleetBundle in a namespace where no ClusterSet is bound places nothing, as its
+// Ready condition says (NoClusterSetBinding): render says so, exit 1, even for --cluster.
+func (h *renderHub) testUnbound(t *testing.T) {
+	if err := h.c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unbound"}}); err != nil {
+		t.Fatal(err)
+	}
+	fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: "unbound", Name: "orphan"}, Spec: goTemplate(envIn("prod"), "x", nil)}
+	if err := h.c.Create(t.Context(), fb); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"orphan", "-n", "unbound"}, {"orphan", "-n", "unbound", "--cluster", "eu-1"}} {
+		code, stdout, stderr := h.render(t, args...)
+		if code != exitFailure || stdout != "" || !strings.Contains(stderr, "FleetBundle unbound/orphan: NoClusterSetBinding: No ClusterSet is bound to namespace unbound") {
+			t.Errorf("hub render %s: exit %d, stdout %q, stderr %q; want exit 1 saying NoClusterSetBinding", strings.Join(args, " "), code, stdout, stderr)
 		}
 	}
 }
