@@ -98,11 +98,19 @@ type StageCount struct {
 }
 
 // TallyMembers counts members for the rollout of revision u of strategy s, whose status names
-// the stage of index stage and admittedThrough, at now.
+// the stage of index stage and admittedThrough, at now. Members that are not Ready are skipped,
+// and so are paused ones, but for a paused member that holds u and fails it.
 func TallyMembers(s *hubv1alpha1.RolloutStrategy, u int64, stage int, admittedThrough string, members []RolloutMember, now time.Time) Tally {
 	t := Tally{Failed: map[string]hubv1alpha1.ClusterFailure{}, Stages: make([]StageCount, len(s.Stages)+1)}
 	deadline := progressDeadline(s)
 	for _, m := range members {
+		if m.Paused && m.Held == u && m.Failure != nil && !m.Refused {
+			// Paused while it fails the revision it holds: pausing a failing member (to look into
+			// it) neither lifts a halt nor lets the next stage start. A paused member is otherwise
+			// skipped.
+			t.Failed[m.Name] = *m.Failure
+			continue
+		}
 		if !m.Ready {
 			continue
 		}

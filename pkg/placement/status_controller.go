@@ -118,6 +118,9 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.keepPausedHeld(ctx, fb, boundary, ro.held); err != nil {
+		return ctrl.Result{}, err
+	}
 	health := judgeAll(ro.next, ro.byNumber(), selected, ro.decision.Failed)
 	r.transitions.observe(fb, health)
 	want := statusOf(ro.next, boundary, health, pending, now)
@@ -190,6 +193,25 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 		views = append(views, v)
 	}
 	return views, nil
+}
+
+// keepPausedHeld adds to held the revisions that paused members the FleetBundle no longer selects
+// hold: a paused member keeps what it holds, healed from that revision, so it is not pruned.
+func (r *StatusReconciler) keepPausedHeld(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary, held map[int64]bool) error {
+	list := &hubv1alpha1.MemberClusterList{}
+	if err := r.hub.List(ctx, list); err != nil {
+		return fmt.Errorf("listing MemberClusters: %w", err)
+	}
+	key := client.ObjectKeyFromObject(fb)
+	for _, mc := range list.Items {
+		if !mc.Spec.Paused || boundary.Selects(fb, mc.Labels) || r.notReady(mc.Name).Reason != "" {
+			continue
+		}
+		if b := r.cachedBundle(ctx, mc.Name, key); OwnershipOf(b, key, fb.UID) == Own {
+			held[heldRevision(b)] = true
+		}
+	}
+	return nil
 }
 
 // notReady says why a member cannot be reached, or nothing if it can.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/fleet"
+	"configbundle.dev/hub/pkg/placement"
 )
 
 // newClusterSet creates a ClusterSet selecting the members labelled key=yes, named after the
@@ -204,6 +206,33 @@ func TestPausedMemberKeepsWhatItHolds(t *testing.T) {
 	labelMember(t, memberB, key, "")
 	g.Eventually(placed(memberA, fb)).WithTimeout(timeout).WithPolling(interval).Should(BeNil())
 	g.Consistently(message(memberB, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("v1"), "no removal from a paused member")
+
+	// Newer revisions beyond revisionHistoryLimit prune none that a paused member still holds,
+	// unselected as it is: what it holds is still healed from it.
+	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) {
+		s.RevisionHistoryLimit = ptr.To[int32](0)
+		s.Template.Spec.Message = "v2"
+	})
+	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Template.Spec.Message = "v3" })
+	g.Eventually(func(g Gomega) []string {
+		list := &appsv1.ControllerRevisionList{}
+		g.Expect(hub.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var names []string
+		for _, r := range list.Items {
+			names = append(names, r.Name)
+		}
+		return names
+	}).WithTimeout(timeout).WithPolling(interval).Should(ConsistOf(placement.RevisionName(fb.Name, 1), placement.RevisionName(fb.Name, 3)),
+		"revision 2 pruned, revision 1 kept: the paused member holds it")
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b := &configbundlev1alpha1.ConfigBundle{}
+		if err := memberClients[memberB].Get(ctx, client.ObjectKeyFromObject(fb), b); err != nil {
+			return err
+		}
+		b.Spec.Message = "tampered"
+		return memberClients[memberB].Update(ctx, b)
+	})).To(Succeed())
+	g.Eventually(message(memberB, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v1"), "healed from the revision it holds")
 
 	deleteFleetBundle(g, fb)
 	g.Consistently(message(memberB, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("v1"), "no removal from a paused member")
