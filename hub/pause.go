@@ -82,11 +82,11 @@ func setMemberPaused(ctx context.Context, c client.Client, name string, pause bo
 		return failed(fmt.Errorf("reading MemberCluster %s: %w", name, err))
 	}
 	if mc.Spec.Paused == pause {
-		state := "paused"
+		state := "paused already"
 		if !pause {
 			state = "not paused"
 		}
-		fmt.Fprintf(out, "%s/%s is %s already\n", memberClusterResource, name, state)
+		fmt.Fprintf(out, "%s/%s is %s\n", memberClusterResource, name, state)
 		return nil
 	}
 	patch := fmt.Appendf(nil, `{"spec":{"paused":%t}}`, pause)

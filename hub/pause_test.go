@@ -101,7 +101,7 @@ func TestPauseCommands(t *testing.T) {
 		{"pause", "membercluster.hub.configbundle.dev/eu-1 paused\n", true},
 		{"pause", "membercluster.hub.configbundle.dev/eu-1 is paused already\n", true},
 		{"resume", "membercluster.hub.configbundle.dev/eu-1 resumed\n", false},
-		{"resume", "membercluster.hub.configbundle.dev/eu-1 is not paused already\n", false},
+		{"resume", "membercluster.hub.configbundle.dev/eu-1 is not paused\n", false},
 		{"pause", "membercluster.hub.configbundle.dev/eu-1 paused\n", true},
 	} {
 		code, stdout, stderr := run(t, step.sub, mc.Name, "--hub-kubeconfig", cp.KubeconfigPath)

@@ -33,10 +33,16 @@ var (
 		Name: "configbundle_member_failed_bundles",
 		Help: "ConfigBundles of the member whose Ready condition is False, as its MemberCluster counts them (status.bundles.failed).",
 	}, []string{"cluster"})
+	// memberPaused keeps a member in maintenance out of the alerts on its readiness:
+	// ... == 0 unless on (cluster) configbundle_member_paused == 1.
+	memberPaused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_member_paused",
+		Help: "1 while the member is paused for maintenance (MemberCluster spec.paused: placement writes nothing to it), else 0.",
+	}, []string{"cluster"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(credentialsExpiry, memberReady, memberBundles, memberFailedBundles)
+	ctrlmetrics.Registry.MustRegister(credentialsExpiry, memberReady, memberBundles, memberFailedBundles, memberPaused)
 }
 
 // setMemberMetrics publishes a member's health from the MemberCluster status the hub computed.
@@ -48,11 +54,16 @@ func setMemberMetrics(name string, status hubv1alpha1.MemberClusterStatus) {
 	memberReady.WithLabelValues(name).Set(ready)
 	memberBundles.WithLabelValues(name).Set(float64(status.Bundles.Total))
 	memberFailedBundles.WithLabelValues(name).Set(float64(status.Bundles.Failed))
+	paused := 0.0
+	if meta.IsStatusConditionTrue(status.Conditions, hubv1alpha1.PausedCondition) {
+		paused = 1
+	}
+	memberPaused.WithLabelValues(name).Set(paused)
 }
 
 // deleteMemberMetrics removes a member's series: it left, or another replica manages it.
 func deleteMemberMetrics(name string) {
-	for _, g := range []*prometheus.GaugeVec{credentialsExpiry, memberReady, memberBundles, memberFailedBundles} {
+	for _, g := range []*prometheus.GaugeVec{credentialsExpiry, memberReady, memberBundles, memberFailedBundles, memberPaused} {
 		g.DeleteLabelValues(name)
 	}
 }

@@ -23,6 +23,11 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/template"
 	"github.com/prometheus/prometheus/util/teststorage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // The history the scrape is laid out as: one sample every step over the past span, ending at the
@@ -101,6 +106,25 @@ func TestExpressionsAgainstRealScrape(t *testing.T) {
 			}
 			if got := clusters(v); !slices.Equal(got, []string{"m2"}) {
 				t.Errorf("%s fires for %v, want [m2]", e.Source, got)
+			}
+		}
+
+		// The same member paused for maintenance (spec.paused, `hub pause`) pages nobody.
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`))
+		if err := f.Hub.Patch(context.Background(), &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m2"}}, patch); err != nil {
+			t.Fatal(err)
+		}
+		ev = newEvaluator(t, f.scrapeShowing(t, []string{`configbundle_member_ready{cluster="m2"} 0`, `configbundle_member_paused{cluster="m2"} 1`}), time.Now())
+		for _, e := range exprs {
+			if e.Alert == nil || e.Alert.Alert != "ConfigBundleMemberNotReady" {
+				continue
+			}
+			v, err := ev.check(e.Query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := clusters(v); len(got) != 0 {
+				t.Errorf("%s fires for %v, paused; want none", e.Source, got)
 			}
 		}
 	})
