@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
@@ -83,7 +84,7 @@ func noClusterSetBinding() OmegaMatcher {
 // places nothing (Ready False NoClusterSetBinding); binding a second set extends it; spec.clusterSets
 // narrows it to the named bound sets (to none of them: NoClusterSetBinding, and what it placed is
 // removed); deleting a binding removes what it placed; relabelling a member moves it in or out of
-// a set. The sets count their members (status.clusters, Ready Selecting); a binding of a set that
+// a set; so do a set's selector changed and a set deleted. The sets count their members (status.clusters, Ready Selecting); a binding of a set that
 // does not exist is Ready False ClusterSetNotFound until the set is created.
 func TestClusterSetsBoundToANamespace(t *testing.T) {
 	g := NewWithT(t)
@@ -159,6 +160,24 @@ func TestClusterSetsBoundToANamespace(t *testing.T) {
 	newClusterSet(t, later, laterKey)
 	g.Eventually(fl.ClusterSetBinding(ns, later)).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ClusterSetBoundReason))
 	everywhere(g, fb, "bound", "m2", "m3")
+
+	// A set's selector changed moves its placements: later now selects m1, not m3.
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cs := &hubv1alpha1.ClusterSet{}
+		if err := fl.Hub.Get(context.Background(), client.ObjectKey{Name: later}, cs); err != nil {
+			return err
+		}
+		cs.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{oneKey: "yes"}}
+		return fl.Hub.Update(context.Background(), cs)
+	})).To(Succeed())
+	g.Eventually(placedIn(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal([]string{"m1", "m2"}))
+	g.Eventually(fl.ClusterSet(later)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Status.Clusters", BeEquivalentTo(1)))
+
+	// A bound set deleted: its members lose what it let the FleetBundle place; its binding says
+	// the set is gone.
+	g.Expect(fl.Hub.Delete(context.Background(), &hubv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: later}})).To(Succeed())
+	g.Eventually(placedIn(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal([]string{"m2"}))
+	g.Eventually(fl.ClusterSetBinding(ns, later)).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.ClusterSetNotFoundReason))
 
 	// And the FleetBundle of the unbound namespace never placed anything.
 	g.Expect(placedIn(unbound, members...)(g)).To(BeEmpty())
