@@ -113,7 +113,7 @@ func TestHubRefusesAClusterWithoutItsCRDs(t *testing.T) {
 		code, _, stderr := hubCommand(t, args...)
 		g.Expect(code).To(Equal(1), "hub %v", args)
 		g.Expect(stderr).To(And(
-			ContainSubstring("the cluster serves no MemberCluster, Fleet, FleetBundle (hub.configbundle.dev/v1alpha1): is this the hub cluster? apply config/crd"),
+			ContainSubstring("the cluster serves no MemberCluster, Fleet, FleetBundle, ClusterSet, ClusterSetBinding (hub.configbundle.dev/v1alpha1): is this the hub cluster? apply config/crd"),
 			Not(ContainSubstring("no matches for kind")), Not(ContainSubstring("stacktrace")), Not(ContainSubstring("goroutine "))), "hub %v", args)
 		g.Expect(time.Since(start)).To(BeNumerically("<", timeout), "hub %v answers at once", args)
 	}
