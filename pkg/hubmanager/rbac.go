@@ -20,10 +20,11 @@ package hubmanager
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // What FleetBundle placement (pkg/placement) needs on the hub cluster, in every namespace: reading
-// FleetBundles and updating them to add and remove the finalizer hub.configbundle.dev/placement,
+// FleetBundles and patching them to add and remove the finalizer hub.configbundle.dev/placement
+// (a JSON merge patch of metadata.finalizers alone: the hub never writes a spec it does not own),
 // and writing their status. Its Events on FleetBundles use the events.k8s.io rule of the health
 // reports (pkg/fleet).
-// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles/finalizers,verbs=update
 //

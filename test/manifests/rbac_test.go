@@ -27,6 +27,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/registration"
 )
@@ -173,6 +174,38 @@ func TestHubRunsWithItsServiceAccount(t *testing.T) {
 			g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(bundle), cm)).To(Succeed())
 			return cm.Data
 		}).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{configbundlev1alpha1.MessageKey: bundle.Spec.Message}))
+	})
+
+	t.Run("a FleetBundle is placed, and released once deleted", func(t *testing.T) {
+		g := NewWithT(t)
+		set, binding, err := config.SampleClusterSet() // ClusterSet global, bound into default
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(admin.Create(ctx, set)).To(Succeed())
+		g.Expect(admin.Create(ctx, binding)).To(Succeed())
+		fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Name: "manifests-placed", Namespace: metav1.NamespaceDefault},
+			Spec: hubv1alpha1.FleetBundleSpec{ClusterSelector: &metav1.LabelSelector{},
+				Template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "placed by a hub on least privilege"}}}}
+		g.Expect(admin.Create(ctx, fb)).To(Succeed())
+		g.Eventually(func(g Gomega) string {
+			b := &configbundlev1alpha1.ConfigBundle{}
+			g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(fb), b)).To(Succeed())
+			return b.Spec.Message
+		}).WithTimeout(timeout).WithPolling(interval).Should(Equal(fb.Spec.Template.Spec.Message))
+		g.Eventually(func(g Gomega) string { // the status, and the binding's, written by the hub
+			b := &hubv1alpha1.ClusterSetBinding{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(binding), b)).To(Succeed())
+			c := meta.FindStatusCondition(b.Status.Conditions, hubv1alpha1.ReadyCondition)
+			g.Expect(c).NotTo(BeNil())
+			return c.Reason
+		}).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.ClusterSetBoundReason))
+		// Deleting it removes the placed bundle, then the hub patches its finalizer away.
+		g.Expect(admin.Delete(ctx, fb)).To(Succeed())
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(admin.Get(ctx, client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{}))
+		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the FleetBundle is released")
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(memberAdmin.Get(ctx, client.ObjectKeyFromObject(fb), &configbundlev1alpha1.ConfigBundle{}))
+		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the placed bundle is removed")
 	})
 
 	t.Run("leader election holds the Lease and records its Event", func(t *testing.T) {

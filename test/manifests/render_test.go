@@ -169,7 +169,7 @@ func TestDefault(t *testing.T) {
 				"hub.configbundle.dev/clustersets/status", "hub.configbundle.dev/clustersetbindings/status"}, "get", "update", "patch"),
 			// The tenancy model: placement reads the sets and their bindings, and never binds.
 			expand([]string{"hub.configbundle.dev/clustersets", "hub.configbundle.dev/clustersetbindings"}, "get", "list", "watch"),
-			expand([]string{"hub.configbundle.dev/fleetbundles"}, "get", "list", "watch", "update"),
+			expand([]string{"hub.configbundle.dev/fleetbundles"}, "get", "list", "watch", "update", "patch"),
 			expand([]string{"hub.configbundle.dev/fleetbundles/finalizers"}, "update"),
 			// A FleetBundle's revisions, ControllerRevisions in its namespace.
 			expand([]string{"apps/controllerrevisions"}, "get", "list", "watch", "create", "delete"),
