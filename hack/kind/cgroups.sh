@@ -12,15 +12,22 @@ say() { printf 'cgroups.sh: %s\n' "$*" >&2; }
 
 v1() { [ ! -f /sys/fs/cgroup/cgroup.controllers ] && mountpoint -q /sys/fs/cgroup; }
 
+# mounted NAME: some cgroup v1 mount has the controller NAME.
+mounted() {
+  awk -v c="$1" '$3 == "cgroup" { n = split($4, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) found = 1 } END { exit !found }' /proc/mounts
+}
+
 up() {
   v1 || return 0
-  local name hier enabled
-  while read -r name hier _ enabled; do
+  local name enabled
+  # Enabled controllers that no mount has. (Once mounted and unmounted again, a controller's
+  # hierarchy lingers while it has child cgroups: /proc/cgroups then gives it a hierarchy id,
+  # mounted or not, so that column says nothing.)
+  while read -r name _ _ enabled; do
     case "$name" in \#*|misc) continue ;; esac
-    [ "$hier" = 0 ] && [ "$enabled" = 1 ] || continue
-    [ -e "/sys/fs/cgroup/$name" ] && mountpoint -q "/sys/fs/cgroup/$name" && continue
+    [ "$enabled" = 1 ] || continue
+    mounted "$name" && continue
     say "mounting the cgroup v1 controller $name at /sys/fs/cgroup/$name"
-    mount -o remount,rw /sys/fs/cgroup 2>/dev/null || true
     mkdir -p "/sys/fs/cgroup/$name"
     mount -t cgroup -o "$name" cgroup "/sys/fs/cgroup/$name"
     echo "$name" >>"$record"
@@ -32,6 +39,9 @@ down() {
   local name
   while read -r name; do
     say "unmounting /sys/fs/cgroup/$name"
+    # The cgroups the kind nodes made there, empty once their containers are gone: removed, so
+    # that the hierarchy goes away with the mount (rmdir removes only empty cgroups).
+    find "/sys/fs/cgroup/$name" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null || true
     umount "/sys/fs/cgroup/$name" && rmdir "/sys/fs/cgroup/$name" 2>/dev/null || true
   done <"$record"
   rm -f "$record"

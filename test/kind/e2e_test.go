@@ -51,6 +51,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 	kindlog "sigs.k8s.io/kind/pkg/log"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -145,7 +146,14 @@ func TestKindFleet(t *testing.T) {
 		}()
 	}
 	for range names {
-		g.Expect(<-created).To(Succeed())
+		if err := <-created; err != nil {
+			// kind's error holds the output of the command that failed (kubeadm init's, say).
+			var run *kindexec.RunError
+			if errors.As(err, &run) {
+				t.Logf("output of %s:\n%s", strings.Join(run.Command, " "), run.Output)
+			}
+			t.Fatal(err)
+		}
 	}
 	t.Logf("%d kind clusters created in %s", len(names), time.Since(step).Round(time.Second))
 
