@@ -85,6 +85,8 @@ down() {
   local pid table chains chain
   pid=$(cat "$state/dockerd.pid" 2>/dev/null || true)
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    # Its networks (kind's) first: dockerd leaves their bridges and iptables rules behind.
+    DOCKER_HOST=$sock docker network prune -f >/dev/null 2>&1 || true
     say "stopping the Docker daemon of our own (pid $pid)"
     kill -TERM "$pid"
     for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
