@@ -42,7 +42,7 @@ down() {
     # The cgroups the kind nodes made there, empty once their containers are gone: removed, so
     # that the hierarchy goes away with the mount (rmdir removes only empty cgroups).
     find "/sys/fs/cgroup/$name" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null || true
-    umount "/sys/fs/cgroup/$name" && rmdir "/sys/fs/cgroup/$name" 2>/dev/null || true
+    if umount "/sys/fs/cgroup/$name"; then rmdir "/sys/fs/cgroup/$name" 2>/dev/null || true; fi
   done <"$record"
   rm -f "$record"
 }

@@ -103,7 +103,7 @@ down() {
     for chain in $chains; do iptables -t "$table" -X "$chain" 2>/dev/null || true; done
   done
   # Whatever dockerd left mounted under its exec root (nothing, normally).
-  { grep -o " $state[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  { grep -o " ${state}[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$state"
 }
 

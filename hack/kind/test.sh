@@ -50,5 +50,7 @@ step=$SECONDS
 node_image=$(bash hack/kind/nodeimage.sh)
 say "node image $node_image ready in $((SECONDS - step)) s"
 
+# TESTFLAGS: extra go test flags, split at spaces (as the Makefile's test target takes them).
+# shellcheck disable=SC2086
 KIND_E2E_REQUIRE=1 KIND_E2E_NODE_IMAGE=$node_image KIND_E2E_CONFIG=$root/hack/kind/cluster.yaml \
   go test -tags kind ./test/kind/ -count=1 -v -timeout 30m ${TESTFLAGS:-}

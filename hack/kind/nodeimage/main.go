@@ -30,20 +30,26 @@ import (
 	"configbundle.dev/hub/internal/ociimage"
 )
 
+// spec is one image: its name, its binary and where the binary goes, its user, and a directory
+// tree to add.
+type spec struct {
+	ref, binary, path, user string
+	extra                   string
+}
+
 func main() {
 	var (
-		out          = flag.String("out", "", "the docker-archive tar to write")
-		registry     = flag.String("registry", "registry.k8s.io", "registry of the image names, as kubeadm names them")
-		kubeVersion  = flag.String("kube-version", "", "tag of the control-plane and kube-proxy images, such as v1.36.3")
-		kubeDir      = flag.String("kube-dir", "", "directory of kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy")
-		etcd         = flag.String("etcd", "", "etcd binary")
-		etcdTag      = flag.String("etcd-tag", "", "tag of the etcd image, as kubeadm names it (such as 3.6.8-0)")
-		coredns      = flag.String("coredns", "", "coredns binary")
-		corednsTag   = flag.String("coredns-tag", "", "tag of the coredns image (such as v1.14.2)")
-		pause        = flag.String("pause", "", "pause binary (static)")
-		pauseTag     = flag.String("pause-tag", "", "tag of the pause image (such as 3.10.2)")
-		proxyExtra   = flag.String("kube-proxy-extra", "", "directory tree added to the kube-proxy image (the iptables userland)")
-		creationTime = time.Unix(0, 0).UTC()
+		out         = flag.String("out", "", "the docker-archive tar to write")
+		registry    = flag.String("registry", "registry.k8s.io", "registry of the image names, as kubeadm names them")
+		kubeVersion = flag.String("kube-version", "", "tag of the control-plane and kube-proxy images, such as v1.36.3")
+		kubeDir     = flag.String("kube-dir", "", "directory of kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy")
+		etcd        = flag.String("etcd", "", "etcd binary")
+		etcdTag     = flag.String("etcd-tag", "", "tag of the etcd image, as kubeadm names it (such as 3.6.8-0)")
+		coredns     = flag.String("coredns", "", "coredns binary")
+		corednsTag  = flag.String("coredns-tag", "", "tag of the coredns image (such as v1.14.2)")
+		pause       = flag.String("pause", "", "pause binary (static)")
+		pauseTag    = flag.String("pause-tag", "", "tag of the pause image (such as 3.10.2)")
+		proxyExtra  = flag.String("kube-proxy-extra", "", "directory tree added to the kube-proxy image (the iptables userland)")
 	)
 	flag.Parse()
 	for n, v := range map[string]string{"out": *out, "kube-version": *kubeVersion, "kube-dir": *kubeDir, "etcd": *etcd,
@@ -54,10 +60,6 @@ func main() {
 		}
 	}
 
-	type spec struct {
-		ref, binary, path, user string
-		extra                   string
-	}
 	specs := []spec{
 		{ref: *registry + "/etcd:" + *etcdTag, binary: *etcd, path: "/usr/local/bin/etcd"},
 		{ref: *registry + "/coredns/coredns:" + *corednsTag, binary: *coredns, path: "/coredns"},
@@ -70,40 +72,44 @@ func main() {
 		}
 		specs = append(specs, s)
 	}
-
-	images := map[name.Reference]v1.Image{}
-	for _, s := range specs {
-		tag, err := name.NewTag(s.ref)
-		if err != nil {
-			log.Fatalf("image name %q: %v", s.ref, err)
-		}
-		img, err := ociimage.Build(ociimage.Options{Ref: s.ref, Binary: s.binary, BinaryPath: s.path,
-			Base: ociimage.BaseScratch, User: s.user, Created: creationTime})
-		if err != nil {
-			log.Fatalf("%s: %v", s.ref, err)
-		}
-		if s.extra != "" {
-			l, err := treeLayer(s.extra, creationTime)
-			if err != nil {
-				log.Fatalf("%s: %v", s.ref, err)
-			}
-			if img, err = mutate.AppendLayers(img, l); err != nil {
-				log.Fatalf("%s: %v", s.ref, err)
-			}
-		}
-		images[tag] = img
-	}
-
-	tmp := *out + ".tmp"
-	if err := tarball.MultiRefWriteToFile(tmp, images); err != nil {
-		log.Fatalf("writing %s: %v", *out, err)
-	}
-	if err := os.Rename(tmp, *out); err != nil {
+	if err := write(*out, specs); err != nil {
 		log.Fatal(err)
 	}
 	for _, s := range specs {
 		fmt.Println(s.ref)
 	}
+}
+
+// write builds the images of specs and writes them into one docker-archive tar, out.
+func write(out string, specs []spec) error {
+	created := time.Unix(0, 0).UTC()
+	images := map[name.Reference]v1.Image{}
+	for _, s := range specs {
+		tag, err := name.NewTag(s.ref)
+		if err != nil {
+			return fmt.Errorf("image name %q: %w", s.ref, err)
+		}
+		img, err := ociimage.Build(ociimage.Options{Ref: s.ref, Binary: s.binary, BinaryPath: s.path,
+			Base: ociimage.BaseScratch, User: s.user, Created: created})
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.ref, err)
+		}
+		if s.extra != "" {
+			l, err := treeLayer(s.extra, created)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.ref, err)
+			}
+			if img, err = mutate.AppendLayers(img, l); err != nil {
+				return fmt.Errorf("%s: %w", s.ref, err)
+			}
+		}
+		images[tag] = img
+	}
+	tmp := out + ".tmp"
+	if err := tarball.MultiRefWriteToFile(tmp, images); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	return os.Rename(tmp, out)
 }
 
 // treeLayer is an uncompressed-source layer of the directory tree root (regular files,
