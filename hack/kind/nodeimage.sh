@@ -159,4 +159,7 @@ printf '[{"Config":"config.json","RepoTags":["%s"],"Layers":["layer.tar"]}]\n' "
 tar -C "$load" --dereference -cf - manifest.json config.json layer.tar | docker load >/dev/null
 rm -rf "$load"
 trap - EXIT
+# Node images of other inputs, which this script loaded before: removed from the daemon.
+docker images configbundle.dev/kind-node --format '{{.Repository}}:{{.Tag}}' | { grep -vxF "$ref" || true; } |
+  while read -r old; do docker rmi "$old" >/dev/null 2>&1 || true; done
 echo "$ref"
