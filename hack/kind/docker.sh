@@ -23,12 +23,11 @@ data=${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub/kind/docker
 say() { printf 'docker.sh: %s\n' "$*" >&2; }
 
 # privileged_ok: the daemon of the current environment runs a privileged container (a tiny
-# static program imported as an image, removed afterwards).
+# static program imported as an image, removed again).
 privileged_ok() {
   docker info >/dev/null 2>&1 || return 1
-  local probe=configbundle.dev/kind-probe:1
+  local probe=configbundle.dev/kind-probe:1 d
   if ! docker image inspect "$probe" >/dev/null 2>&1; then
-    local d
     d=$(mktemp -d)
     printf 'int main(void){return 0;}\n' >"$d/true.c"
     gcc -static -Os -o "$d/true" "$d/true.c" || { rm -rf "$d"; return 1; }
@@ -38,6 +37,7 @@ privileged_ok() {
   fi
   local out rc=0
   out=$(docker run --rm --privileged "$probe" 2>&1) || rc=$?
+  docker rmi "$probe" >/dev/null 2>&1 || true
   [ "$rc" = 0 ] || say "a privileged container fails on $(docker context inspect --format '{{.Endpoints.docker.Host}}' 2>/dev/null || echo "${DOCKER_HOST:-the default daemon}"): $out"
   return "$rc"
 }

@@ -1,23 +1,29 @@
 //go:build kind
 
 // Package kind_test is the end-to-end test of ConfigBundle Hub on real kind clusters: the hub
-// runs as the container image built from this repository, deployed with config/default into a
-// hub cluster, and manages two member clusters registered with their kind-internal addresses.
+// runs as the container image built from this repository (hack/image, without Docker), deployed
+// with config/default into a hub cluster, and manages two member clusters registered with their
+// kind-internal addresses: heals, kubectl get mc and fleet, a FleetBundle placed by label, the
+// leader's Pod deleted and its work taken over.
 //
-// It needs a reachable Docker daemon with BuildKit (docker buildx) and nothing else: kind is used
-// as a library, kustomize through krusty, and registration through pkg/registration. Run it with
+// It needs a reachable Docker daemon that runs privileged containers, and nothing else: kind is
+// used as a library, kustomize through krusty, and registration through pkg/registration. On a
+// machine without a registry or a suitable Docker, `make test-kind` (as root) sets up what it
+// needs and runs it (docs/kind.md); elsewhere run it with
 //
 //	go test -tags kind ./test/kind/ -v -timeout 30m
 //
 // Environment:
 //
+//	KIND_E2E_NODE_IMAGE     kind node image (default: the default of the kind module in go.mod)
+//	KIND_E2E_CONFIG         kind cluster config file (make test-kind: hack/kind/cluster.yaml)
+//	KIND_E2E_REQUIRE=1      fail, rather than skip, when no Docker daemon answers
 //	KIND_E2E_KEEP=1         keep the clusters after the test (delete them with
 //	                        kind delete clusters configbundle-e2e-hub configbundle-e2e-m1 configbundle-e2e-m2)
-//	KIND_E2E_NODE_IMAGE     kind node image (default: the default of the kind module in go.mod)
 //	KIND_E2E_ARTIFACTS=DIR  on failure, write the clusters' logs (kind export logs) under DIR
 //
-// When `docker info` fails (no Docker daemon reachable) the test is skipped, and says so: it has
-// then tested nothing.
+// When `docker info` fails (no Docker daemon reachable) and KIND_E2E_REQUIRE is not set, the test
+// is skipped, and says so: it has then tested nothing.
 package kind_test
 
 import (
