@@ -50,6 +50,7 @@ up() {
   if ! command -v dockerd >/dev/null || ! command -v docker >/dev/null; then
     [ "$(id -u)" = 0 ] || { say "dockerd is missing: install Docker (Debian: apt-get install docker.io)"; exit 1; }
     say "installing Debian's docker.io"
+    apt-get update -qq >&2 || true
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io >&2
   fi
   if ours_running; then

@@ -64,7 +64,10 @@ if [ ! -f "$tarfile" ]; then
   # The Debian rootfs, cached by suite and packages.
   base=$cache/rootfs-$SUITE-$(echo "$PACKAGES" | sha256sum | cut -c1-12).tar
   if [ ! -f "$base" ]; then
-    command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >&2
+    if ! command -v debootstrap >/dev/null; then
+      apt-get update -qq >&2 || true
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >&2
+    fi
     say "debootstrap $SUITE (about 2 minutes)"
     nice -n 19 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$work/base" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
       { tail -20 "$work/debootstrap.log" >&2; exit 1; }
