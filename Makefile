@@ -136,9 +136,13 @@ docker-build: ## Build the hub container image IMG (default ghcr.io/configbundle
 ##@ kind
 
 .PHONY: kind-up
-kind-up: ## Create a kind hub cluster and member clusters, deploy the hub, register the members (HUB, MEMBERS, IMG).
+kind-up: ## Create a kind hub cluster and member clusters, deploy the hub, register the members (HUB, MEMBERS, IMG, KIND_NODE_IMAGE; docs/kind.md).
 	IMG="$(IMG)" bash hack/kind/up.sh
 
 .PHONY: kind-down
-kind-down: ## Delete the kind clusters of kind-up (HUB, MEMBERS).
+kind-down: ## Delete the kind clusters of kind-up (HUB, MEMBERS); then stop what kind-up started on this machine.
 	bash hack/kind/down.sh
+
+.PHONY: test-kind
+test-kind: ## As root: the kind e2e test on three kind clusters, with Docker, cgroup mounts and an offline node image set up and undone here (docs/kind.md); prints its time.
+	@bash hack/kind/test.sh

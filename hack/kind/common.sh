@@ -8,13 +8,19 @@
 #   MEMBERS           names of the member kind clusters, separated by spaces
 #                     (default "member-1 member-2"); each is also the member's name on the hub
 #   IMG               image to build and load into the hub (default ghcr.io/configbundle/hub:dev)
-#   KIND_NODE_IMAGE   node image of new clusters (default: the kind binary's default)
+#   KIND_NODE_IMAGE   node image of new clusters: "offline" (the default as root on Linux) builds
+#                     or reuses the node image of hack/kind/nodeimage.sh, which needs no registry,
+#                     and creates the clusters with hack/kind/cluster.yaml; "kind" (the default
+#                     otherwise) is the kind binary's default (kindest/node, pulled); any other
+#                     value is an image to use as it is
 #   WAIT_TIMEOUT      how long each wait may take: a number and s, m or h (default 5m)
 
 HUB=${HUB:-configbundle-hub}
 MEMBERS=${MEMBERS:-member-1 member-2}
 IMG=${IMG:-ghcr.io/configbundle/hub:dev}
-KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-}
+if [ -z "${KIND_NODE_IMAGE:-}" ]; then
+  if [ "$(id -u)" = 0 ] && [ "$(uname -s)" = Linux ]; then KIND_NODE_IMAGE=offline; else KIND_NODE_IMAGE=kind; fi
+fi
 WAIT_TIMEOUT=${WAIT_TIMEOUT:-5m}
 
 # What config/default deploys.
@@ -50,17 +56,56 @@ Start Docker (and check that this user may use it), then run this again."
   fi
 }
 
-need_buildx() {
-  docker buildx version >/dev/null 2>&1 ||
-    die "docker buildx (BuildKit) is not available: the Dockerfile uses cache mounts. Install the docker buildx plugin."
+# machine_up: with the offline node image (as root), what this machine needs for kind: a Docker
+# daemon that runs privileged containers (hack/kind/docker.sh up, which may start one of its own;
+# its DOCKER_HOST is exported here) and the cgroup v1 controllers the host left unmounted
+# (hack/kind/cgroups.sh up). machine_down undoes both (down.sh, once no kind cluster is left).
+machine_up() {
+  [ "$KIND_NODE_IMAGE" = offline ] || return 0
+  local env
+  env=$(bash "$REPO_ROOT/hack/kind/docker.sh" up) || die "no Docker daemon that runs privileged containers (above)."
+  eval "$env"
+  bash "$REPO_ROOT/hack/kind/cgroups.sh" up
 }
 
+machine_down() {
+  [ "$KIND_NODE_IMAGE" = offline ] || return 0
+  bash "$REPO_ROOT/hack/kind/cgroups.sh" down
+  bash "$REPO_ROOT/hack/kind/docker.sh" down
+}
+
+# use_own_docker: when hack/kind/docker.sh runs a Docker daemon of its own, `docker` and kind
+# talk to it.
+use_own_docker() {
+  if [ -S /run/configbundle-kind-docker/docker.sock ] && [ -z "${DOCKER_HOST:-}" ]; then
+    export DOCKER_HOST=unix:///run/configbundle-kind-docker/docker.sock
+  fi
+}
+
+# need_kind puts kind on the PATH: the one installed, else sigs.k8s.io/kind of go.mod built
+# once into the cache.
 need_kind() {
-  need kind "Install kind, for example: go install sigs.k8s.io/kind@v0.33.0 (it lands in \$(go env GOPATH)/bin)."
+  command -v kind >/dev/null 2>&1 && return 0
+  local version bin
+  version=$(cd "$REPO_ROOT" && go list -m -f '{{.Version}}' sigs.k8s.io/kind) || die "kind is not installed, and go cannot name go.mod's version of it."
+  bin=${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub/kind/bin/kind-$version
+  if [ ! -x "$bin/kind" ]; then
+    echo "kind is not on the PATH: building sigs.k8s.io/kind $version into $bin" >&2
+    mkdir -p "$bin"
+    (cd "$REPO_ROOT" && go build -o "$bin/kind" sigs.k8s.io/kind) || die "building kind $version failed."
+  fi
+  export PATH="$bin:$PATH"
 }
 
+# need_kubectl puts kubectl on the PATH: the one installed, else the one hack/testbin.sh node
+# builds (cached; about 6 minutes the first time).
 need_kubectl() {
-  need kubectl "Install kubectl (v1.27 or newer; its built-in kustomize is used)."
+  if ! command -v kubectl >/dev/null 2>&1; then
+    local dir
+    echo "kubectl is not on the PATH: using the one of hack/testbin.sh node" >&2
+    dir=$(TESTBIN_QUIET=1 bash "$REPO_ROOT/hack/testbin.sh" node) || die "building kubectl failed."
+    export PATH="$PATH:$dir"
+  fi
   kubectl kustomize --help >/dev/null 2>&1 || die "this kubectl has no kustomize built in (kubectl kustomize); install a newer kubectl."
 }
 

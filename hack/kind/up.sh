@@ -5,20 +5,31 @@
 # clusters, rebuilds and reloads the image, restarts the hub and registers the members again
 # (which rotates their tokens).
 #
-# Needs: a reachable Docker daemon with buildx, kind, kubectl, go, make. Settings (HUB, MEMBERS,
-# IMG, KIND_NODE_IMAGE, WAIT_TIMEOUT): see common.sh.
+# Needs: Docker, go, make; kind and kubectl are built when missing. With the offline node image
+# (KIND_NODE_IMAGE=offline, the default as root on Linux) it also starts what this machine needs
+# (a Docker daemon that runs privileged containers, the cgroup v1 mounts: common.sh's machine_up)
+# and builds the node image (hack/kind/nodeimage.sh). Settings (HUB, MEMBERS, IMG,
+# KIND_NODE_IMAGE, WAIT_TIMEOUT): see common.sh.
 set -euo pipefail
 
 # shellcheck source=hack/kind/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-need_docker
-need_buildx
-need_kind
-need_kubectl
 need go "Install Go (the version of go.mod's go line)."
 need make "Install GNU make."
 check_settings
+machine_up
+need_docker
+need_kind
+need_kubectl
+kind_config=()
+if [ "$KIND_NODE_IMAGE" = offline ]; then
+  log "The kind node image (built offline, or reused)"
+  KIND_NODE_IMAGE=$(bash "$REPO_ROOT/hack/kind/nodeimage.sh")
+  kind_config=(--config "$REPO_ROOT/hack/kind/cluster.yaml")
+elif [ "$KIND_NODE_IMAGE" = kind ]; then
+  KIND_NODE_IMAGE=
+fi
 [[ $IMG != *@* ]] || die "IMG=$IMG: give a name:tag, not a digest (the image is built and loaded, never pulled)."
 
 # The image's name and tag, as kustomize's images: wants them; a port in the registry is no tag.
@@ -40,7 +51,7 @@ for name in "$HUB" "${MEMBER_LIST[@]}"; do
     echo "kind cluster $name exists: reusing it"
     kind export kubeconfig --name "$name" # restores the context kind-$name if it was removed
   else
-    args=(create cluster --name "$name" --wait "$WAIT_TIMEOUT")
+    args=(create cluster --name "$name" --wait "$WAIT_TIMEOUT" "${kind_config[@]}")
     if [ -n "$KIND_NODE_IMAGE" ]; then
       args+=(--image "$KIND_NODE_IMAGE")
     fi
@@ -49,12 +60,11 @@ for name in "$HUB" "${MEMBER_LIST[@]}"; do
 done
 
 log "Building $IMG"
-# No provenance attestation: the nodes' containerd cannot import a `docker save` archive with one
-# (kind issue #3795, with Docker's containerd image store).
-make -C "$REPO_ROOT" docker-build IMG="$IMG" DOCKER_BUILD_FLAGS=--provenance=false
+# Without Docker, as `make image` does (hack/image, docs/image.md): no base image to pull.
+(cd "$REPO_ROOT" && go run ./hack/image --image "$IMG" --output "$work/hub-image.tar")
 
 log "Loading $IMG into $HUB"
-kind load docker-image "$IMG" --name "$HUB"
+kind load image-archive "$work/hub-image.tar" --name "$HUB"
 
 log "Deploying config/default to $HUB with image $IMG"
 # A temporary overlay: config/default with the image replaced and never pulled (the kubelet
@@ -165,3 +175,11 @@ the members are ${MEMBER_LIST[*]} (contexts kind-<name>). Try a heal:
 Hub logs: kubectl -n $HUB_NAMESPACE logs deployment/$HUB_DEPLOYMENT
 Tear down: make kind-down
 EOF
+if [ "${DOCKER_HOST:-}" = unix:///run/configbundle-kind-docker/docker.sock ]; then
+  cat <<EOF
+
+The clusters run on a Docker daemon that hack/kind/docker.sh started; for docker and kind commands:
+
+  export DOCKER_HOST=$DOCKER_HOST
+EOF
+fi
