@@ -140,8 +140,9 @@ func TestPausedMemberIsFrozenAtWhatItHolds(t *testing.T) {
 	g.Expect(fleet.Tamper(ctx, fl.Member("ro2").Client, client.ObjectKeyFromObject(fb), "tampered")).To(Succeed())
 	g.Eventually(placedMessage("ro2", fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v1"))
 	ro2 := fl.Member("ro2").Client
-	var edited int64                                                  // the generation of the hand edit
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error { // kubectl edit configbundle web
+	// kubectl edit configbundle web; edited is the generation of the hand edit.
+	var edited int64
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		b := &configbundlev1alpha1.ConfigBundle{}
 		if err := ro2.Get(ctx, client.ObjectKeyFromObject(fb), b); err != nil {
 			return err
