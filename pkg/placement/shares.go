@@ -38,7 +38,7 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	mine, err := r.selectedMembers(ctx, fb, boundary)
+	mine, _, err := r.selectedMembers(ctx, fb, boundary) // the elected replica prunes, from the status
 	if err != nil {
 		return ctrl.Result{}, err
 	}

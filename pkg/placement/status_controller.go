@@ -109,7 +109,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	selected, err := r.selectedMembers(ctx, fb, boundary)
+	selected, pausedHeld, err := r.selectedMembers(ctx, fb, boundary)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -118,8 +118,8 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.keepPausedHeld(ctx, fb, boundary, ro.held); err != nil {
-		return ctrl.Result{}, err
+	for _, n := range pausedHeld {
+		ro.held[n] = true
 	}
 	health := judgeAll(ro.next, ro.byNumber(), selected, ro.decision.Failed)
 	r.transitions.observe(fb, health)
@@ -173,16 +173,25 @@ func readyChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
 }
 
 // selectedMembers returns what the status needs of each member the FleetBundle selects (within
-// boundary) that this replica manages (every one, unless sharded).
-func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) ([]MemberView, error) {
+// boundary) that this replica manages (every one, unless sharded), and the revisions that paused
+// members it does not select hold: a paused member keeps what it holds, healed from that
+// revision, so that revision is not pruned.
+func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) ([]MemberView, []int64, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing MemberClusters: %w", err)
+		return nil, nil, fmt.Errorf("listing MemberClusters: %w", err)
 	}
 	key := client.ObjectKeyFromObject(fb)
 	var views []MemberView
+	var pausedHeld []int64
 	for _, mc := range list.Items {
-		if !boundary.Selects(fb, mc.Labels) || !r.opts.Replica.Owns(mc.Name) {
+		if !r.opts.Replica.Owns(mc.Name) {
+			continue
+		}
+		if !boundary.Selects(fb, mc.Labels) {
+			if n := r.heldWhilePaused(ctx, &mc, key, fb.UID); n != 0 {
+				pausedHeld = append(pausedHeld, n)
+			}
 			continue
 		}
 		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.ledger.outcome(pair{member: mc.Name, fb: key}), Labels: mc.Labels,
@@ -192,26 +201,19 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 		}
 		views = append(views, v)
 	}
-	return views, nil
+	return views, pausedHeld, nil
 }
 
-// keepPausedHeld adds to held the revisions that paused members the FleetBundle no longer selects
-// hold: a paused member keeps what it holds, healed from that revision, so it is not pruned.
-func (r *StatusReconciler) keepPausedHeld(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary, held map[int64]bool) error {
-	list := &hubv1alpha1.MemberClusterList{}
-	if err := r.hub.List(ctx, list); err != nil {
-		return fmt.Errorf("listing MemberClusters: %w", err)
+// heldWhilePaused is the revision of the FleetBundle's bundle a paused, connected member holds, 0
+// if it is not paused or holds none.
+func (r *StatusReconciler) heldWhilePaused(ctx context.Context, mc *hubv1alpha1.MemberCluster, key client.ObjectKey, uid types.UID) int64 {
+	if !mc.Spec.Paused || r.notReady(mc.Name).Reason != "" {
+		return 0
 	}
-	key := client.ObjectKeyFromObject(fb)
-	for _, mc := range list.Items {
-		if !mc.Spec.Paused || boundary.Selects(fb, mc.Labels) || r.notReady(mc.Name).Reason != "" {
-			continue
-		}
-		if b := r.cachedBundle(ctx, mc.Name, key); OwnershipOf(b, key, fb.UID) == Own {
-			held[heldRevision(b)] = true
-		}
+	if b := r.cachedBundle(ctx, mc.Name, key); OwnershipOf(b, key, uid) == Own {
+		return heldRevision(b)
 	}
-	return nil
+	return 0
 }
 
 // notReady says why a member cannot be reached, or nothing if it can.
