@@ -249,14 +249,11 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 			return nil, err
 		}
 	}
-	lock, elector, err := newElection(cfg, opts, hubDialer.CloseAll)
+	lock, err := newElection(cfg, opts, hubDialer.CloseAll)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case elector != nil:
-		replica = replica.ElectedBy(elector)
-	case lock != nil:
+	if lock != nil {
 		replica = replica.FencedBy(lock)
 	}
 	provider, err := newProvider(scheme, opts, replica)
@@ -267,7 +264,7 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addHubRunnables(mgr, cfg, opts, provider.Options().ProbeTimeout, lock, elector, hubDialer.CloseAll); err != nil {
+	if err := addHubRunnables(mgr, cfg, opts, provider.Options().ProbeTimeout, lock, hubDialer.CloseAll); err != nil {
 		return nil, err
 	}
 	if replica.Sharded() {
@@ -287,10 +284,10 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	return &Hub{Manager: mgr, Provider: provider}, nil
 }
 
-// addHubRunnables adds to mgr what keeps the Lease and the hub connection: the elector of the
-// hub-wide work (sharded), or, without any election, the hub probe that replaces dead hub
-// connections; and it gives the Lease's lock the recorder of its Events.
-func addHubRunnables(mgr mcmanager.Manager, cfg *rest.Config, opts Options, probeTimeout time.Duration, lock *election.Lock, elector *election.Elector, closeConns func()) error {
+// addHubRunnables adds to mgr what keeps the hub connection: without --leader-elect, the hub
+// probe that replaces dead hub connections; with it, the Lease's lock does (a request of the
+// election that times out closes them), and it gets the recorder of its Events.
+func addHubRunnables(mgr mcmanager.Manager, cfg *rest.Config, opts Options, probeTimeout time.Duration, lock *election.Lock, closeConns func()) error {
 	if lock == nil {
 		probe, err := newHubProbe(cfg, opts.ProbeInterval, probeTimeout, closeConns, ctrl.Log.WithName("hub-probe"))
 		if err != nil {
@@ -299,9 +296,6 @@ func addHubRunnables(mgr mcmanager.Manager, cfg *rest.Config, opts Options, prob
 		return mgr.GetLocalManager().Add(probe)
 	}
 	lock.SetEventRecorder(mgr.GetLocalManager().GetEventRecorderFor(lock.Identity())) //nolint:staticcheck // resourcelock records core Events
-	if elector != nil {
-		return mgr.GetLocalManager().Add(elector)
-	}
 	return nil
 }
 
@@ -407,20 +401,17 @@ func metricsOptions(opts Options) metricsserver.Options {
 	}
 }
 
-// newElection returns the lock of the leader-election Lease with --leader-elect or --sharded,
-// and with --sharded the elector of the replica that does the hub-wide work; nothing otherwise.
-// A request of the election that times out calls closeConns.
-func newElection(cfg *rest.Config, opts Options, closeConns func()) (*election.Lock, *election.Elector, error) {
-	if !opts.LeaderElect && !opts.Sharded {
-		return nil, nil, nil
+// newElection returns the lock of the leader-election Lease with --leader-elect; nothing
+// otherwise (sharded replicas elect the one that does the hub-wide work with a fence of their
+// coordinator, bound to its peer Lease: sharding.Replica.Leading). A request of the election
+// that times out calls closeConns.
+func newElection(cfg *rest.Config, opts Options, closeConns func()) (*election.Lock, error) {
+	if !opts.LeaderElect {
+		return nil, nil
 	}
 	timings := election.Of(opts.LeaseDuration)
 	identity := opts.ReplicaID + "_" + string(uuid.NewUUID()) // unique, and names the pod first
-	lock, err := election.NewLock(cfg, opts.SecretNamespace, hubv1alpha1.LeaderElectionID, identity, timings, closeConns)
-	if err != nil || !opts.Sharded {
-		return lock, nil, err
-	}
-	return lock, election.NewElector(lock, timings, ctrl.Log.WithName("election").WithValues("replica", opts.ReplicaID)), nil
+	return election.NewLock(cfg, opts.SecretNamespace, hubv1alpha1.LeaderElectionID, identity, timings, closeConns)
 }
 
 func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, replica sharding.Replica, lock *election.Lock) (mcmanager.Manager, error) {
@@ -428,7 +419,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovide
 	provider.SecretCacheOptions(&cacheOpts)
 	placement.RevisionCacheOptions(&cacheOpts)
 	// The manager elects a leader with --leader-elect only, through lock: sharded replicas
-	// elect the one that does the hub-wide work with an Elector of their own (newElection),
+	// elect the one that does the hub-wide work with a fence of their coordinator (newElection),
 	// whose loss must not end the manager as a lost election of controller-runtime does.
 	timings := election.Of(opts.LeaseDuration)
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{

@@ -34,20 +34,9 @@ type Replica struct {
 	ID string
 
 	shards *shards // nil: not sharded
-	// elector elects the sharded replica that does the hub-wide work (ElectedBy); nil: the
-	// manager's leader election, if any, gates it.
-	elector *election.Elector
 	// lease is the leader's Lease (--leader-elect, FencedBy), which fences every write to the
 	// members; nil: none.
 	lease *election.Lock
-}
-
-// ElectedBy returns r whose hub-wide work (Leading, OnElected) is gated by e rather than by
-// the manager's leader election: sharded replicas elect one of them with an Elector of their
-// own, whose loss neither stops the process nor the replica's members.
-func (r Replica) ElectedBy(e *election.Elector) Replica {
-	r.elector = e
-	return r
 }
 
 // FencedBy returns r whose writes to the members leave only while lease is Valid: the leader
@@ -57,19 +46,19 @@ func (r Replica) FencedBy(lease *election.Lock) Replica {
 	return r
 }
 
-// Leading reports whether this replica may do the hub-wide work now: with an Elector
-// (ElectedBy), whether it is elected and certainly holds the Lease; otherwise always, since the
-// manager's leader election, if any, starts that work only on the leader.
+// Leading reports whether this replica may do the hub-wide work now: sharded, whether it holds
+// the election fence (hubv1alpha1.LeaderElectionID) in the current epoch of its valid peer
+// Lease; otherwise always, since the manager's leader election, if any, starts that work only
+// on the leader.
 func (r Replica) Leading() bool {
-	return r.elector == nil || r.elector.Leading()
+	return r.shards == nil || r.shards.coord.Leading()
 }
 
-// OnElected calls fn each time this replica is elected for the hub-wide work by its Elector
-// (ElectedBy), and at once if it is elected already, to resynchronise that work; without an
-// Elector, never.
+// OnElected calls fn each time this sharded replica is elected for the hub-wide work, and at
+// once if it is elected already, to resynchronise that work; unless sharded, never.
 func (r Replica) OnElected(fn func()) {
-	if r.elector != nil {
-		r.elector.OnElected(fn)
+	if r.shards != nil {
+		r.shards.coord.OnElected(fn)
 	}
 }
 
@@ -90,16 +79,16 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error
 	}
 	opts = opts.complete()
 	// The Leases are read and written directly: a stale cached read would lose a renewal. Each
-	// request is bounded well below the renew period, so that one hung on a dead connection to
-	// the hub cluster does not hold up the next renewal.
+	// request is bounded by half the renew period, so that one hung on a dead connection to the
+	// hub cluster does not hold up the next renewal.
+	renew := opts.LeaseDuration / 3
 	leases := rest.CopyConfig(cfg)
-	leases.Timeout = opts.LeaseDuration / 5
+	leases.Timeout = renew / 2
 	direct, err := client.New(leases, client.Options{Scheme: scheme})
 	if err != nil {
 		return Replica{}, fmt.Errorf("creating the client of the Leases: %w", err)
 	}
 	log := ctrl.Log.WithName("sharding").WithValues("replica", opts.ReplicaID)
-	renew := opts.LeaseDuration / 3
 	refresh := min(renew, opts.PeerRefreshInterval)
 	registry := peers.NewLeaseRegistry(direct, opts.Namespace, hubv1alpha1.PeerLeasePrefix, opts.ReplicaID, 1, log,
 		peers.WithLeaseTimings(opts.LeaseDuration, renew), peers.WithRefreshInterval(refresh))
@@ -111,6 +100,7 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error
 		sharded.WithPerClusterLease(true),
 		sharded.WithLeaseTimings(opts.LeaseDuration, renew, fenceThrottle),
 		sharded.WithSynchronizationIntervals(decisionInterval, opts.LeaseDuration),
+		sharded.WithElection(hubv1alpha1.LeaderElectionID),
 	)
 	return Replica{ID: opts.ReplicaID, shards: &shards{registry: registry, sharder: hrw, coord: coord, log: log}}, nil
 }
@@ -148,13 +138,18 @@ func (r Replica) Fence(member string) (end func(), err error) {
 }
 
 // WriteDeadline is when a write to a member that Fence lets leave now must have been answered,
-// so that it never lands once another replica may write: with the leader's Lease (FencedBy),
-// the end of the lease its last renewal began; zero (no deadline) otherwise.
+// so that it never lands once another replica may write: sharded, the end of this replica's
+// validity (its peer Lease's last renewal plus the lease duration less one renew period); with
+// the leader's Lease (FencedBy), the end of the lease its last renewal began; zero (no
+// deadline) otherwise.
 func (r Replica) WriteDeadline() time.Time {
-	if r.shards != nil || r.lease == nil {
-		return time.Time{}
+	switch {
+	case r.shards != nil:
+		return r.shards.coord.WriteDeadline()
+	case r.lease != nil:
+		return r.lease.WriteDeadline()
 	}
-	return r.lease.WriteDeadline()
+	return time.Time{}
 }
 
 // MayWrite reports whether a write to the member would leave now (Fence), without starting one.

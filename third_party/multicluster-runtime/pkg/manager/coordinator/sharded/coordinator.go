@@ -41,8 +41,9 @@ import (
 //     (e.g. mcr-shard-<cluster> when PerClusterLease is true).
 //   - PerClusterLease: when true, use one Lease per cluster (recommended). When false,
 //     use a single shared fence name for all clusters.
-//   - LeaseDuration / LeaseRenew: total TTL and renew cadence. Choose renew < duration
-//     (commonly renew ≈ duration/3).
+//   - LeaseDuration / LeaseRenew: the peer Leases' TTL and renew cadence, on which the fences
+//     rest (a fence is valid while its holder's peer Lease is). Choose renew < duration
+//     (commonly renew ≈ duration/3). Every Lease request is bounded by half of LeaseRenew.
 //   - FenceThrottle: backoff before retrying failed fence acquisition, to reduce API churn.
 //
 // Peers (membership):
@@ -61,9 +62,11 @@ type Config struct {
 	// PerClusterLease controls whether we create one fence per cluster (true) or a
 	// single shared fence name (false). Per-cluster is recommended.
 	PerClusterLease bool
-	// LeaseDuration is the total TTL written to the Lease (spec.LeaseDurationSeconds).
+	// LeaseDuration bounds a hand-over: a cluster's fence is released once the writes in flight
+	// have ended, or this long after it was stopped.
 	LeaseDuration time.Duration
-	// LeaseRenew is the renewal cadence; must be < LeaseDuration (rule of thumb ≈ 1/3).
+	// LeaseRenew is the peer Lease's renewal cadence; every Lease request of the coordinator is
+	// bounded by half of it, so that a slow or black-holed API server delays no decision.
 	LeaseRenew time.Duration
 	// FenceThrottle backs off repeated failed TryAcquire attempts to reduce API churn.
 	FenceThrottle time.Duration
@@ -77,6 +80,9 @@ type Config struct {
 	Probe time.Duration
 	// Rehash is an optional slower cadence for planned redistribution (currently unused).
 	Rehash time.Duration
+
+	// ElectionName names the election fence (WithElection); empty: no election.
+	ElectionName string
 }
 
 // Option mutates a sharded Coordinator before use.
@@ -105,7 +111,8 @@ type Coordinator struct {
 	// cfg holds all synchronization/fencing configuration.
 	cfg Config
 
-	// mu guards engaged and awares.
+	// mu guards engaged and awares. It is never held across an API call: a slow hub must not
+	// hold up the decisions of every cluster.
 	mu sync.Mutex
 	// engaged tracks per-cluster engagement state keyed by cluster name.
 	engaged map[multicluster.ClusterName]*engagement
@@ -114,7 +121,27 @@ type Coordinator struct {
 
 	// releasing counts the fence releases under way, which a clean stop waits for.
 	releasing sync.WaitGroup
+	// calls bounds the Lease requests in flight at once (maxLeaseCalls).
+	calls chan struct{}
+	// elected elects one peer among all (WithElection); nil: none. Guarded by mu.
+	elected *election
 }
+
+// election is the fence that elects one peer for work that only one may do (WithElection). It
+// is sticky: its holder keeps it while its peer Lease is valid, so it costs no write either.
+type election struct {
+	fence *leaseGuard
+	// busy is true while a take is in flight.
+	busy bool
+	// nextTry defers the next take until this time (throttling).
+	nextTry time.Time
+	// onElected are called, each in a goroutine of its own, whenever this peer takes the fence.
+	onElected []func()
+}
+
+// maxLeaseCalls bounds the fence requests (takes and releases) in flight at once: after a
+// replica dies, its peers take its clusters over in parallel, but never flood the API server.
+const maxLeaseCalls = 16
 
 // engagement tracks per-cluster lifecycle within the coordinator.
 //
@@ -141,6 +168,8 @@ type engagement struct {
 
 	// fence is the per-cluster Lease guard (nil until first start attempt).
 	fence *leaseGuard
+	// busy is true while a take or a release of the fence is in flight: at most one at a time.
+	busy bool
 	// nextTry defers the next TryAcquire attempt until this time (throttling).
 	nextTry time.Time
 }
@@ -153,6 +182,7 @@ func New(kube client.Client, log logr.Logger, opts ...Option) *Coordinator {
 		cfg:     defaultConfig(),
 		sharder: sharder.NewHRW(),
 		engaged: make(map[multicluster.ClusterName]*engagement),
+		calls:   make(chan struct{}, maxLeaseCalls),
 	}
 
 	for _, o := range opts {
@@ -165,6 +195,9 @@ func New(kube client.Client, log logr.Logger, opts ...Option) *Coordinator {
 	}
 
 	c.self = c.peers.Self()
+	if c.cfg.ElectionName != "" {
+		c.elected = &election{fence: newLeaseGuard(kube, c.cfg.FenceNS, c.cfg.ElectionName, c.self.ID)}
+	}
 	return c
 }
 
@@ -238,12 +271,12 @@ func (g *writeGate) close(timeout time.Duration) {
 }
 
 // BeginWrite reports whether this peer may write to the cluster now: the cluster is engaged
-// and started here, and its fence is held and was renewed recently enough (see
-// leaseGuard.Valid). If so, the write is in flight until end is called, and the fence is not
-// released before (for at most a lease duration). Call it right before each write to the
-// cluster, and end right after: a peer that was paused or cut off past its Lease sees at once
-// that it must not write, before its renew loop notices that another peer took over; and a
-// peer handing a cluster over releases its fence only after its last write.
+// and started here, its fence was taken in the current epoch of this peer's peer Lease, and
+// that Lease is valid (peers.Registry.Validity). If so, the write is in flight until end is
+// called, and the fence is not released before (for at most a lease duration). Call it right
+// before each write to the cluster, and end right after: a peer that was paused or cut off past
+// its Lease sees at once that it must not write, before it notices that another peer took
+// over; and a peer handing a cluster over releases its fence only after its last write.
 func (c *Coordinator) BeginWrite(name multicluster.ClusterName) (end func(), ok bool) {
 	c.mu.Lock()
 	var gate *writeGate
@@ -252,60 +285,126 @@ func (c *Coordinator) BeginWrite(name multicluster.ClusterName) (end func(), ok 
 		gate, fence = e.writes, e.fence
 	}
 	c.mu.Unlock()
-	if gate == nil || fence == nil || !fence.Valid() {
+	epoch, _, valid := c.peers.Validity()
+	if gate == nil || fence == nil || !valid || !fence.heldIn(epoch) {
 		return nil, false
 	}
 	return gate.begin()
 }
 
-// release releases a fence in the background once the writes begun under it (gate, may be
-// nil) have ended, or a lease duration has passed: a write that hangs must not pin the Lease.
-// The release is bounded by the lease duration too: the context of the engagement or of the
-// coordinator may already be done.
-func (c *Coordinator) release(fence *leaseGuard, gate *writeGate) {
+// Leading reports whether this peer is elected (WithElection) and may act on it now: its
+// election fence was taken in the current epoch and its peer Lease is valid.
+func (c *Coordinator) Leading() bool {
+	c.mu.Lock()
+	e := c.elected
+	c.mu.Unlock()
+	epoch, _, valid := c.peers.Validity()
+	return e != nil && valid && e.fence.heldIn(epoch)
+}
+
+// OnElected calls fn, in a goroutine of its own, each time this peer is elected (WithElection),
+// and at once if it leads already.
+func (c *Coordinator) OnElected(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.elected == nil {
+		return
+	}
+	c.elected.onElected = append(c.elected.onElected, fn)
+	if epoch, _, valid := c.peers.Validity(); valid && c.elected.fence.heldIn(epoch) {
+		go fn()
+	}
+}
+
+// campaign tries to take the election fence in epoch, unless it is held already or a try is
+// under way, and calls the onElected callbacks if it took it. Call with c.mu held.
+func (c *Coordinator) campaign(epoch uint64, now time.Time) {
+	e := c.elected
+	if e == nil || e.busy || e.fence.heldIn(epoch) || now.Before(e.nextTry) {
+		return
+	}
+	e.busy = true
+	go func() {
+		var ok bool
+		var err error
+		c.call(func(ctx context.Context) { ok, _, err = e.fence.take(ctx, epoch, c.peers.Dead) })
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		e.busy = false
+		if !ok {
+			e.nextTry = time.Now().Add(c.cfg.FenceThrottle)
+			if err != nil {
+				c.log.V(1).Info("taking the election fence failed; will retry", "peer", c.self.ID, "err", err)
+			}
+			return
+		}
+		c.log.Info("elected", "peer", c.self.ID, "lease", e.fence.nm)
+		for _, fn := range e.onElected {
+			go fn()
+		}
+	}()
+}
+
+// WriteDeadline is when a write that BeginWrite lets leave now must have been answered: the
+// end of this peer's validity, after which another peer may take its clusters over.
+func (c *Coordinator) WriteDeadline() time.Time {
+	_, until, _ := c.peers.Validity()
+	return until
+}
+
+// call runs fn, a fence request, bounded by half a renew period and by maxLeaseCalls requests
+// in flight at once.
+func (c *Coordinator) call(fn func(ctx context.Context)) {
+	c.calls <- struct{}{}
+	defer func() { <-c.calls }()
+	ctx, cancel := context.WithTimeout(context.Background(), c.requestTimeout())
+	defer cancel()
+	fn(ctx)
+}
+
+// requestTimeout bounds each Lease request: half a renew period.
+func (c *Coordinator) requestTimeout() time.Duration { return c.cfg.LeaseRenew / 2 }
+
+// release releases the engagement's fence in the background once the writes begun under it
+// (gate, may be nil) have ended, or a lease duration has passed: a write that hangs must not
+// pin the Lease. Call with c.mu held and e not busy; e is busy until the release has ended.
+func (c *Coordinator) release(e *engagement, gate *writeGate) {
+	fence := e.fence
+	e.busy = true
 	c.releasing.Add(1)
 	go func() {
 		defer c.releasing.Done()
 		if gate != nil {
 			gate.close(c.cfg.LeaseDuration)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaseDuration)
-		defer cancel()
-		fence.Release(ctx)
+		fence.forget()
+		c.call(fence.Release)
+		c.mu.Lock()
+		e.busy = false
+		c.mu.Unlock()
 	}()
 }
 
 // releaseAll stops every cluster and releases its fence, waiting (at most a lease duration)
 // for the writes in flight and the releases.
 func (c *Coordinator) releaseAll() {
-	type held struct {
-		fence *leaseGuard
-		gate  *writeGate
-	}
-	var all []held
 	c.mu.Lock()
+	if e := c.elected; e != nil && e.fence.Held() && !e.busy {
+		fence := e.fence
+		c.releasing.Go(func() { fence.forget(); c.call(fence.Release) })
+	}
 	for _, e := range c.engaged {
+		gate := e.writes
 		if e.started && e.cancel != nil {
 			e.cancel()
 		}
-		if e.fence != nil {
-			all = append(all, held{e.fence, e.writes})
-		}
 		e.started, e.writes = false, nil
+		if e.fence != nil && e.fence.Held() && !e.busy {
+			c.release(e, gate)
+		}
 	}
 	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaseDuration)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, h := range all {
-		wg.Go(func() {
-			if h.gate != nil {
-				h.gate.close(c.cfg.LeaseDuration)
-			}
-			h.fence.Release(ctx)
-		})
-	}
-	wg.Wait()
+	c.releasing.Wait()
 }
 
 // Runnable returns a Runnable that manages synchronization of clusters. It runs on every
@@ -313,19 +412,23 @@ func (c *Coordinator) releaseAll() {
 func (c *Coordinator) Runnable() manager.Runnable {
 	return everyReplica(func(ctx context.Context) error {
 		c.log.Info("synchronization runnable starting", "peer", c.self.ID)
+		// The peer registry outlives the decisions: on a clean stop, every fence is released
+		// before the peer Lease, on which their validity rests.
+		peersCtx, stopPeers := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopPeers()
 		errCh := make(chan error, 1)
-		go func() { errCh <- c.peers.Run(ctx) }()
+		go func() { errCh <- c.peers.Run(peersCtx) }()
 		c.recompute(ctx)
 		t := time.NewTicker(c.cfg.Probe)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
-				// Leave cleanly: release every fence and the peer Lease before the process
+				// Leave cleanly: release every fence, then the peer Lease, before the process
 				// exits, so that the other peers take over at their next look, not a lease
 				// duration later.
 				c.releaseAll()
-				c.releasing.Wait()
+				stopPeers()
 				<-errCh
 				return nil
 			case err := <-errCh:
@@ -344,156 +447,156 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 		return err
 	}
 
-	var doRecompute bool
-
 	c.mu.Lock()
 	defer c.mu.Unlock()
 
+	eng := &engagement{name: name, cl: cl, parent: parent}
 	if cur, ok := c.engaged[name]; ok {
 		// Re-engage same name: replace token; stop old engagement; preserve fence.
-		var fence *leaseGuard
-		if cur.fence != nil {
-			fence = cur.fence // keep the existing fence/renewer
-		}
+		eng.fence, eng.busy = cur.fence, cur.busy
 		if cur.cancel != nil {
 			cur.cancel() // stop old sources/workers
 		}
-
-		newEng := &engagement{name: name, cl: cl, parent: parent, fence: fence}
-		c.engaged[name] = newEng
-
-		// cleanup tied to the *new* token; old goroutine will no-op (ee != token)
-		go func(pctx context.Context, key multicluster.ClusterName, token *engagement) {
-			<-pctx.Done()
-			c.mu.Lock()
-			if ee, ok := c.engaged[key]; ok && ee == token {
-				if ee.started && ee.cancel != nil {
-					ee.cancel()
-				}
-				if ee.fence != nil {
-					c.release(ee.fence, ee.writes)
-				}
-				delete(c.engaged, key)
-			}
-			c.mu.Unlock()
-		}(parent, name, newEng)
-
-		doRecompute = true
-	} else {
-		eng := &engagement{name: name, cl: cl, parent: parent}
-		c.engaged[name] = eng
-		go func(pctx context.Context, key multicluster.ClusterName, token *engagement) {
-			<-pctx.Done()
-			c.mu.Lock()
-			if ee, ok := c.engaged[key]; ok && ee == token {
-				if ee.started && ee.cancel != nil {
-					ee.cancel()
-				}
-				if ee.fence != nil {
-					c.release(ee.fence, ee.writes)
-				}
-				delete(c.engaged, key)
-			}
-			c.mu.Unlock()
-		}(parent, name, eng)
-		doRecompute = true
 	}
+	c.engaged[name] = eng
+	// cleanup tied to the *new* token; an old goroutine will no-op (ee != token)
+	context.AfterFunc(parent, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if ee, ok := c.engaged[name]; ok && ee == eng {
+			gate := ee.writes
+			if ee.started && ee.cancel != nil {
+				ee.cancel()
+			}
+			ee.started, ee.writes = false, nil
+			if ee.fence != nil && ee.fence.Held() && !ee.busy {
+				c.release(ee, gate)
+			}
+			delete(c.engaged, name)
+		}
+	})
 
 	// Kick a decision outside the lock for faster attach.
-	if doRecompute {
-		go c.recompute(parent)
-	}
-
+	go c.recompute(parent)
 	return nil
 }
 
+// recompute decides, for every engaged cluster, whether this peer should run it (rendezvous
+// hashing over the live peers), and converges: it stops the clusters it should not run or whose
+// fence is void (an earlier epoch), releases the fences it should not hold, and tries to take
+// the fences of the clusters it should run, starting each once its fence is taken. Decisions
+// are made under c.mu; every Lease request runs outside it, at most one per fence.
 func (c *Coordinator) recompute(parent context.Context) {
 	peers := c.peers.Snapshot()
 	self := c.self
+	epoch, _, valid := c.peers.Validity()
 
-	type toStart struct {
-		name multicluster.ClusterName
-		cl   cluster.Cluster
-		ctx  context.Context
-	}
-	var starts []toStart
+	var takes, starts []*engagement
 	var stops []context.CancelFunc
 
 	now := time.Now()
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	if valid {
+		c.campaign(epoch, now)
+	}
 	for name, engm := range c.engaged {
-		should := c.sharder.ShouldOwn(name.String(), peers, self)
+		should := len(peers) > 0 && c.sharder.ShouldOwn(name.String(), peers, self)
+		if engm.fence == nil {
+			engm.fence = newLeaseGuard(c.kube, c.cfg.FenceNS, c.fenceName(name.String()), c.self.ID)
+		}
+		held := valid && engm.fence.heldIn(epoch)
 
-		switch {
-		case should && !engm.started:
-			// ensure fence exists
-			if engm.fence == nil {
-				onLost := func(cluster multicluster.ClusterName) func() {
-					return func() {
-						// best-effort stop if we lose the lease mid-flight
-						c.log.Info("lease lost; stopping", "cluster", cluster, "peer", self.ID)
-						c.mu.Lock()
-						if ee := c.engaged[cluster]; ee != nil && ee.started && ee.cancel != nil {
-							ee.cancel()
-							ee.started = false
-						}
-						c.mu.Unlock()
-					}
-				}(name)
-				engm.fence = newLeaseGuard(
-					c.kube,
-					c.cfg.FenceNS, c.fenceName(name.String()), c.self.ID,
-					c.cfg.LeaseDuration, c.cfg.LeaseRenew, onLost,
-				)
-			}
-
-			// throttle attempts
-			if now.Before(engm.nextTry) {
-				continue
-			}
-
-			// try to take the fence; if we fail, set nextTry and retry on next tick
-			if !engm.fence.TryAcquire(parent) {
-				engm.nextTry = now.Add(c.cfg.FenceThrottle)
-				continue
-			}
-
-			// acquired fence; start the cluster
-			// Derived from the cluster's own context, not the tick's: the work stops the moment
-			// the cluster goes away (its cache with it), not when a goroutine notices.
-			ctx, cancel := context.WithCancel(engm.parent)
-			engm.ctx, engm.cancel, engm.started, engm.writes = ctx, cancel, true, newWriteGate()
-			starts = append(starts, toStart{name: engm.name, cl: engm.cl, ctx: ctx})
-			c.log.Info("synchronization start", "cluster", name, "peer", self.ID)
-
-		case !should && engm.started:
-			// stop + release fence
+		if engm.started && (!should || !held) {
+			// Stop: not ours any more, or our fence is void (this peer may have been judged
+			// dead meanwhile). No write begins from now on.
 			if engm.cancel != nil {
 				stops = append(stops, engm.cancel)
 			}
-			if engm.fence != nil {
-				c.release(engm.fence, engm.writes)
-			}
-			engm.cancel = nil
-			engm.started = false
-			engm.writes = nil
+			gate := engm.writes
+			engm.cancel, engm.started, engm.writes = nil, false, nil
 			engm.nextTry = time.Time{}
-			c.log.Info("synchronization stop", "cluster", name, "peer", self.ID)
-
-		case !should && engm.fence != nil && engm.fence.Held():
-			// Not running it (its start failed) but still holding, and renewing, its fence:
-			// let another peer have it.
-			c.release(engm.fence, nil)
+			c.log.Info("synchronization stop", "cluster", name, "peer", self.ID, "fenceValid", held)
+			if !should && !engm.busy {
+				c.release(engm, gate)
+			}
+			continue
+		}
+		switch {
+		case engm.busy || engm.started:
+		case should && held:
+			// Taken in this epoch, not running (a start that failed, or a take that ended as
+			// the cluster was re-engaged): start it again, no request needed.
+			starts = append(starts, engm)
+		case should && valid && !now.Before(engm.nextTry):
+			engm.busy = true
+			takes = append(takes, engm)
+		case !should && engm.fence.Held():
+			// Not running it but still holding its fence (its start failed, or an earlier
+			// epoch's): let another peer have it.
+			c.release(engm, nil)
 		}
 	}
+	c.mu.Unlock()
+
 	for _, c := range stops {
 		c()
 	}
-	for _, s := range starts {
-		go c.startForCluster(s.ctx, s.name, s.cl)
+	for _, engm := range takes {
+		go c.take(parent, engm, epoch)
 	}
+	for _, engm := range starts {
+		c.mu.Lock()
+		var ctx context.Context
+		if c.engaged[engm.name] == engm && !engm.started && engm.fence.heldIn(epoch) {
+			ctx = c.markStarted(engm)
+		}
+		c.mu.Unlock()
+		if ctx != nil {
+			go c.startForCluster(ctx, engm.name, engm.cl)
+		}
+	}
+}
+
+// take tries to take the engagement's fence in epoch, and starts the cluster if it did and
+// this peer should still run it.
+func (c *Coordinator) take(parent context.Context, engm *engagement, epoch uint64) {
+	var ok bool
+	var holder string
+	var err error
+	c.call(func(ctx context.Context) { ok, holder, err = engm.fence.take(ctx, epoch, c.peers.Dead) })
+
+	c.mu.Lock()
+	engm.busy = false
+	cur, _, _ := c.peers.Validity()
+	switch {
+	case !ok:
+		engm.nextTry = time.Now().Add(c.cfg.FenceThrottle)
+		if err != nil {
+			c.log.V(1).Info("taking the fence failed; will retry", "cluster", engm.name, "peer", c.self.ID, "err", err)
+		} else {
+			c.log.V(1).Info("fence held by a live peer; will retry", "cluster", engm.name, "peer", c.self.ID, "holder", holder)
+		}
+		c.mu.Unlock()
+		return
+	case c.engaged[engm.name] != engm || engm.started || cur != epoch || parent.Err() != nil:
+		// Gone, re-engaged or started meanwhile, or a new epoch: the next tick decides again.
+		c.mu.Unlock()
+		return
+	}
+	ctx := c.markStarted(engm)
+	c.mu.Unlock()
+	c.startForCluster(ctx, engm.name, engm.cl)
+}
+
+// markStarted marks the engagement started and returns the context of its work. Call with c.mu
+// held. The context derives from the cluster's own, not the tick's: the work stops the moment
+// the cluster goes away (its cache with it), not when a goroutine notices.
+func (c *Coordinator) markStarted(engm *engagement) context.Context {
+	ctx, cancel := context.WithCancel(engm.parent)
+	engm.ctx, engm.cancel, engm.started, engm.writes = ctx, cancel, true, newWriteGate()
+	c.log.Info("synchronization start", "cluster", engm.name, "peer", c.self.ID)
+	return ctx
 }
 
 func (c *Coordinator) startForCluster(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) {

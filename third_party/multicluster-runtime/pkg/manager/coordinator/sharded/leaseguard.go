@@ -18,7 +18,6 @@ package sharded
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -26,239 +25,162 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// leaseGuard manages a single Lease as a *fence* for one shard/cluster.
+// fenceDuration is the duration a fence's Lease advertises. A fence is valid while its holder's
+// peer Lease is (see peers.Registry), not by renewals of its own, so its Lease is written only
+// when it changes hands; the duration is one year so that a peer of an earlier version, which
+// judges a fence by its RenewTime and duration, never takes it while it is held.
+const fenceDuration = 365 * 24 * time.Hour
+
+// leaseGuard manages a single Lease as a *fence* for one shard/cluster, bound to the liveness
+// of its holder, as etcd attaches many keys to one lease.
 //
 // Design/semantics:
 //
-//   - TryAcquire(ctx) attempts to create/adopt the Lease for holder `id`,
-//     and, on success, starts a background renew loop. It is idempotent:
-//     calling it while already held is a cheap true.
+//   - take(ctx, epoch, dead) writes this peer into the Lease, with the resourceVersion it read
+//     as a precondition, if the Lease is free, already names this peer, or names a peer that
+//     dead reports dead (certainly not acting any more). The fence is then held in epoch.
 //
-//   - Renewing: a ticker renews the Lease every `renew`. A failed renewal is
-//     retried at the next tick for as long as the fence is still Valid; once it
-//     is not, or as soon as another valid holder is observed, `onLost` is
-//     invoked once, the fence is released, and the loop exits.
+//   - The Lease is not renewed: the fence is valid while it is held in the current epoch of
+//     this peer's own peer Lease and that Lease is valid (peers.Registry.Validity). Another
+//     peer takes it over only once it judges this peer dead by its peer Lease, which happens
+//     only after this peer's validity has ended; a peer that may have been judged dead starts
+//     a new epoch, which voids every fence it held before.
 //
-//   - Valid reports whether the holder may still act: it holds the Lease and
-//     its last successful acquisition or renewal started less than
-//     ldur-renew ago (by the local monotonic clock, so a process that was
-//     paused sees at once that its time is up). Callers check it right before
-//     each write they fence, so that a holder whose Lease may have lapsed (a
-//     paused process, a partitioned one) does not write after another has
-//     taken over. The renew margin covers clock skew between peers.
+//   - release(ctx) clears the holder if the Lease still names this peer (best-effort).
 //
-//   - Release(ctx) stops renewing and, if we still own the Lease, clears
-//     HolderIdentity (best-effort). Safe to call multiple times.
+//   - Thread-safety: all methods are safe for concurrent use; at most one of take and release
+//     runs at a time (the coordinator's busy flag).
 //
-//   - Thread-safety: all methods are safe for concurrent use.
-//
-//   - Timings: choose ldur (duration) > renew. A common pattern is
-//     renew ≈ ldur/3. Too small ldur increases churn; too large slows
-//     failover.
-//
-// RBAC: the caller’s client must be allowed to get/list/watch/create/update/patch
-// Leases in namespace `ns`.
+// RBAC: the caller's client must be allowed to get/create/update Leases in namespace `ns`.
 type leaseGuard struct {
 	c      client.Client
 	ns, nm string
 	id     string
-	ldur   time.Duration // lease duration
-	renew  time.Duration // renew period
-	onLost func()        // callback when we lose the lease
 
-	mu         sync.Mutex
-	held       bool
-	cancel     context.CancelFunc
-	validUntil time.Time // while held: until when the holder may act
+	mu sync.Mutex
+	// held: the Lease names this peer since take succeeded in epoch; false after release.
+	held  bool
+	epoch uint64
+	// lease is the Lease as this peer last read or wrote it (nil: unknown).
+	lease *coordinationv1.Lease
 }
-
-// errTaken is returned by renewOnce when another, valid holder has the Lease.
-var errTaken = errors.New("lease held by another holder")
 
 // newLeaseGuard builds a guard; it does not contact the API server.
-func newLeaseGuard(c client.Client, ns, name, id string, ldur, renew time.Duration, onLost func()) *leaseGuard {
-	return &leaseGuard{c: c, ns: ns, nm: name, id: id, ldur: ldur, renew: renew, onLost: onLost}
+func newLeaseGuard(c client.Client, ns, name, id string) *leaseGuard {
+	return &leaseGuard{c: c, ns: ns, nm: name, id: id}
 }
 
-// validity is how long after the start of a successful acquisition or renewal the holder may
-// act: the lease duration less one renew period, a margin for clock skew and slow requests.
-func (g *leaseGuard) validity() time.Duration {
-	if v := g.ldur - g.renew; v > 0 {
-		return v
-	}
-	return g.ldur * 2 / 3
+// heldIn reports whether the fence was taken in epoch and not released since.
+func (g *leaseGuard) heldIn(epoch uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held && g.epoch == epoch
 }
 
-// Held reports whether the guard holds the Lease (and renews it), valid or not.
+// Held reports whether the guard holds the Lease, in whatever epoch.
 func (g *leaseGuard) Held() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.held
 }
 
-// Valid reports whether the Lease is held and was acquired or renewed recently enough for the
-// holder to act.
-func (g *leaseGuard) Valid() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.held && time.Now().Before(g.validUntil)
-}
-
-// TryAcquire creates/adopts the Lease for g.id and starts renewing it.
-// Returns true iff we own it after this call (or already owned).
-// Fails (returns false) when another non-expired holder exists or API calls error.
-func (g *leaseGuard) TryAcquire(ctx context.Context) bool {
-	g.mu.Lock()
-	held := g.held
-	g.mu.Unlock()
-	if held {
-		return true
-	}
-
-	start := time.Now()
+// take takes the Lease for this peer in epoch unless another peer that is not dead holds it,
+// and reports whether it did, and the holder it found otherwise.
+func (g *leaseGuard) take(ctx context.Context, epoch uint64, dead func(id string) bool) (ok bool, holder string, err error) {
 	key := types.NamespacedName{Namespace: g.ns, Name: g.nm}
 	now := metav1.NowMicro()
-
-	ldurSec := int32(g.ldur / time.Second)
-
-	var ls coordinationv1.Lease
-	err := g.c.Get(ctx, key, &ls)
+	ls := &coordinationv1.Lease{}
+	err = g.c.Get(ctx, key, ls)
 	switch {
 	case apierrors.IsNotFound(err):
-		ls = coordinationv1.Lease{
+		ls = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: g.ns, Name: g.nm},
 			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       &g.id,
-				LeaseDurationSeconds: &ldurSec,
+				HolderIdentity:       ptr.To(g.id),
+				LeaseDurationSeconds: ptr.To(int32(fenceDuration / time.Second)),
 				AcquireTime:          &now,
 				RenewTime:            &now,
 			},
 		}
-		if err := g.c.Create(ctx, &ls); err != nil {
-			return false
+		if err := g.c.Create(ctx, ls); err != nil {
+			return false, "", err
 		}
 	case err != nil:
-		return false
+		return false, "", err
 	default:
-		// adopt if free/expired/ours
-		ho := ""
-		if ls.Spec.HolderIdentity != nil {
-			ho = *ls.Spec.HolderIdentity
+		holder = ptr.Deref(ls.Spec.HolderIdentity, "")
+		if holder != "" && holder != g.id && (!dead(holder) || renewedLately(ls, now)) {
+			return false, holder, nil
 		}
-		if ho != "" && ho != g.id {
-			if !expired(&ls, now) {
-				return false
-			}
+		if holder != g.id {
+			ls.Spec.LeaseTransitions = ptr.To(ptr.Deref(ls.Spec.LeaseTransitions, 0) + 1)
 		}
-		ls.Spec.HolderIdentity = &g.id
-		ls.Spec.LeaseDurationSeconds = &ldurSec
-		// keep first AcquireTime if already ours, otherwise set it
-		if ho != g.id || ls.Spec.AcquireTime == nil {
-			ls.Spec.AcquireTime = &now
-		}
+		// Written even when it names this peer already: taking it with the resourceVersion
+		// read as a precondition is what makes it this epoch's, against a peer that judged an
+		// earlier epoch of ours dead and is taking it at the same time.
+		ls.Spec.HolderIdentity = ptr.To(g.id)
+		ls.Spec.LeaseDurationSeconds = ptr.To(int32(fenceDuration / time.Second))
+		ls.Spec.AcquireTime = &now
 		ls.Spec.RenewTime = &now
-		if err := g.c.Update(ctx, &ls); err != nil {
-			return false
+		if err := g.c.Update(ctx, ls); err != nil {
+			return false, holder, err
 		}
 	}
-
-	// we own it; start renewer
-	rctx, cancel := context.WithCancel(context.Background())
 	g.mu.Lock()
-	g.held, g.cancel, g.validUntil = true, cancel, start.Add(g.validity())
+	g.held, g.epoch, g.lease = true, epoch, ls
 	g.mu.Unlock()
-	go g.renewLoop(rctx, key)
-	return true
+	return true, "", nil
 }
 
-// Internal: renew loop and single-step renew. A failed renewal is retried at the next tick
-// while the fence is still valid; once it is not, or another valid holder is observed,
-// onLost() is invoked once and the fence is released.
-func (g *leaseGuard) renewLoop(ctx context.Context, key types.NamespacedName) {
-	t := time.NewTicker(g.renew)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			start := time.Now()
-			err := g.renewOnce(ctx, key)
-			if ctx.Err() != nil {
-				return
-			}
-			if err == nil {
-				g.mu.Lock()
-				if g.held {
-					g.validUntil = start.Add(g.validity())
-				}
-				g.mu.Unlock()
-				continue
-			}
-			if !errors.Is(err, errTaken) && g.Valid() {
-				continue // try again at the next tick
-			}
-			// best-effort notify once, then release
-			if g.onLost != nil {
-				g.onLost()
-			}
-			g.Release(context.Background())
-			return
-		}
-	}
+// forget marks the fence not held, without writing anything: no write may rely on it any more.
+func (g *leaseGuard) forget() {
+	g.mu.Lock()
+	g.held = false
+	g.mu.Unlock()
 }
 
-func (g *leaseGuard) renewOnce(ctx context.Context, key types.NamespacedName) error {
-	now := metav1.NowMicro()
-	var ls coordinationv1.Lease
-	if err := g.c.Get(ctx, key, &ls); err != nil {
-		return err
-	}
-	// another holder?
-	if ls.Spec.HolderIdentity != nil && *ls.Spec.HolderIdentity != g.id && !expired(&ls, now) {
-		return errTaken
-	}
-	ldurSec := int32(g.ldur / time.Second)
-	// update
-	ls.Spec.HolderIdentity = &g.id
-	ls.Spec.LeaseDurationSeconds = &ldurSec
-	ls.Spec.RenewTime = &now
-	return g.c.Update(ctx, &ls)
-}
-
-// Release stops renewing; best-effort clear if we still own it.
+// Release marks the fence not held and clears the holder if the Lease still names this peer:
+// the next owner may take it at once. Best-effort; safe to call multiple times.
 func (g *leaseGuard) Release(ctx context.Context) {
 	g.mu.Lock()
-	if !g.held {
-		g.mu.Unlock()
-		return
-	}
-	cancel := g.cancel
-	g.held, g.cancel, g.validUntil = false, nil, time.Time{}
+	ls := g.lease
+	g.held, g.lease = false, nil
 	g.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
 
 	key := types.NamespacedName{Namespace: g.ns, Name: g.nm}
-	var ls coordinationv1.Lease
-	if err := g.c.Get(ctx, key, &ls); err == nil {
-		if ls.Spec.HolderIdentity != nil && *ls.Spec.HolderIdentity == g.id {
-			empty := ""
-			ls.Spec.HolderIdentity = &empty
-			// keep RenewTime/AcquireTime; just clear holder
-			_ = g.c.Update(ctx, &ls) // ignore errors
+	for range 2 {
+		if ls == nil {
+			ls = &coordinationv1.Lease{}
+			if err := g.c.Get(ctx, key, ls); err != nil {
+				return
+			}
 		}
+		if ptr.Deref(ls.Spec.HolderIdentity, "") != g.id {
+			return
+		}
+		ls = ls.DeepCopy()
+		ls.Spec.HolderIdentity = ptr.To("")
+		err := g.c.Update(ctx, ls)
+		if !apierrors.IsConflict(err) {
+			return
+		}
+		ls = nil // changed since we last saw it: read it again
 	}
 }
 
-func expired(ls *coordinationv1.Lease, now metav1.MicroTime) bool {
-	if ls.Spec.RenewTime == nil || ls.Spec.LeaseDurationSeconds == nil {
-		return true
+// renewedLately reports whether a Lease written by a peer of an earlier version, which renews
+// its fences (any duration but fenceDuration), was renewed within its duration by the local
+// clock: such a fence is taken only once it is dead by both rules, its holder's and ours, so a
+// rolling upgrade never makes two writers.
+func renewedLately(ls *coordinationv1.Lease, now metav1.MicroTime) bool {
+	d := time.Duration(ptr.Deref(ls.Spec.LeaseDurationSeconds, 0)) * time.Second
+	if d == fenceDuration || ls.Spec.RenewTime == nil {
+		return false
 	}
-	return now.Time.After(ls.Spec.RenewTime.Time.Add(time.Duration(*ls.Spec.LeaseDurationSeconds) * time.Second))
+	return now.Before(ptr.To(metav1.NewMicroTime(ls.Spec.RenewTime.Add(d))))
 }

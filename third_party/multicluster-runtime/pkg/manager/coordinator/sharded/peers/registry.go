@@ -46,7 +46,9 @@ const (
 	defaultWeight = uint32(1)
 )
 
-// Registry provides peer membership for sharding decisions.
+// Registry provides peer membership for sharding decisions, and the liveness that fences rest
+// on: a fence is valid while its holder's own peer Lease is, so that the steady state renews one
+// Lease per peer and nothing per cluster.
 type Registry interface {
 	// Self returns this process's identity and weight.
 	Self() sharder.PeerInfo
@@ -55,6 +57,18 @@ type Registry interface {
 	// Run blocks, periodically renewing our Lease and refreshing peer membership
 	// until ctx is cancelled or an error occurs.
 	Run(ctx context.Context) error
+	// Validity reports whether this peer may act on the fences it took in the current epoch:
+	// its own Lease was renewed recently enough, by the local monotonic clock, that no other
+	// peer can have judged it dead. until is when that ends unless the Lease is renewed again.
+	// The epoch changes whenever this peer may have been judged dead meanwhile (a renewal that
+	// came late, its Lease found deleted or taken, a release): every fence taken in an earlier
+	// epoch is void.
+	Validity() (epoch uint64, until time.Time, ok bool)
+	// Dead reports whether peer id is certainly not acting any more: its Lease is gone or
+	// released, or it was seen unchanged for at least its duration, by this peer's clock, by a
+	// list that started that long after this peer first saw it. Its fences may then be taken.
+	// A peer never seen is dead only once a list has shown that it has no Lease.
+	Dead(id string) bool
 }
 
 type leaseRegistry struct {
@@ -62,15 +76,32 @@ type leaseRegistry struct {
 	self           sharder.PeerInfo
 	cli            crclient.Client
 
-	mu        sync.RWMutex
-	peers     map[string]peer
-	refreshed time.Time // when peers was last listed
+	mu sync.RWMutex
+	// peers are the peers of the last list, live or judged dead, by holder identity.
+	peers map[string]peer
+	// listed is when the last successful list started; zero before the first.
+	listed time.Time
+
+	// own is the state of this peer's own Lease; guarded by mu.
+	own ownLease
 
 	ttl     time.Duration
 	renew   time.Duration
 	refresh time.Duration // how often peers are listed; at most renew
+	timeout time.Duration // bounds each request: half the renew period
 
 	log logr.Logger
+}
+
+// ownLease is what this peer knows of its own Lease.
+type ownLease struct {
+	// lease is the Lease as last written by this peer (nil: unknown, read it first).
+	lease *coordv1.Lease
+	// epoch counts the times this peer may have been judged dead; 0 before the first renewal.
+	epoch uint64
+	// validUntil is when this peer stops acting unless its Lease is renewed again: the start
+	// of the last successful renewal plus ttl less one renew period.
+	validUntil time.Time
 }
 
 // RegistryOption configures a Lease-based Registry.
@@ -78,7 +109,7 @@ type RegistryOption func(*leaseRegistry)
 
 // WithLeaseTimings sets how long a peer's Lease is valid without renewal (ttl, 30s by default)
 // and how often this peer renews its own (renew, 10s by default; choose about ttl/3). A peer
-// that dies is dropped from the others' snapshots about ttl after its last renewal.
+// that dies is judged dead, and its clusters taken over, about ttl after its last renewal.
 func WithLeaseTimings(ttl, renew time.Duration) RegistryOption {
 	return func(r *leaseRegistry) {
 		r.ttl, r.renew = ttl, renew
@@ -131,35 +162,64 @@ func NewLeaseRegistry(cli crclient.Client, ns, namePrefix string, selfID string,
 	if r.refresh <= 0 || r.refresh > r.renew {
 		r.refresh = r.renew
 	}
+	r.timeout = r.renew / 2
 	return r
 }
 
 func (r *leaseRegistry) Self() sharder.PeerInfo { return r.self }
 
-// peer is a live peer and when its Lease expires unless it is renewed.
+// peer is a peer seen in the last list, and since when it is seen as it is.
 type peer struct {
-	info    sharder.PeerInfo
-	expires time.Time
+	info sharder.PeerInfo
+	// version is its Lease's resourceVersion.
+	version string
+	// since is when this peer first saw that version: when the list that showed it returned,
+	// by the local clock, so never before the holder began the renewal that wrote it.
+	since time.Time
+	// ttl is how long it may go unchanged before it is dead: the longer of the duration it
+	// advertises and ours.
+	ttl time.Duration
 }
 
-// Snapshot returns the peers whose Lease was valid at the last refresh and, if that refresh is
-// recent, has not expired since: a dead peer is dropped when its Lease expires, not up to a
-// refresh interval later. After a failed or late refresh (the API server is unreachable, or
-// this process was paused), the peers of the last refresh are returned as they were: a stale
-// view must not make this peer believe it is alone.
+// dead reports whether a list that started at listed still showing p proves p dead.
+func (p peer) dead(listed time.Time) bool { return listed.Sub(p.since) >= p.ttl }
+
+// Snapshot returns the peers of the last list that are not judged dead, and this peer. A peer
+// is judged dead only by a list (see Dead), so a failed or late list, when the API server is
+// unreachable or this process was paused, never makes a live peer look dead: a stale view
+// must not make this peer believe it is alone.
 func (r *leaseRegistry) Snapshot() []sharder.PeerInfo {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	now := time.Now()
-	recent := now.Sub(r.refreshed) < 2*r.refresh
-	out := make([]sharder.PeerInfo, 0, len(r.peers))
+	if r.listed.IsZero() {
+		return nil
+	}
+	out := make([]sharder.PeerInfo, 0, len(r.peers)+1)
+	out = append(out, r.self)
 	for id, p := range r.peers {
-		if recent && id != r.self.ID && !now.Before(p.expires) {
-			continue
+		if id != r.self.ID && !p.dead(r.listed) {
+			out = append(out, p.info)
 		}
-		out = append(out, p.info)
 	}
 	return out
+}
+
+// Dead implements Registry.
+func (r *leaseRegistry) Dead(id string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.listed.IsZero() || id == r.self.ID {
+		return false
+	}
+	p, ok := r.peers[id]
+	return !ok || p.dead(r.listed)
+}
+
+// Validity implements Registry.
+func (r *leaseRegistry) Validity() (epoch uint64, until time.Time, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.own.epoch, r.own.validUntil, r.own.epoch > 0 && time.Now().Before(r.own.validUntil)
 }
 
 func (r *leaseRegistry) Run(ctx context.Context) error {
@@ -175,7 +235,7 @@ func (r *leaseRegistry) Run(ctx context.Context) error {
 		// for the next tick would make the renewal late.
 		if renewed.IsZero() || time.Since(renewed) > r.renew-r.refresh {
 			start := time.Now()
-			if err := r.renewSelfLease(ctx); err != nil && ctx.Err() == nil {
+			if err := r.renewSelfLease(ctx, start); err != nil && ctx.Err() == nil {
 				r.log.V(1).Info("renewSelfLease failed; will retry", "err", err)
 			} else if err == nil {
 				renewed = start
@@ -195,73 +255,134 @@ func (r *leaseRegistry) Run(ctx context.Context) error {
 	}
 }
 
-// releaseSelfLease clears the holder of our Lease when we stop, so that the other peers drop
-// us at their next refresh instead of a ttl later, and take over our share at once.
+func (r *leaseRegistry) leaseName() string { return fmt.Sprintf("%s-%s", r.namePrefix, r.self.ID) }
+
+// releaseSelfLease clears the holder of our Lease when we stop, so that the other peers judge us
+// gone at their next refresh instead of a ttl later, and take over our share at once. We stop
+// acting first: no fence of ours is valid once the Lease may read as released.
 func (r *leaseRegistry) releaseSelfLease() {
+	r.mu.Lock()
+	lease := r.own.lease
+	r.own.epoch++
+	r.own.validUntil = time.Time{}
+	r.mu.Unlock()
+
 	ctx, cancel := context.WithTimeout(context.Background(), r.renew)
 	defer cancel()
-	lease := &coordv1.Lease{}
-	if err := r.cli.Get(ctx, crclient.ObjectKey{Namespace: r.ns, Name: fmt.Sprintf("%s-%s", r.namePrefix, r.self.ID)}, lease); err != nil {
-		return
+	if lease == nil {
+		lease = &coordv1.Lease{}
+		if err := r.cli.Get(ctx, crclient.ObjectKey{Namespace: r.ns, Name: r.leaseName()}, lease); err != nil {
+			return
+		}
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != r.self.ID {
 		return
 	}
+	lease = lease.DeepCopy()
 	lease.Spec.HolderIdentity = ptr.To("")
 	if err := r.cli.Update(ctx, lease); err != nil {
 		r.log.V(1).Info("releasing our Lease failed; the other peers drop us once it expires", "err", err)
 	}
 }
 
-// renewSelfLease upserts our own Lease with fresh RenewTime and duration.
-func (r *leaseRegistry) renewSelfLease(ctx context.Context) error {
-	now := metav1.MicroTime{Time: time.Now()}
-	ttlSec := int32(r.ttl / time.Second)
-	name := fmt.Sprintf("%s-%s", r.namePrefix, r.self.ID)
+// renewSelfLease writes our own Lease with a fresh RenewTime and duration, then records until
+// when we may act: start (when the renewal began) plus ttl less one renew period. A renewal that
+// began after the last validity ended, or that found the Lease deleted or held by someone else,
+// starts a new epoch: another peer may have judged us dead and taken our fences meanwhile.
+//
+// In the steady state a renewal is one request, an Update of the Lease as we last wrote it; the
+// Lease is read only when that fails.
+func (r *leaseRegistry) renewSelfLease(ctx context.Context, start time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 
-	lease := &coordv1.Lease{}
-	err := r.cli.Get(ctx, crclient.ObjectKey{Namespace: r.ns, Name: name}, lease)
-	switch {
-	case apierrors.IsNotFound(err):
-		lease = &coordv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: r.ns,
-				Name:      name,
-				Labels: map[string]string{
-					labelPartOf: partOfValue,
-					labelPeer:   "true",
-					labelPrefix: r.namePrefix,
-				},
-				Annotations: map[string]string{
-					annotWeight: strconv.FormatUint(uint64(r.self.Weight), 10),
-				},
-			},
-			Spec: coordv1.LeaseSpec{
-				HolderIdentity:       ptr.To(r.self.ID),
-				RenewTime:            &now,
-				LeaseDurationSeconds: ptr.To(ttlSec),
-			},
-		}
-		return r.cli.Create(ctx, lease)
+	r.mu.RLock()
+	last, lapsed := r.own.lease, !start.Before(r.own.validUntil)
+	r.mu.RUnlock()
 
-	case err != nil:
-		return err
-
-	default:
-		// Update the existing Lease
-		lease.Spec.HolderIdentity = ptr.To(r.self.ID)
-		lease.Spec.RenewTime = &now
-		lease.Spec.LeaseDurationSeconds = ptr.To(ttlSec)
-		if lease.Annotations == nil {
-			lease.Annotations = map[string]string{}
-		}
-		lease.Annotations[annotWeight] = strconv.FormatUint(uint64(r.self.Weight), 10)
-		return r.cli.Update(ctx, lease)
+	lease, err := r.writeSelfLease(ctx, last)
+	if err != nil && last != nil && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+		lease, err = r.writeSelfLease(ctx, nil) // changed behind our back: read it again
 	}
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if lapsed || lease.taken {
+		r.own.epoch++
+		r.log.Info("new epoch: fences taken before are void", "epoch", r.own.epoch)
+	}
+	r.own.lease = lease.lease
+	r.own.validUntil = start.Add(r.validity())
+	return nil
 }
 
-// refreshPeers lists peer Leases and updates the in-memory snapshot.
+// validity is how long after the start of a successful renewal this peer may act: the lease
+// duration less one renew period, a margin for clocks that run at different rates and for the
+// request's way to the API server.
+func (r *leaseRegistry) validity() time.Duration {
+	if v := r.ttl - r.renew; v > 0 {
+		return v
+	}
+	return r.ttl * 2 / 3
+}
+
+// written is our Lease as a renewal wrote it, and whether it had to be created or taken back
+// from another holder.
+type written struct {
+	lease *coordv1.Lease
+	taken bool
+}
+
+// writeSelfLease updates last (our Lease as we last wrote it) or, if nil, the Lease as it is
+// now, creating it if it is missing.
+func (r *leaseRegistry) writeSelfLease(ctx context.Context, last *coordv1.Lease) (written, error) {
+	now := metav1.MicroTime{Time: time.Now()}
+	ttlSec := int32(r.ttl / time.Second)
+	lease, taken := last.DeepCopy(), false
+	if lease == nil {
+		lease = &coordv1.Lease{}
+		err := r.cli.Get(ctx, crclient.ObjectKey{Namespace: r.ns, Name: r.leaseName()}, lease)
+		if apierrors.IsNotFound(err) {
+			lease = &coordv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{
+					Namespace: r.ns,
+					Name:      r.leaseName(),
+					Labels: map[string]string{
+						labelPartOf: partOfValue,
+						labelPeer:   "true",
+						labelPrefix: r.namePrefix,
+					},
+				},
+				Spec: coordv1.LeaseSpec{HolderIdentity: ptr.To(r.self.ID), RenewTime: &now, LeaseDurationSeconds: ptr.To(ttlSec)},
+			}
+			lease.Annotations = map[string]string{annotWeight: strconv.FormatUint(uint64(r.self.Weight), 10)}
+			return written{lease: lease, taken: true}, r.cli.Create(ctx, lease)
+		}
+		if err != nil {
+			return written{}, err
+		}
+		taken = lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != r.self.ID
+	}
+	lease.Spec.HolderIdentity = ptr.To(r.self.ID)
+	lease.Spec.RenewTime = &now
+	lease.Spec.LeaseDurationSeconds = ptr.To(ttlSec)
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[annotWeight] = strconv.FormatUint(uint64(r.self.Weight), 10)
+	return written{lease: lease, taken: taken}, r.cli.Update(ctx, lease)
+}
+
+// refreshPeers lists peer Leases and updates what this peer knows of them. Liveness is judged on
+// this peer's own clock, never on the RenewTime another peer wrote, so no clock sync is needed:
+// a peer is live while its Lease keeps changing; one whose Lease a list that started at least a
+// ttl after this peer first saw it shows unchanged is dead.
 func (r *leaseRegistry) refreshPeers(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	start := time.Now()
 	list := &coordv1.LeaseList{}
 	// Only list our labeled peer leases with our prefix for efficiency.
 	if err := r.cli.List(ctx, list,
@@ -273,28 +394,22 @@ func (r *leaseRegistry) refreshPeers(ctx context.Context) error {
 	); err != nil {
 		return err
 	}
+	end := time.Now()
 
-	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	next := make(map[string]peer, len(list.Items))
-
 	for i := range list.Items {
 		l := &list.Items[i]
-		// Basic sanity for holder identity
+		// A Lease without a holder was released: its peer left.
 		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 			continue
 		}
 		id := *l.Spec.HolderIdentity
-
-		// Respect expiry: RenewTime + LeaseDurationSeconds
-		if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
-			// If missing, treat as expired/stale.
-			continue
+		ttl := r.ttl
+		if l.Spec.LeaseDurationSeconds != nil {
+			ttl = max(ttl, time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second)
 		}
-		exp := l.Spec.RenewTime.Time.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
-		if now.After(exp) {
-			continue // stale peer
-		}
-
 		// Weight from annotation (optional)
 		weight := defaultWeight
 		if wStr := l.Annotations[annotWeight]; wStr != "" {
@@ -302,15 +417,12 @@ func (r *leaseRegistry) refreshPeers(ctx context.Context) error {
 				weight = uint32(w64)
 			}
 		}
-
-		next[id] = peer{info: sharder.PeerInfo{ID: id, Weight: weight}, expires: exp}
+		p := peer{info: sharder.PeerInfo{ID: id, Weight: weight}, version: l.ResourceVersion, since: end, ttl: ttl}
+		if prev, ok := r.peers[id]; ok && prev.version == p.version {
+			p.since = prev.since
+		}
+		next[id] = p
 	}
-
-	// Store snapshot (including ourselves; if not listed yet, ensure we're present).
-	next[r.self.ID] = peer{info: sharder.PeerInfo{ID: r.self.ID, Weight: r.self.Weight}}
-
-	r.mu.Lock()
-	r.peers, r.refreshed = next, now
-	r.mu.Unlock()
+	r.peers, r.listed = next, start
 	return nil
 }
