@@ -129,7 +129,7 @@ func TestPartitionedReplicaLosesItsMembers(t *testing.T) {
 	// r0 stops writing within its validity (a lease duration less a renew period after its
 	// last renewal), without a word from the hub.
 	for _, m := range of0 {
-		g.Eventually(fenced(r0, m)).WithTimeout(MinLeaseDuration + time.Second).WithPolling(interval).Should(BeFalse(), "member %s", m)
+		g.Eventually(fenced(r0, m)).WithTimeout(MinLeaseDuration+time.Second).WithPolling(interval).Should(BeFalse(), "member %s", m)
 	}
 	stopped := time.Since(cutAt)
 	// r1 judges r0 dead and takes every member over; never while r0 may still write.
@@ -137,7 +137,7 @@ func TestPartitionedReplicaLosesItsMembers(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			g.Expect(r1.MayWrite(m)).To(BeTrue())
 			g.Expect(r0.MayWrite(m)).To(BeFalse())
-		}).WithTimeout(timeout).WithPolling(interval / 10).Should(Succeed(), "member %s", m)
+		}).WithTimeout(timeout).WithPolling(interval/10).Should(Succeed(), "member %s", m)
 	}
 	t.Logf("r0 stopped writing %s after the cut; r1 took its %d members over %s after it", stopped, len(of0), time.Since(cutAt))
 	g.Expect(r1.LiveReplicas()).To(Equal([]string{"r1"}))
