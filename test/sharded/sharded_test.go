@@ -119,6 +119,7 @@ func TestKilledReplicasMembersAreTakenOver(t *testing.T) {
 		Expect(after[m]).NotTo(Equal(victim))
 	}
 	t.Logf("members after the takeover: %v", after)
+	t.Logf("hand-overs in the members' audit logs, none with two writers: %d", expectOneWriterAtATime(t, names...))
 }
 
 // TestAddedReplicaTakesItsShareWithoutDoubleWriters: while drift is made in every member, a
@@ -160,6 +161,7 @@ func TestAddedReplicaTakesItsShareWithoutDoubleWriters(t *testing.T) {
 		}
 		Expect(seq).To(Or(Equal(want), Equal(want[len(want)-1:])), "member %s: the replicas that healed it, in order", m)
 	}
+	t.Logf("hand-overs in the members' audit logs, none with two writers: %d", expectOneWriterAtATime(t, names...))
 }
 
 // TestPausedReplicaIsFencedOff: a replica stopped with SIGSTOP still holds its Leases, but once
@@ -205,7 +207,19 @@ func TestPausedReplicaIsFencedOff(t *testing.T) {
 			Expect(h.at).To(BeTemporally(">=", reacquired), "member %s healed by %s at %s, before it took its Lease back at %s",
 				m, victim, h.at.Format(time.StampMicro), reacquired.Format(time.StampMicro))
 		}
+		// The member's audit log says it too, by user agent: nothing the woken replica sent
+		// reached the member before it held the member's Lease again.
+		for _, w := range replicaWrites(t, m, victim) {
+			if w.Received.Before(paused) {
+				continue
+			}
+			Expect(back[m]).To(Equal(victim), "member %s written by %s after the pause, which does not hold it: %s %s/%s at %s",
+				m, victim, w.Verb, w.Resource, w.Name, w.Received.Format(time.StampMicro))
+			Expect(w.Received).To(BeTemporally(">=", reacquired), "member %s: %s's write %s %s/%s received at %s, before it took its Lease back at %s",
+				m, victim, w.Verb, w.Resource, w.Name, w.Received.Format(time.StampMicro), reacquired.Format(time.StampMicro))
+		}
 	}
+	t.Logf("hand-overs in the members' audit logs, none with two writers: %d", expectOneWriterAtATime(t, names...))
 	refused := countLines(t, victim, "does not hold the Lease")
 	t.Logf("replica %s woke %s after the pause; writes it refused itself: %d", victim, woke.Sub(paused).Round(time.Millisecond), refused)
 }

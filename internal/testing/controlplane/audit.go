@@ -32,6 +32,8 @@ rules:
 type Write struct {
 	// At is when the response was complete.
 	At time.Time
+	// Received is when the kube-apiserver received the request.
+	Received time.Time
 	// Verb is the API verb: create, update, patch, delete or deletecollection.
 	Verb string
 	// Resource and Subresource name what was written ("configbundles", "status").
@@ -60,7 +62,8 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	StageTimestamp time.Time `json:"stageTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 }
 
 // auditArgs returns the kube-apiserver flags that log every write to the control plane's audit
@@ -100,7 +103,7 @@ func (c *ControlPlane) Writes() ([]Write, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("parsing the audit log: %w", err)
 		}
-		w := Write{At: e.StageTimestamp, Verb: e.Verb, User: e.User.Username, UserAgent: e.UserAgent}
+		w := Write{At: e.StageTimestamp, Received: e.RequestReceivedTimestamp, Verb: e.Verb, User: e.User.Username, UserAgent: e.UserAgent}
 		if r := e.ObjectRef; r != nil {
 			w.Resource, w.Subresource, w.Namespace, w.Name = r.Resource, r.Subresource, r.Namespace, r.Name
 		}

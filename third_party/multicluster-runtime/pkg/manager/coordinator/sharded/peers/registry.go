@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,10 +65,10 @@ type Registry interface {
 	// came late, its Lease found deleted or taken, a release): every fence taken in an earlier
 	// epoch is void.
 	Validity() (epoch uint64, until time.Time, ok bool)
-	// Dead reports whether peer id is certainly not acting any more: its Lease is gone or
-	// released, or it was seen unchanged for at least its duration, by this peer's clock, by a
-	// list that started that long after this peer first saw it. Its fences may then be taken.
-	// A peer never seen is dead only once a list has shown that it has no Lease.
+	// Dead reports whether peer id is certainly not acting any more: its Lease was released, or
+	// it was seen unchanged for at least its duration, by this peer's clock, by a list that
+	// started that long after this peer first saw it, or a list that started that long after
+	// the question was first asked still shows no Lease of it. Its fences may then be taken.
 	Dead(id string) bool
 }
 
@@ -81,6 +82,12 @@ type leaseRegistry struct {
 	peers map[string]peer
 	// listed is when the last successful list started; zero before the first.
 	listed time.Time
+	// released are the peers whose Lease the last list showed without a holder: they left, and
+	// stopped acting before they released it.
+	released map[string]bool
+	// absent records when Dead was first asked about a peer that no list showed (none since):
+	// a peer that started after the last list, or whose Lease was deleted under it.
+	absent map[string]time.Time
 
 	// own is the state of this peer's own Lease; guarded by mu.
 	own ownLease
@@ -152,6 +159,7 @@ func NewLeaseRegistry(cli crclient.Client, ns, namePrefix string, selfID string,
 		self:       sharder.PeerInfo{ID: selfID, Weight: weight},
 		cli:        cli,
 		peers:      map[string]peer{},
+		absent:     map[string]time.Time{},
 		ttl:        30 * time.Second,
 		renew:      10 * time.Second,
 		log:        log.WithName("lease-registry").WithValues("ns", ns, "prefix", namePrefix, "selfID", selfID, "weight", weight),
@@ -204,15 +212,28 @@ func (r *leaseRegistry) Snapshot() []sharder.PeerInfo {
 	return out
 }
 
-// Dead implements Registry.
+// Dead implements Registry. A peer the last list showed is judged by its Lease's changes; one
+// whose Lease it showed released is dead; one it did not show at all is dead only once a list
+// that started a ttl after the first question about it still does not show it: it may have
+// started after the last list, or its Lease may have been deleted while it still acts.
 func (r *leaseRegistry) Dead(id string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.listed.IsZero() || id == r.self.ID {
 		return false
 	}
-	p, ok := r.peers[id]
-	return !ok || p.dead(r.listed)
+	if p, ok := r.peers[id]; ok {
+		return p.dead(r.listed)
+	}
+	if r.released[id] {
+		return true
+	}
+	asked, ok := r.absent[id]
+	if !ok {
+		r.absent[id] = time.Now()
+		return false
+	}
+	return r.listed.Sub(asked) >= r.ttl
 }
 
 // Validity implements Registry.
@@ -399,10 +420,12 @@ func (r *leaseRegistry) refreshPeers(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	next := make(map[string]peer, len(list.Items))
+	released := map[string]bool{}
 	for i := range list.Items {
 		l := &list.Items[i]
 		// A Lease without a holder was released: its peer left.
 		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			released[strings.TrimPrefix(l.Name, r.namePrefix+"-")] = true
 			continue
 		}
 		id := *l.Spec.HolderIdentity
@@ -423,6 +446,11 @@ func (r *leaseRegistry) refreshPeers(ctx context.Context) error {
 		}
 		next[id] = p
 	}
-	r.peers, r.listed = next, start
+	for id := range r.absent {
+		if _, ok := next[id]; ok || released[id] {
+			delete(r.absent, id)
+		}
+	}
+	r.peers, r.released, r.listed = next, released, start
 	return nil
 }
