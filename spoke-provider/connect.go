@@ -7,12 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -46,6 +48,10 @@ type connection struct {
 	// serves them ("" if it could): the hub may not write them. The Ready message says so for
 	// the connection's life.
 	crdNote string
+	// crdNewer says that a CRD the member serves when it connected is newer than this build's
+	// (CRDNewer), which the hub leaves alone; "" if none is. The watch of the CRDs says it
+	// afresh from then on.
+	crdNewer string
 }
 
 // The TCP dialer of a member's clients: client-go's defaults.
@@ -131,7 +137,7 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 	if err := p.checkRights(ctx, conn); err != nil {
 		return nil, err
 	}
-	if conn.crdNote, err = p.ensureCRDs(ctx, cfg, disc); err != nil {
+	if conn.crdNote, conn.crdNewer, err = p.ensureCRDs(ctx, name, cfg, disc, true); err != nil {
 		return nil, err
 	}
 
@@ -225,48 +231,95 @@ func withTimeout(cfg *rest.Config, timeout time.Duration) *rest.Config {
 	return cfg
 }
 
-// ensureCRDs applies the CRDs (with InstallCRDs) and waits until the member serves them. Where
-// applying them fails but the member serves them, it returns a note saying so.
-func (p *Provider) ensureCRDs(ctx context.Context, cfg *rest.Config, disc discovery.DiscoveryInterface) (note string, err error) {
+// ensureCRDs makes sure the member name of cfg serves the CRDs and, with InstallCRDs, installs
+// or upgrades them (installCRD); it waits until the member serves them. Every write goes through
+// the member's fence but, while joining (the replica cannot hold the fence yet), the create of
+// a CRD the member does not have, which never replaces one. Where writing fails but the member
+// serves them, it returns a note saying so; newer says which CRDs are newer than this build's,
+// which it leaves alone.
+func (p *Provider) ensureCRDs(ctx context.Context, name string, cfg *rest.Config, disc discovery.DiscoveryInterface, joining bool) (note, newer string, err error) {
 	if len(p.opts.CRDs) == 0 {
-		return "", nil
+		return "", "", nil
 	}
 	if p.opts.InstallCRDs {
-		if err := p.applyCRDs(ctx, cfg); err != nil {
+		newer, err := p.installCRDs(ctx, name, cfg, joining)
+		if err != nil {
 			if servesCRDs(disc, p.opts.CRDs) { // someone else installed them
 				return fmt.Sprintf("the hub could not apply its CRD %s, so it cannot restore it (it needs create and patch on "+
-					"customresourcedefinitions named %s): %v", p.opts.CRDs[0].Name, p.opts.CRDs[0].Name, err), nil
+					"customresourcedefinitions named %s): %v", p.opts.CRDs[0].Name, p.opts.CRDs[0].Name, err), "", nil
 			}
-			return "", &connectError{reason: hubv1alpha1.CRDMissingReason,
+			return "", "", &connectError{reason: hubv1alpha1.CRDMissingReason,
 				err: fmt.Errorf("the member does not serve the CRD %s and installing it failed: %w", p.opts.CRDs[0].Name, err)}
 		}
-		// Applied: wait until the member serves them.
+		// Installed: wait until the member serves them.
 		if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
 			return servesCRDs(disc, p.opts.CRDs), nil
 		}); err != nil {
-			return "", &connectError{reason: hubv1alpha1.CRDMissingReason, err: fmt.Errorf("the CRD %s was applied but is not served yet: %w", p.opts.CRDs[0].Name, err)}
+			return "", "", &connectError{reason: hubv1alpha1.CRDMissingReason, err: fmt.Errorf("the CRD %s was applied but is not served yet: %w", p.opts.CRDs[0].Name, err)}
 		}
-		return "", nil
+		return "", newer, nil
 	}
 	if servesCRDs(disc, p.opts.CRDs) {
-		return "", nil
+		return "", "", nil
 	}
-	return "", &connectError{reason: hubv1alpha1.CRDMissingReason,
+	return "", "", &connectError{reason: hubv1alpha1.CRDMissingReason,
 		err: fmt.Errorf("the member does not serve the CRD %s, and the hub does not install CRDs (--install-crds=false)", p.opts.CRDs[0].Name)}
 }
 
-// applyCRDs applies the CRDs to the member of cfg (applyCRD).
-func (p *Provider) applyCRDs(ctx context.Context, cfg *rest.Config) error {
+// installCRDs installs or upgrades each CRD in the member name of cfg (installCRD), and says
+// which are newer than this build's.
+func (p *Provider) installCRDs(ctx context.Context, name string, cfg *rest.Config, joining bool) (newer string, err error) {
 	cs, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return "", err
 	}
-	for _, crd := range p.opts.CRDs {
-		if _, err := applyCRD(ctx, cs, crd, p.opts.FieldOwner); err != nil {
-			return err
+	fenced, err := apiextensionsclient.NewForConfig(p.fenced(name, cfg))
+	if err != nil {
+		return "", err
+	}
+	var newers []string
+	for _, want := range p.opts.CRDs {
+		n, err := p.installCRD(ctx, name, cs, fenced, want, joining)
+		if err != nil {
+			return "", err
+		}
+		if n != "" {
+			newers = append(newers, n)
 		}
 	}
-	return nil
+	return strings.Join(newers, "; "), nil
+}
+
+// installCRD reads want's CRD in the member name (with cs, unfenced: a read) and creates it
+// where it is missing (createCRD: create only), leaves it alone where its revision is higher
+// than this build's (it returns newer, saying so), and applies want over it (applyCRD, with its
+// resourceVersion) where its revision is lower or it differs from want. The create leaves
+// through cs while joining, before the replica may hold the member's fence, and through fenced
+// otherwise; the apply always through fenced, and only if the fence lets it now: otherwise, and
+// if the CRD changed meanwhile (a conflict), keepCRDs upgrades it once connected.
+func (p *Provider) installCRD(ctx context.Context, name string, cs, fenced apiextensionsclient.Interface, want *apiextensionsv1.CustomResourceDefinition, joining bool) (newer string, err error) {
+	live, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		create := fenced
+		if joining {
+			create = cs // the one unfenced write: a create, which replaces nothing
+		}
+		_, err := createCRD(ctx, create, want, p.opts.FieldOwner)
+		return "", err
+	case err != nil:
+		return "", fmt.Errorf("reading CRD %s: %w", want.Name, err)
+	case newerCRD(live) != "":
+		return newerCRD(live), nil
+	case crdRevision(live) == hubv1alpha1.MemberCRDRevision && crdDrift(want, live) == "":
+		return "", nil
+	case !p.opts.Replica.MayWrite(name):
+		return "", nil // fenced: keepCRDs upgrades it once the fence lets it
+	}
+	if _, err := applyCRD(ctx, fenced, want, p.opts.FieldOwner, live.ResourceVersion); err != nil && !apierrors.IsConflict(err) {
+		return "", err
+	}
+	return "", nil
 }
 
 // servesCRDs reports, from discovery (which every authenticated user may read), whether the

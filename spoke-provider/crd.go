@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -155,56 +157,133 @@ func (w *crdWatch) appliedAt(live *apiextensionsv1.CustomResourceDefinition) boo
 	return w.applied[live.Name] == appliedCRD{uid: live.UID, generation: live.Generation}
 }
 
-// apply applies the hub's CRD (applyCRD) and records what it became.
-func (w *crdWatch) apply(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner string) error {
-	out, err := applyCRD(ctx, w.client, crd, fieldOwner)
+// apply applies the hub's CRD over the member's copy at resourceVersion rv (applyCRD), through
+// the watch's fenced client, and records what it became.
+func (w *crdWatch) apply(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner, rv string) error {
+	out, err := applyCRD(ctx, w.client, crd, fieldOwner, rv)
 	if err != nil {
 		return err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.applied[out.Name] = appliedCRD{uid: out.UID, generation: out.Generation}
+	w.recordApplied(out)
 	return nil
 }
 
-// applyCRD applies the hub's CRD with cs (server-side apply, forced, as fieldOwner) and returns
-// what it became.
-func applyCRD(ctx context.Context, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	crd = crd.DeepCopy()
-	crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
-	crd.ResourceVersion, crd.UID, crd.ManagedFields, crd.Status = "", "", nil, apiextensionsv1.CustomResourceDefinitionStatus{}
-	body, err := json.Marshal(crd)
-	if err != nil {
-		return nil, err
+// create creates the hub's CRD where the member has none (createCRD), through the watch's
+// fenced client, and records what it became.
+func (w *crdWatch) create(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner string) error {
+	out, err := createCRD(ctx, w.client, crd, fieldOwner)
+	if err != nil || out == nil {
+		return err
 	}
-	out, err := cs.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: fieldOwner, Force: ptr.To(true)})
+	w.recordApplied(out)
+	return nil
+}
+
+func (w *crdWatch) recordApplied(out *apiextensionsv1.CustomResourceDefinition) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.applied[out.Name] = appliedCRD{uid: out.UID, generation: out.Generation}
+}
+
+// impossibleResourceVersion is a resourceVersion no object ever has (the largest an API server
+// parses): the precondition of createCRD, which no existing CRD meets.
+const impossibleResourceVersion = "18446744073709551615"
+
+// applyCRD applies the hub's CRD, stamped with this build's revision (MemberCRDRevision), with
+// cs (server-side apply, forced, as fieldOwner) over the member's copy at resourceVersion rv,
+// and returns what it became. The copy changed since it was read fails it with a conflict
+// (apierrors.IsConflict) rather than being overwritten: another hub may have applied its own.
+// cs must be fenced (Provider.fenced): every apply is.
+func applyCRD(ctx context.Context, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner, rv string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	out, err := patchCRD(ctx, cs, crd, fieldOwner, rv)
 	if err != nil {
 		return nil, fmt.Errorf("applying CRD %s: %w", crd.Name, err)
 	}
 	return out, nil
 }
 
+// createCRD creates the hub's CRD, stamped with this build's revision, in a member that has
+// none, and never replaces one: a server-side apply whose resourceVersion precondition
+// (impossibleResourceVersion) no existing CRD meets, so that it creates the CRD or fails. A CRD
+// made meanwhile by someone else (another hub, say) is theirs: createCRD returns nil and no
+// error then. It is the one write to a member that may leave unfenced, when the replica joins
+// the member, before it can hold the member's fence.
+func createCRD(ctx context.Context, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	out, err := patchCRD(ctx, cs, crd, fieldOwner, impossibleResourceVersion)
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		return nil, nil // someone else made it
+	case err != nil:
+		return nil, fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+	}
+	return out, nil
+}
+
+// patchCRD applies crd stamped with this build's revision (CRDRevisionAnnotation) with cs
+// (server-side apply, forced, as fieldOwner) over the member's copy at resourceVersion rv.
+func patchCRD(ctx context.Context, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition, fieldOwner, rv string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd = crd.DeepCopy()
+	crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
+	crd.ResourceVersion, crd.UID, crd.ManagedFields, crd.Status = rv, "", nil, apiextensionsv1.CustomResourceDefinitionStatus{}
+	if crd.Annotations == nil {
+		crd.Annotations = map[string]string{}
+	}
+	crd.Annotations[hubv1alpha1.CRDRevisionAnnotation] = strconv.Itoa(hubv1alpha1.MemberCRDRevision)
+	body, err := json.Marshal(crd)
+	if err != nil {
+		return nil, err
+	}
+	return cs.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: fieldOwner, Force: ptr.To(true)})
+}
+
+// crdRevision returns the revision of a member's CRD (CRDRevisionAnnotation): 0, older than any,
+// where it has none or one that is no revision.
+func crdRevision(crd *apiextensionsv1.CustomResourceDefinition) int {
+	rev, err := strconv.Atoi(crd.Annotations[hubv1alpha1.CRDRevisionAnnotation])
+	if err != nil || rev < 0 {
+		return 0
+	}
+	return rev
+}
+
+// newerCRD says that a member's CRD is newer than the one this build embeds, which the hub
+// then leaves alone (CRDNewer), or "" if it is not.
+func newerCRD(live *apiextensionsv1.CustomResourceDefinition) string {
+	rev := crdRevision(live)
+	if rev <= hubv1alpha1.MemberCRDRevision {
+		return ""
+	}
+	return fmt.Sprintf("its CRD %s is at revision %d, newer than this hub's %d: a newer hub applied it, and this hub leaves it alone",
+		live.Name, rev, hubv1alpha1.MemberCRDRevision)
+}
+
 // crdVerdict is what keepCRD found of one CRD in a member, and did.
 type crdVerdict struct {
 	missing  string // why the CRD counts as missing (deleted); "" if it is served
+	newer    string // that its revision is higher than this build's (CRDNewer), left alone; "" if not
 	note     string // what the member's Ready message says of it while served
 	restored string // what differed from the hub's CRD, which the hub applied again
-	retry    bool   // keep it again after the probe interval: an apply failed
+	upgraded bool   // the CRD's revision was lower than this build's, and the hub applied its own
+	from     int    // the revision it was at (0: none)
+	retry    bool   // keep it again after the probe interval: a write failed, or the fence refused it
 }
 
 // keepCRDs is the Reconcile of the member-crds controller: it keeps one member's CRDs as
 // Options.CRDs has them, from what the member's watch of them sees (one request only when one
-// differs or is gone: the apply), and publishes what it found in the member's State: CRDMissing
-// while one is gone or being deleted, a note in the Ready message where the hub may not keep
-// one (or could not apply them when it connected: connection.crdNote). Every CRD restored is a CRDRestored Event, every deletion a CRDDeleted one.
+// differs, is older or is gone: the write), and publishes what it found in the member's State:
+// CRDMissing while one is gone or being deleted, CRDNewer while one is newer than this build's
+// (left alone), a note in the Ready message where the hub may not keep one (or could not apply
+// them when it connected: connection.crdNote). Every write goes through the member's fence: one
+// the fence refuses waits, and is tried again after the probe interval. Every CRD restored is a
+// CRDRestored Event, every deletion a CRDDeleted one.
 func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	name := req.Name
 	conn := p.activeConnection(name)
 	if conn == nil || conn.crds == nil {
 		return reconcile.Result{}, nil // not connected: connecting makes sure of the CRDs
 	}
-	var missing, notes []string
+	var missing, newer, notes []string
 	if conn.crdNote != "" {
 		notes = append(notes, conn.crdNote)
 	}
@@ -216,12 +295,15 @@ func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconci
 		if v.missing != "" {
 			missing = append(missing, v.missing)
 		}
+		if v.newer != "" {
+			newer = append(newer, v.newer)
+		}
 		if v.note != "" {
 			notes = append(notes, v.note)
 		}
 		retry = retry || v.retry
 	}
-	p.publishCRDs(ctx, name, conn, strings.Join(missing, "; "), strings.Join(notes, "; "), verdicts)
+	p.publishCRDs(ctx, name, conn, strings.Join(missing, "; "), strings.Join(newer, "; "), strings.Join(notes, "; "), verdicts)
 	if retry {
 		return reconcile.Result{RequeueAfter: p.opts.ProbeInterval}, nil
 	}
@@ -229,8 +311,9 @@ func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconci
 }
 
 // keepCRD keeps one CRD of a member: it installs it again when it is gone (with InstallCRDs),
-// and restores it when it differs from want. A CRD missing on a connection was deleted: joining
-// made sure it was served.
+// leaves it alone when its revision is higher than this build's, and otherwise restores it when
+// it differs from want or upgrades it when its revision is lower. A CRD missing on a connection
+// was deleted: joining made sure it was served.
 func (p *Provider) keepCRD(ctx context.Context, conn *connection, want *apiextensionsv1.CustomResourceDefinition) crdVerdict {
 	live, synced, watchErr := conn.crds.observe(want.Name)
 	switch {
@@ -241,16 +324,19 @@ func (p *Provider) keepCRD(ctx context.Context, conn *connection, want *apiexten
 	case !synced:
 		return crdVerdict{} // its first list is on its way; its events will come
 	case live == nil || !live.DeletionTimestamp.IsZero() || !established(live):
-		return p.reinstallCRD(ctx, conn.crds, want, live)
+		return p.reinstallCRD(ctx, conn, want, live)
+	case newerCRD(live) != "":
+		return crdVerdict{newer: newerCRD(live)}
 	}
-	return p.restoreCRD(ctx, conn.crds, want, live)
+	return p.restoreCRD(ctx, conn, want, live)
 }
 
 // reinstallCRD installs want again (with InstallCRDs) once the member's copy (live, nil if none)
 // is gone. Deleted, being deleted, or reinstalled and not served yet, it says so in one message
 // for all three, so that the member says it once; a copy whose names the member rejects, which
-// the hub leaves alone, says that.
-func (p *Provider) reinstallCRD(ctx context.Context, w *crdWatch, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
+// the hub leaves alone, says that. It creates the CRD only (createCRD: one made meanwhile is left
+// alone), fenced.
+func (p *Provider) reinstallCRD(ctx context.Context, conn *connection, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
 	v := crdVerdict{missing: fmt.Sprintf("The member's CRD %s was deleted, and every ConfigBundle with it", want.Name)}
 	switch {
 	case live != nil && live.DeletionTimestamp.IsZero() && namesRejected(live) != "":
@@ -262,10 +348,14 @@ func (p *Provider) reinstallCRD(ctx context.Context, w *crdWatch, want, live *ap
 	case live != nil: // being deleted, or not served yet
 		v.missing += "; the hub reinstalls it"
 		return v
+	case !p.opts.Replica.MayWrite(conn.name):
+		v.missing += "; the hub reinstalls it once this replica may write to the member again (its fence)"
+		v.retry = true
+		return v
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 	defer cancel()
-	if err := w.apply(ctx, want, p.opts.FieldOwner); err != nil {
+	if err := conn.crds.create(ctx, want, p.opts.FieldOwner); err != nil {
 		v.missing += fmt.Sprintf("; reinstalling it failed (it needs create on customresourcedefinitions named %s): %v", want.Name, err)
 		v.retry = true
 		return v
@@ -274,26 +364,43 @@ func (p *Provider) reinstallCRD(ctx context.Context, w *crdWatch, want, live *ap
 	return v
 }
 
-// restoreCRD applies want again (with InstallCRDs) where the member's served copy, live,
-// differs from it, once per change.
-func (p *Provider) restoreCRD(ctx context.Context, w *crdWatch, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
-	what := crdDrift(want, live)
+// restoreCRD applies want again (with InstallCRDs) where the member's served copy, live, differs
+// from it, once per change, or where live's revision is lower than this build's (an upgrade),
+// over live's resourceVersion and through the member's fence: a change meanwhile (a conflict)
+// is judged again when the watch brings it.
+func (p *Provider) restoreCRD(ctx context.Context, conn *connection, want, live *apiextensionsv1.CustomResourceDefinition) crdVerdict {
+	what, rev := crdDrift(want, live), crdRevision(live)
+	older := rev < hubv1alpha1.MemberCRDRevision
+	w := conn.crds
 	switch {
-	case what == "":
+	case what == "" && !older:
+		return crdVerdict{}
+	case !p.opts.InstallCRDs && what == "":
 		return crdVerdict{}
 	case !p.opts.InstallCRDs:
 		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub does not install CRDs (--install-crds=false)",
 			want.Name, what)}
-	case w.appliedAt(live):
+	case what != "" && !older && w.appliedAt(live):
 		return crdVerdict{note: fmt.Sprintf("its CRD %s differs from the hub's (%s) although the hub applied it (forced): the member's API server "+
 			"defaults or changes those fields otherwise than the hub does",
 			want.Name, what)}
+	case !p.opts.Replica.MayWrite(conn.name):
+		return crdVerdict{retry: true} // fenced: tried again once the fence may let it
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 	defer cancel()
-	if err := w.apply(ctx, want, p.opts.FieldOwner); err != nil {
+	err := w.apply(ctx, want, p.opts.FieldOwner, live.ResourceVersion)
+	switch {
+	case apierrors.IsConflict(err):
+		return crdVerdict{retry: true} // changed meanwhile: its watch brings the change
+	case err != nil && what == "":
+		return crdVerdict{retry: true, note: fmt.Sprintf("its CRD %s is at revision %d, older than the hub's %d, and the hub could not upgrade it "+
+			"(it needs patch on customresourcedefinitions named %s): %v", want.Name, rev, hubv1alpha1.MemberCRDRevision, want.Name, err)}
+	case err != nil:
 		return crdVerdict{retry: true, note: fmt.Sprintf("its CRD %s differs from the hub's (%s), and the hub could not restore it "+
 			"(it needs patch on customresourcedefinitions named %s): %v", want.Name, what, want.Name, err)}
+	case older:
+		return crdVerdict{upgraded: true, from: rev}
 	}
 	return crdVerdict{restored: fmt.Sprintf("its CRD %s differed from the hub's (%s)", want.Name, what)}
 }
@@ -381,9 +488,9 @@ func versionsDrift(want, live []apiextensionsv1.CustomResourceDefinitionVersion)
 
 // publishCRDs publishes what keepCRDs found in the member's State, if conn is still its active
 // connection, and records the Events of a deletion and of each restore.
-func (p *Provider) publishCRDs(ctx context.Context, name string, conn *connection, missing, note string, verdicts []crdVerdict) {
+func (p *Provider) publishCRDs(ctx context.Context, name string, conn *connection, missing, newer, note string, verdicts []crdVerdict) {
 	log := p.log.WithValues("cluster", name)
-	changed, wentMissing, recovered, ok := p.setCRDs(name, conn, missing, note)
+	changed, wentMissing, recovered, ok := p.setCRDs(name, conn, missing, newer, note)
 	if !ok {
 		return
 	}
@@ -393,7 +500,7 @@ func (p *Provider) publishCRDs(ctx context.Context, name string, conn *connectio
 	case recovered:
 		log.Info("Member CRD served again")
 	case changed:
-		log.Info("Member CRD status changed", "missing", missing, "note", note)
+		log.Info("Member CRD status changed", "missing", missing, "newer", newer, "note", note)
 	}
 	if changed {
 		p.notifyChanged(name)
@@ -404,7 +511,10 @@ func (p *Provider) publishCRDs(ctx context.Context, name string, conn *connectio
 	if wentMissing {
 		p.recordMemberEvent(ctx, name, corev1.EventTypeWarning, hubv1alpha1.CRDDeletedEvent, "ObserveCRD", "Member %s: %s", name, missing)
 	}
-	for _, v := range verdicts {
+	for i, v := range verdicts {
+		if v.upgraded {
+			log.Info("Member CRD upgraded", "crd", p.opts.CRDs[i].Name, "fromRevision", v.from, "toRevision", hubv1alpha1.MemberCRDRevision)
+		}
 		if v.restored != "" {
 			log.Info("Member CRD restored", "drift", v.restored)
 			p.recordMemberEvent(ctx, name, corev1.EventTypeNormal, hubv1alpha1.CRDRestoredEvent, "RestoreCRD", "Member %s: %s; the hub applied its own again", name, v.restored)
@@ -414,14 +524,14 @@ func (p *Provider) publishCRDs(ctx context.Context, name string, conn *connectio
 
 // setCRDs records in the member's State what keepCRDs found on conn (see member.keepCRDs). It
 // returns false if the member left or conn is no longer its active connection.
-func (p *Provider) setCRDs(name string, conn *connection, missing, note string) (changed, wentMissing, recovered, ok bool) {
+func (p *Provider) setCRDs(name string, conn *connection, missing, newer, note string) (changed, wentMissing, recovered, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m, known := p.members[name]
 	if !known || m.active != conn {
 		return false, false, false, false
 	}
-	changed, wentMissing, recovered = m.keepCRDs(missing, note)
+	changed, wentMissing, recovered = m.keepCRDs(missing, newer, note)
 	return changed, wentMissing, recovered, true
 }
 

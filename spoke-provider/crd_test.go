@@ -169,7 +169,7 @@ func TestCRDTheHubMayNotWriteIsSaid(t *testing.T) {
 	opts := testOptions()
 	opts.CRDs, opts.InstallCRDs = memberCRDs, true
 	f := startProvider(t, opts)
-	restoreCRD(t, memberB)
+	resetCRD(t, memberB) // of no revision: the hub upgrades it when it joins, or tries to
 	f.createSecret("crd-nowrite", crdUserKubeconfig(t, memberB, "crd-nowrite", "get", "list", "watch"))
 	f.waitReady(g, "crd-nowrite")
 	g.Eventually(f.state("crd-nowrite")).WithTimeout(crdTimeout).WithPolling(interval).Should(And(beReady(hubv1alpha1.ConnectedReason),

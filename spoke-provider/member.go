@@ -65,9 +65,10 @@ type member struct {
 	active   *connection // the connection in use, nil if none
 	failures int         // consecutive failed probes of active
 
-	// crdMissing says why the watch of active's CRDs finds one missing ("" if none is), and
-	// crdNote what the Ready message adds about them (the hub may not keep one): see keepCRDs.
-	crdMissing, crdNote string
+	// crdMissing says why the watch of active's CRDs finds one missing ("" if none is),
+	// crdNewer that one is newer than this build's (CRDNewer; "" if none is), and crdNote what
+	// the Ready message adds about them (the hub may not keep one): see keepCRDs.
+	crdMissing, crdNewer, crdNote string
 
 	state State // what is published
 }
@@ -165,7 +166,7 @@ func (m *member) activate(conn *connection, now time.Time) (old *connection) {
 	m.phase, m.hash, m.retryAt, m.backoff = phaseConnected, conn.hash, time.Time{}, 0
 	m.failReason, m.failMessage = "", ""
 	m.active, m.failures = conn, 0
-	m.crdMissing, m.crdNote = "", conn.crdNote
+	m.crdMissing, m.crdNewer, m.crdNote = "", conn.crdNewer, conn.crdNote
 	m.state = State{
 		KubernetesVersion: conn.version, ClusterID: conn.clusterID, LastSeen: now, CredentialsExpiry: conn.expiry,
 		SecretNamespace: m.state.SecretNamespace, SecretName: m.state.SecretName,
@@ -234,14 +235,18 @@ func (m *member) recordProbe(conn *connection, version string, err error, now ti
 }
 
 // answering publishes the state of a member whose active connection answers: Ready (Connected,
-// or RotationFailed), its message with the note about its CRDs, unless the watch of its CRDs
-// finds one missing (CRDMissing).
+// CRDNewer while one of its CRDs is newer than this build's, or RotationFailed), its message with
+// what it says of its CRDs, unless the watch of its CRDs finds one missing (CRDMissing).
 func (m *member) answering() {
 	if m.crdMissing != "" {
 		m.state.Ready, m.state.Reason, m.state.Message = false, hubv1alpha1.CRDMissingReason, m.crdMissing
 		return
 	}
 	m.state.Ready, m.state.Reason, m.state.Message = true, hubv1alpha1.ConnectedReason, connectedMessage
+	if m.crdNewer != "" {
+		m.state.Reason = hubv1alpha1.CRDNewerReason
+		m.state.Message += "; " + m.crdNewer
+	}
 	if m.crdNote != "" {
 		m.state.Message += "; but " + m.crdNote
 	}
@@ -251,14 +256,14 @@ func (m *member) answering() {
 }
 
 // keepCRDs records what the watch of the active connection's CRDs found: why one is missing
-// ("" if none is) and the note about them. A member whose probes fail keeps saying so (a
+// ("" if none is), that one is newer than this build's ("" if none is) and the note about them. A member whose probes fail keeps saying so (a
 // successful probe publishes the rest); otherwise it is CRDMissing while a CRD is missing, and
 // Ready again once it is back. It reports whether the published state changed, whether the
 // member went missing a CRD, and whether it is Ready again after one was missing (its watches
 // may have missed the bundles created meanwhile).
-func (m *member) keepCRDs(missing, note string) (changed, wentMissing, recovered bool) {
+func (m *member) keepCRDs(missing, newer, note string) (changed, wentMissing, recovered bool) {
 	before, wasMissing := m.state, m.crdMissing != ""
-	m.crdMissing, m.crdNote = missing, note
+	m.crdMissing, m.crdNewer, m.crdNote = missing, newer, note
 	if !m.state.Ready && m.state.Reason != hubv1alpha1.CRDMissingReason {
 		return false, false, false // Unreachable or Forbidden: the probes say so
 	}

@@ -221,7 +221,7 @@ func TestMemberKeepsCRDs(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	conn := &connection{hash: "a", version: "v1.36.0", clusterID: "uid"}
 	connected := func() *member { m := newMember("ns", "m"); m.startAttempt("a"); m.activate(conn, t0); return m }
-	missing := func() *member { m := connected(); m.keepCRDs("The member's CRD was deleted", ""); return m }
+	missing := func() *member { m := connected(); m.keepCRDs("The member's CRD was deleted", "", ""); return m }
 	unreachable := func() *member {
 		m := connected()
 		for range 2 {
@@ -231,10 +231,16 @@ func TestMemberKeepsCRDs(t *testing.T) {
 	}
 	keep := func(missing, note string) func(*member) [3]bool {
 		return func(m *member) [3]bool {
-			changed, wentMissing, recovered := m.keepCRDs(missing, note)
+			changed, wentMissing, recovered := m.keepCRDs(missing, "", note)
 			return [3]bool{changed, wentMissing, recovered}
 		}
 	}
+	const newerNote = "its CRD is at revision 2, newer than this hub's 1"
+	keepNewer := func(m *member) [3]bool {
+		changed, wentMissing, recovered := m.keepCRDs("", newerNote, "")
+		return [3]bool{changed, wentMissing, recovered}
+	}
+	newer := func() *member { m := connected(); keepNewer(m); return m }
 	probe := func(m *member) [3]bool {
 		changed, recovered := m.recordProbe(conn, "v1.36.0", nil, t0, 2)
 		return [3]bool{changed, false, recovered}
@@ -254,8 +260,11 @@ func TestMemberKeepsCRDs(t *testing.T) {
 		{"served again: Ready, a recovery", missing, keep("", ""), [3]bool{true, false, true}, true, hubv1alpha1.ConnectedReason, connectedMessage},
 		{"a probe does not make a member missing its CRD Ready", missing, probe, [3]bool{}, false, hubv1alpha1.CRDMissingReason, "The member's CRD was deleted"},
 		{"a note goes in the Ready message", connected, keep("", "its CRD differs"), [3]bool{true, false, false}, true, hubv1alpha1.ConnectedReason, connectedMessage + "; but its CRD differs"},
+		{"a newer CRD is said, the member Ready", connected, keepNewer, [3]bool{true, false, false}, true, hubv1alpha1.CRDNewerReason, connectedMessage + "; " + newerNote},
+		{"a newer CRD upgraded by this hub: Connected again", newer, keep("", ""), [3]bool{true, false, false}, true, hubv1alpha1.ConnectedReason, connectedMessage},
+		{"a newer CRD deleted is CRDMissing", newer, keep("The member's CRD was deleted", ""), [3]bool{true, true, false}, false, hubv1alpha1.CRDMissingReason, "The member's CRD was deleted"},
 		{"an Unreachable member stays so", unreachable, keep("The member's CRD was deleted", ""), [3]bool{}, false, hubv1alpha1.UnreachableReason, ""},
-		{"and answering again, says its CRD is missing", func() *member { m := unreachable(); m.keepCRDs("The member's CRD was deleted", ""); return m },
+		{"and answering again, says its CRD is missing", func() *member { m := unreachable(); m.keepCRDs("The member's CRD was deleted", "", ""); return m },
 			probe, [3]bool{true, false, false}, false, hubv1alpha1.CRDMissingReason, "The member's CRD was deleted"},
 	}
 	for _, tt := range tests {

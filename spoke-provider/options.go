@@ -81,10 +81,15 @@ type Options struct {
 	// not watch, is said in the member's Ready message (see InstallCRDs). Defaults to none.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 
-	// InstallCRDs applies CRDs to each member on join (server-side apply, forced, as
-	// FieldOwner), and again whenever a member's copy differs from the hub's in the fields it
-	// applies (a CRDRestored Event on its MemberCluster) or is gone. Where that is forbidden
-	// and a CRD is absent, the member is not Ready (CRDMissing). Defaults to false.
+	// InstallCRDs applies CRDs to each member (server-side apply, forced, as FieldOwner,
+	// stamped with hubv1alpha1.MemberCRDRevision): on join where the member has none, or an
+	// older revision, and again whenever a member's copy differs from the hub's in the fields it
+	// applies (a CRDRestored Event on its MemberCluster), is older or is gone. A copy of a higher
+	// revision, which a newer hub applied, is left alone (CRDNewer, the member still Ready).
+	// Every write goes through Replica.Fence and carries the resourceVersion of the copy it
+	// replaces, but the create of a CRD the member does not have while joining, which never
+	// replaces one. Where that is forbidden and a CRD is absent, the member is not Ready
+	// (CRDMissing). Defaults to false.
 	InstallCRDs bool
 
 	// Rights are what the member must allow the credential, cluster-wide (RightsOf turns a
@@ -114,8 +119,9 @@ type Options struct {
 	// whose error refuses the write, which fails with that error: a replica whose member's
 	// Lease may have lapsed (paused, cut off) does not write to a member another replica has
 	// taken over, and a replica handing a member over releases its Lease only after its last
-	// write. Joining (the CRD install) is not fenced. Defaults to the zero Replica: not
-	// sharded, every member, no fence.
+	// write. So do the CRD writes (InstallCRDs), but for the create of a missing CRD while
+	// joining, before the replica may hold the member's fence. Defaults to the zero Replica:
+	// not sharded, every member, no fence.
 	Replica sharding.Replica
 
 	// MaxConcurrentReconciles is the number of workers of the kubeconfig-Secret controller.

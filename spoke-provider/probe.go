@@ -96,7 +96,8 @@ func (p *Provider) recordProbeLocked(name string, conn *connection, version stri
 
 // checkCRDs makes sure the member still serves the CRDs where the watch of them does not
 // (keepCRDs): one discovery request per probe, and only when one is gone, the install of
-// ensureCRDs (with InstallCRDs) or a CRDMissing error.
+// ensureCRDs (with InstallCRDs; every write of it fenced: the member is joined) or a CRDMissing
+// error.
 func (p *Provider) checkCRDs(ctx context.Context, conn *connection) error {
 	if len(p.opts.CRDs) == 0 || conn.crds.synced() {
 		return nil
@@ -106,7 +107,7 @@ func (p *Provider) checkCRDs(ctx context.Context, conn *connection) error {
 		return err // a failed discovery request counts as a failed probe, not as a missing CRD
 	}
 	p.log.Info("Member CRD missing", "cluster", conn.name, "crd", p.opts.CRDs[0].Name, "reinstalling", p.opts.InstallCRDs)
-	_, err := p.ensureCRDs(ctx, conn.cfg, conn.disc)
+	_, _, err := p.ensureCRDs(ctx, conn.name, conn.cfg, conn.disc, false)
 	return err
 }
 

@@ -86,7 +86,8 @@ func runSuite(m *testing.M) int {
 		Planes: []controlplane.Plane{
 			{Name: "hub"},
 			{Name: "member-a", Options: controlplane.Options{CRDs: memberCRDs}},
-			{Name: "member-b", Options: controlplane.Options{CRDs: memberCRDs}},
+			// member-b's audit log says which writes reached it (its CRD's, by the hub).
+			{Name: "member-b", Options: controlplane.Options{CRDs: memberCRDs, AuditWrites: true}},
 		},
 		Setup: func(_, _ context.Context, cps []*controlplane.ControlPlane) error {
 			hub, memberA, memberB = cps[0], cps[1], cps[2]

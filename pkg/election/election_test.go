@@ -33,13 +33,29 @@ const (
 	lapseSlack = time.Second
 )
 
-// TestTimings: the timings client-go accepts, a renew deadline that ends when the fence lapses,
-// and requests bounded well below it.
+// TestTimings: the holder renews every third of the lease duration, each request bounded by half
+// a renew period; the timings client-go accepts (a renew deadline above 1.2 retry periods and
+// below the lease duration), a renew deadline that ends when the fence lapses, and requests
+// bounded well below it.
 func TestTimings(t *testing.T) {
-	for _, d := range []time.Duration{3 * time.Second, 6 * time.Second, 15 * time.Second, time.Minute} {
+	for _, tc := range []struct {
+		lease, retry, request, margin, renewDeadline time.Duration
+	}{
+		{lease: 3 * time.Second, retry: time.Second, request: 500 * time.Millisecond, margin: 300 * time.Millisecond, renewDeadline: 1700 * time.Millisecond},
+		{lease: 6 * time.Second, retry: 2 * time.Second, request: time.Second, margin: 600 * time.Millisecond, renewDeadline: 3400 * time.Millisecond},
+		{lease: 15 * time.Second, retry: 5 * time.Second, request: 2500 * time.Millisecond, margin: 1500 * time.Millisecond, renewDeadline: 8500 * time.Millisecond},
+		{lease: time.Minute, retry: 20 * time.Second, request: 10 * time.Second, margin: 6 * time.Second, renewDeadline: 34 * time.Second},
+	} {
+		d := tc.lease
 		tm := Of(d)
 		g := NewWithT(t)
+		g.Expect(tm).To(Equal(Timings{LeaseDuration: d, RetryPeriod: tc.retry, RequestTimeout: tc.request, Margin: tc.margin,
+			RenewDeadline: tc.renewDeadline}), "lease %v", d)
+		g.Expect(tm.RetryPeriod).To(Equal(d/3), "lease %v: renewed every third of it", d)
+		g.Expect(tm.RequestTimeout).To(Equal(tm.RetryPeriod/2), "lease %v: requests bounded by half a renew period", d)
 		g.Expect(tm.RenewDeadline+tm.RetryPeriod+tm.Margin).To(Equal(d), "lease %v", d)
+		g.Expect(float64(tm.RenewDeadline)).To(BeNumerically(">", leaderelection.JitterFactor*float64(tm.RetryPeriod)), "lease %v", d)
+		g.Expect(tm.RenewDeadline).To(BeNumerically("<", d), "lease %v", d)
 		g.Expect(tm.RequestTimeout).To(BeNumerically("<=", tm.RenewDeadline/3), "lease %v", d)
 		lock, err := NewLock(&rest.Config{Host: "https://127.0.0.1:1"}, "ns", "name", "id", tm, nil)
 		g.Expect(err).NotTo(HaveOccurred())

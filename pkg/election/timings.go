@@ -9,10 +9,12 @@ type Timings struct {
 	// over this long after it last saw it renewed.
 	LeaseDuration time.Duration
 	// RetryPeriod is how often the holder renews the Lease, and a candidate tries to take it: a
-	// tenth of the lease duration.
+	// third of the lease duration.
 	RetryPeriod time.Duration
-	// RequestTimeout bounds each request of the election: two retry periods. A request that
-	// times out closes the connections to the hub cluster (Lock's onTimeout).
+	// RequestTimeout bounds each request of the election: half a retry period (a sixth of the
+	// lease duration), so that a request hung on a dead connection ends before the next
+	// renewal is due. A request that times out closes the connections to the hub cluster
+	// (Lock's onTimeout).
 	RequestTimeout time.Duration
 	// Margin is taken off the lease duration when judging, on the local clock, until when the
 	// holder certainly holds the Lease (Lock.Valid): a tenth of the lease duration, for clocks
@@ -20,9 +22,10 @@ type Timings struct {
 	Margin time.Duration
 	// RenewDeadline is how long the holder keeps trying to renew before client-go gives the
 	// Lease up: the lease duration less the margin and one retry period, so that it gives up
-	// when its fence lapses, not before. A cut of the hub connection shorter than the lease
-	// duration less the margin, a retry period and a request timeout (60% of it), whenever it
-	// starts, loses nothing.
+	// when its fence lapses, not before: 17/30 of the lease duration, above what client-go
+	// requires (more than 1.2 retry periods, less than the lease duration). A cut of the hub
+	// connection shorter than the lease duration less the margin, a retry period and a request
+	// timeout (40% of it), whenever it starts, loses nothing.
 	RenewDeadline time.Duration
 }
 
@@ -30,10 +33,10 @@ type Timings struct {
 func Of(leaseDuration time.Duration) Timings {
 	t := Timings{
 		LeaseDuration: leaseDuration,
-		RetryPeriod:   leaseDuration / 10,
+		RetryPeriod:   leaseDuration / 3,
 		Margin:        leaseDuration / 10,
 	}
-	t.RequestTimeout = 2 * t.RetryPeriod
+	t.RequestTimeout = t.RetryPeriod / 2
 	t.RenewDeadline = leaseDuration - t.Margin - t.RetryPeriod
 	return t
 }

@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -99,13 +98,14 @@ type Options struct {
 	// FleetBundle status) is done by one elected replica. Defaults to false. Exclusive with
 	// LeaderElect.
 	Sharded bool
-	// ReplicaID is this replica's identity: it names its peer Lease, holds the Leases of the
-	// members it manages and is written to their MemberClusters' status.replica. Defaults to
+	// ReplicaID is this replica's identity: it names its peer Lease, holds (as their
+	// holderIdentity, exactly) the leader-election Lease and the Leases of the members it
+	// manages, and is written to their MemberClusters' status.replica. Defaults to
 	// sharding.DefaultReplicaID(): $POD_NAME, else the hostname (made a DNS-1123 name).
 	ReplicaID string
 	// LeaseDuration is the duration of the Leases of leader election and of sharded replicas
-	// (the election's renewed every tenth of it, election.Of; the sharded replicas' peer and
-	// member Leases every third): a dead replica's work is taken over after about this long.
+	// (each renewed every third of it: the election's, election.Of, and the sharded replicas'
+	// peer and member Leases): a dead replica's work is taken over after about this long.
 	// Defaults to sharding.DefaultLeaseDuration (15 seconds).
 	LeaseDuration time.Duration
 	// CredentialsExpiryWarning is how long before a member's credential expires its
@@ -185,7 +185,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Sharded, "sharded", d.Sharded, "Share the members between the hub replicas run with it: each member is reconciled by exactly one live replica, fenced by a Lease in --secret-namespace. Exclusive with --leader-elect.")
 	o.ReplicaID = ""
 	fs.StringVar(&o.ReplicaID, "replica-id", "", "This replica's identity, unique among the replicas: names its Leases and shows in MemberCluster status.replica. (default $POD_NAME, else the hostname)")
-	fs.DurationVar(&o.LeaseDuration, "lease-duration", d.LeaseDuration, "Duration of the Leases of --leader-elect and --sharded (the election's renewed every tenth of it, the sharded replicas' every third): a dead replica's work is taken over after about this long.")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", d.LeaseDuration, "Duration of the Leases of --leader-elect and --sharded (each renewed every third of it): a dead replica's work is taken over after about this long.")
 	fs.DurationVar(&o.CredentialsExpiryWarning, "credentials-expiry-warning", d.CredentialsExpiryWarning, "How long before a member's credential expires its MemberCluster's CredentialsValid condition turns False (ExpiresSoon).")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "How often the hub refreshes Fleet status.heartbeatTime, which hub status --max-age checks (one write per interval).")
 }
@@ -410,8 +410,9 @@ func newElection(cfg *rest.Config, opts Options, closeConns func()) (*election.L
 		return nil, nil
 	}
 	timings := election.Of(opts.LeaseDuration)
-	identity := opts.ReplicaID + "_" + string(uuid.NewUUID()) // unique, and names the pod first
-	return election.NewLock(cfg, opts.SecretNamespace, hubv1alpha1.LeaderElectionID, identity, timings, closeConns)
+	// The Lease is held as the replica id itself, as the sharded replicas' Leases are: its holder
+	// names the pod (--replica-id defaults to $POD_NAME), unique among the live replicas.
+	return election.NewLock(cfg, opts.SecretNamespace, hubv1alpha1.LeaderElectionID, opts.ReplicaID, timings, closeConns)
 }
 
 func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, replica sharding.Replica, lock *election.Lock) (mcmanager.Manager, error) {

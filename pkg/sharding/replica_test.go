@@ -130,6 +130,16 @@ func TestReplicasShareMembersByTheirLeases(t *testing.T) {
 		g.Expect(err).To(MatchError(fmt.Sprintf("replica %s does not hold the Lease %s-%s (any more)", other.ID, hubv1alpha1.MemberLeasePrefix, m)))
 	}
 
+	// One of them does the hub-wide work, holding the Lease configbundle-hub as its replica id.
+	g.Eventually(func() bool { return r0.Leading() != r1.Leading() }).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	leader := r0
+	if r1.Leading() {
+		leader = r1
+	}
+	elected := &coordinationv1.Lease{}
+	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: hubv1alpha1.LeaderElectionID}, elected)).To(Succeed())
+	g.Expect(elected.Spec.HolderIdentity).To(HaveValue(Equal(leader.ID)))
+
 	stop1() // a clean leave: r1 releases its Leases
 	g.Eventually(r0.LiveReplicas).WithTimeout(timeout).WithPolling(interval).Should(Equal([]string{"r0"}))
 	g.Eventually(rebalances0).WithTimeout(timeout).WithPolling(interval).Should(ContainElement("r0"))
@@ -143,6 +153,7 @@ func TestReplicasShareMembersByTheirLeases(t *testing.T) {
 			return err
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "member %s", m)
 	}
+	g.Eventually(r0.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "r0 elected once r1 left")
 }
 
 // startHub starts a control plane for the Leases, stopped when t ends.

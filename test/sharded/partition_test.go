@@ -26,7 +26,7 @@ func TestReplicaPartitionedFromTheHub(t *testing.T) {
 	alive := others(victim)
 
 	// Restart the victim with its hub connection through a proxy that can black-hole it.
-	proxy, err := netproxy.Start(hubHost(t))
+	proxy, err := netproxy.Start(fl.HubPlane.Host())
 	Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = proxy.Close() })
 	fl.StopHub(victim, syscall.SIGTERM)
@@ -75,20 +75,6 @@ func TestReplicaPartitionedFromTheHub(t *testing.T) {
 	Expect(membersOf(back, victim)).To(Equal(lost), "replica %s takes back its share", victim)
 	expectHealed(t, names...)
 	t.Logf("hand-overs in the members' audit logs, none with two writers: %d", expectOneWriterAtATime(t, names...))
-}
-
-// hubHost returns the host:port of the hub's API server.
-func hubHost(t *testing.T) string {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(fl.HubKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cfg.Clusters {
-		return c.Server[len("https://"):]
-	}
-	t.Fatal("the hub's kubeconfig names no cluster")
-	return ""
 }
 
 // proxiedKubeconfig writes the hub's kubeconfig with its server at addr, and returns its path.

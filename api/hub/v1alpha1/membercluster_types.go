@@ -31,6 +31,13 @@ const (
 	// (--install-crds, and the right to create it), or by someone else. The message says which.
 	CRDMissingReason = "CRDMissing"
 
+	// CRDNewerReason (True): the member's ConfigBundle CRD carries a higher revision
+	// (CRDRevisionAnnotation) than the one this hub embeds (MemberCRDRevision): a newer hub
+	// applied it, as in a rolling upgrade of the hub. This hub leaves it alone and keeps
+	// reconciling the member with it; the message names both revisions. Not a failure: the
+	// member works, and its Event is Normal.
+	CRDNewerReason = "CRDNewer"
+
 	// DuplicateClusterReason (False): another member already is this very cluster (same
 	// kube-system namespace uid); it is managed once, under the other member's name.
 	DuplicateClusterReason = "DuplicateCluster"
@@ -95,6 +102,24 @@ const (
 	// deleted or is gone, and with it every ConfigBundle of the member (and, by garbage
 	// collection, their ConfigMaps). The member is not Ready (CRDMissing) until the CRD is back.
 	CRDDeletedEvent = "CRDDeleted"
+)
+
+// The revision of a member's ConfigBundle CRD, by which a hub never replaces the CRD a newer hub
+// applied with its own older one: during a rolling upgrade, replicas of both run.
+const (
+	// CRDRevisionAnnotation on a member's ConfigBundle CRD holds, as a decimal integer, the
+	// revision of the CRD the hub applied (the MemberCRDRevision of its build). A hub upgrades a
+	// CRD whose revision is lower than its own, or missing (CRDs applied before revisions
+	// existed, or by someone else), and leaves alone one whose revision is higher
+	// (CRDNewerReason). Every apply carries the resourceVersion it judged, so that a concurrent
+	// change by another hub fails it with a conflict rather than being overwritten.
+	CRDRevisionAnnotation = "hub.configbundle.dev/crd-revision"
+
+	// MemberCRDRevision is the revision of the ConfigBundle CRD this build embeds
+	// (config/crd/bases/configbundle.dev_configbundles.yaml), which the hub stamps on the CRD it
+	// applies to a member (CRDRevisionAnnotation). Bump it with every change of that CRD:
+	// TestMemberCRDRevision fails until it is.
+	MemberCRDRevision = 1
 )
 
 // PausedCondition is the condition type that says whether a member is paused (spec.paused). It
