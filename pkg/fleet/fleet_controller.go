@@ -77,7 +77,10 @@ func setupFleet(mgr manager.Manager, opts Options) error {
 // it if it changed or its heartbeat is due.
 func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	if req.Name != hubv1alpha1.FleetName || !r.replica.Leading() {
-		return ctrl.Result{}, nil // another replica writes it; this one starts over when elected
+		// Another replica writes it; this one starts over when elected. The requeue of the
+		// heartbeat brings a replica that stopped leading here once more.
+		membersUnowned.Set(0)
+		return ctrl.Result{}, nil
 	}
 	members := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, members); err != nil {
@@ -98,6 +101,11 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	now := time.Now()
 	want := FleetStatus(fleet.Status, members.Items, bundles.Items)
+	want.Clusters.Unowned = fleet.Status.Clusters.Unowned // kept while the live replicas are unknown
+	if live, known := r.liveReplicas(); known {
+		want.Clusters.Unowned = CountUnowned(members.Items, live, !r.replica.Sharded())
+	}
+	membersUnowned.Set(float64(want.Clusters.Unowned))
 	want.HeartbeatIntervalSeconds = int64((r.heartbeat + time.Second - 1) / time.Second) // rounded up
 	beat := fleet.Status.HeartbeatTime
 	if due := beat == nil || now.Sub(beat.Time) >= r.heartbeat; due {
@@ -113,6 +121,31 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return ctrl.Result{}, fmt.Errorf("writing Fleet status: %w", err)
 	}
 	return ctrl.Result{RequeueAfter: r.heartbeat - now.Sub(updated.Status.HeartbeatTime.Time)}, nil
+}
+
+// liveReplicas returns the ids of the live hub replicas, and whether they are known: sharded,
+// those whose peer Lease is valid, unknown before the first look at the peer Leases; otherwise
+// this replica alone. The heartbeat's requeue recounts the unowned members at least once a
+// heartbeat, so a change of the live replicas shows within one.
+func (r *fleetReconciler) liveReplicas() ([]string, bool) {
+	if !r.replica.Sharded() {
+		return []string{r.replica.ID}, true
+	}
+	live := r.replica.LiveReplicas()
+	return live, len(live) > 0
+}
+
+// CountUnowned counts the members that no live replica manages: whose status.replica is none
+// of live. A member whose status.replica is empty has not been reported by any replica yet: it
+// counts only unless emptyOwned, as when one hub, not sharded, manages every member.
+func CountUnowned(members []hubv1alpha1.MemberCluster, live []string, emptyOwned bool) int32 {
+	var n int32
+	for _, mc := range members {
+		if owner := mc.Status.Replica; !slices.Contains(live, owner) && (owner != "" || !emptyOwned) {
+			n++
+		}
+	}
+	return n
 }
 
 // FleetStatus sums up MemberClusters and FleetBundles into a Fleet status, starting from
