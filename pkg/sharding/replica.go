@@ -21,6 +21,7 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/election"
+	"configbundle.dev/hub/pkg/version"
 )
 
 // Replica is this hub replica, as the controllers and the provider see it: its identity and,
@@ -94,6 +95,7 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error
 	// the hub cluster does not hold up the next renewal.
 	leases := rest.CopyConfig(cfg)
 	leases.Timeout = opts.LeaseDuration / 5
+	leases.UserAgent = version.UserAgent(opts.ReplicaID)
 	direct, err := client.New(leases, client.Options{Scheme: scheme})
 	if err != nil {
 		return Replica{}, fmt.Errorf("creating the client of the Leases: %w", err)
