@@ -370,4 +370,6 @@ func hubLeaseWrites(g Gomega) []controlplane.Write {
 }
 
 // byHub keeps the writes of the hub.
-func byHub(w controlplane.Write) bool { return strings.HasPrefix(w.UserAgent, hubv1alpha1.UserAgentPrefix) }
+func byHub(w controlplane.Write) bool {
+	return strings.HasPrefix(w.UserAgent, hubv1alpha1.UserAgentPrefix)
+}

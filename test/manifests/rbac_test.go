@@ -28,8 +28,8 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
-	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/internal/testing/controlplane"
+	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/registration"
 	"configbundle.dev/hub/pkg/version"
 )
