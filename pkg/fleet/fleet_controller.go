@@ -76,7 +76,10 @@ func setupFleet(mgr manager.Manager, opts Options) error {
 // Reconcile computes the Fleet's status from the MemberClusters and the FleetBundles and writes
 // it if it changed or its heartbeat is due.
 func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	if req.Name != hubv1alpha1.FleetName || !r.replica.Leading() {
+	if req.Name != hubv1alpha1.FleetName {
+		return ctrl.Result{}, nil
+	}
+	if !r.replica.Leading() {
 		// Another replica writes it; this one starts over when elected. The requeue of the
 		// heartbeat brings a replica that stopped leading here once more.
 		membersUnowned.Set(0)
@@ -101,11 +104,7 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	now := time.Now()
 	want := FleetStatus(fleet.Status, members.Items, bundles.Items)
-	want.Clusters.Unowned = fleet.Status.Clusters.Unowned // kept while the live replicas are unknown
-	if live, known := r.liveReplicas(); known {
-		want.Clusters.Unowned = CountUnowned(members.Items, live, !r.replica.Sharded())
-	}
-	membersUnowned.Set(float64(want.Clusters.Unowned))
+	want.Clusters.Unowned = r.unowned(fleet.Status.Clusters.Unowned, members.Items)
 	want.HeartbeatIntervalSeconds = int64((r.heartbeat + time.Second - 1) / time.Second) // rounded up
 	beat := fleet.Status.HeartbeatTime
 	if due := beat == nil || now.Sub(beat.Time) >= r.heartbeat; due {
@@ -123,16 +122,20 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	return ctrl.Result{RequeueAfter: r.heartbeat - now.Sub(updated.Status.HeartbeatTime.Time)}, nil
 }
 
-// liveReplicas returns the ids of the live hub replicas, and whether they are known: sharded,
-// those whose peer Lease is valid, unknown before the first look at the peer Leases; otherwise
-// this replica alone. The heartbeat's requeue recounts the unowned members at least once a
-// heartbeat, so a change of the live replicas shows within one.
-func (r *fleetReconciler) liveReplicas() ([]string, bool) {
-	if !r.replica.Sharded() {
-		return []string{r.replica.ID}, true
+// unowned counts the members no live hub replica manages (CountUnowned) and exports the count.
+// The live replicas are, sharded, those whose peer Lease is valid, and before the first look at
+// the peer Leases unknown: then the last count stays; otherwise this replica alone. Every
+// heartbeat requeues the Fleet, so a change of the live replicas shows within one.
+func (r *fleetReconciler) unowned(last int32, members []hubv1alpha1.MemberCluster) int32 {
+	n := last
+	switch live := r.replica.LiveReplicas(); {
+	case !r.replica.Sharded():
+		n = CountUnowned(members, []string{r.replica.ID}, true)
+	case len(live) > 0:
+		n = CountUnowned(members, live, false)
 	}
-	live := r.replica.LiveReplicas()
-	return live, len(live) > 0
+	membersUnowned.Set(float64(n))
+	return n
 }
 
 // CountUnowned counts the members that no live replica manages: whose status.replica is none
