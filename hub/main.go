@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/version"
 )
@@ -115,7 +114,6 @@ func runHub(opts hubmanager.Options, zapOpts zap.Options) error {
 		log.Error(err, "Loading the hub cluster's config failed")
 		return failed(nil)
 	}
-	cfg.UserAgent = hubv1alpha1.UserAgent // audit logs name the hub, not client-go's default
 	ctx := ctrl.SetupSignalHandler()
 	if err := ctrlmetrics.Registry.Register(version.NewBuildInfoCollector()); err != nil {
 		log.Error(err, "Registering the build info metric failed")

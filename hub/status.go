@@ -122,6 +122,10 @@ func printStatus(out io.Writer, st *hubState, chosen []types.NamespacedName, now
 	if paused := pausedMembers(st.members); len(paused) > 0 {
 		fmt.Fprintf(out, "\nPaused for maintenance (placement writes nothing to them until hub resume): %s\n", strings.Join(paused, ", "))
 	}
+	if n := f.Status.Clusters.Unowned; n > 0 {
+		fmt.Fprintf(out, "\nUnowned: %d of %d members are managed by no live hub replica (their status.replica is not live): neither reconciled nor reported; kubectl get mc -o wide shows their REPLICA\n",
+			n, f.Status.Clusters.Total)
+	}
 	printFleetBundles(out, st.bundles, chosen)
 }
 

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/sharding"
+	"configbundle.dev/hub/pkg/version"
 )
 
 const tokenKubeconfig = `apiVersion: v1
@@ -107,5 +109,31 @@ func TestRefusedCredentialExpiry(t *testing.T) {
 	connected.failAttempt("h2", hubv1alpha1.ForbiddenReason, refusal.Error(), expired, now, time.Minute)
 	if !connected.state.CredentialsExpiry.Equal(working) {
 		t.Errorf("still connected: CredentialsExpiry = %v, want the working credential's %v", connected.state.CredentialsExpiry, working)
+	}
+}
+
+// TestMemberClientUserAgent: a member's audit log names the hub, its version and the replica
+// that sent each request.
+func TestMemberClientUserAgent(t *testing.T) {
+	defer func(v string) { version.Version = v }(version.Version)
+	version.Version = "v0.3.0"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "m"}}
+	for _, tc := range []struct {
+		replica sharding.Replica
+		want    string
+	}{
+		{sharding.Replica{ID: "hub-7d9f-abc"}, "configbundle-hub/v0.3.0 (hub-7d9f-abc)"},
+		{sharding.Replica{}, "configbundle-hub/v0.3.0"},
+	} {
+		cfg, err := New(Options{Replica: tc.replica}).restConfig(secret, []byte(tokenKubeconfig))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.UserAgent != tc.want {
+			t.Errorf("replica %q: member client user agent %q, want %q", tc.replica.ID, cfg.UserAgent, tc.want)
+		}
+		if got := withTimeout(cfg, time.Second).UserAgent; got != tc.want {
+			t.Errorf("replica %q: member request client user agent %q, want %q", tc.replica.ID, got, tc.want)
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/kubeconfig"
+	"configbundle.dev/hub/pkg/version"
 )
 
 // ErrNotConnected is returned (wrapped) by Connected for a member that is not Ready.
@@ -325,7 +326,7 @@ func (p *Provider) restConfig(secret *corev1.Secret, data []byte) (*rest.Config,
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = p.opts.QPS, p.opts.Burst
-	cfg.UserAgent = hubv1alpha1.UserAgent
+	cfg.UserAgent = version.UserAgent(p.opts.Replica.ID) // audit logs name the hub, its version and replica
 	return cfg, nil
 }
 

@@ -65,7 +65,7 @@ func (w servedWrite) describe(zero time.Time) string {
 // unnoticed. The user agent tells them apart: the benchmark's clients are benchUserAgent (the
 // control planes' setup, CRDs, client-go's default of this process), the kube-apiserver's own
 // requests "kube-apiserver/..." (user system:apiserver). The hub's clients, of the members and
-// of the hub cluster, are hubv1alpha1.UserAgent.
+// of the hub cluster, begin with hubv1alpha1.UserAgentPrefix.
 func (w servedWrite) byHub() bool {
 	return w.UserAgent != benchUserAgent && w.UserAgent != rest.DefaultKubernetesUserAgent() &&
 		!strings.HasPrefix(w.UserAgent, "kube-apiserver/") && w.User != "system:apiserver"

@@ -76,8 +76,14 @@ func setupFleet(mgr manager.Manager, opts Options) error {
 // Reconcile computes the Fleet's status from the MemberClusters and the FleetBundles and writes
 // it if it changed or its heartbeat is due.
 func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	if req.Name != hubv1alpha1.FleetName || !r.replica.Leading() {
-		return ctrl.Result{}, nil // another replica writes it; this one starts over when elected
+	if req.Name != hubv1alpha1.FleetName {
+		return ctrl.Result{}, nil
+	}
+	if !r.replica.Leading() {
+		// Another replica writes it; this one starts over when elected. The requeue of the
+		// heartbeat brings a replica that stopped leading here once more.
+		membersUnowned.Set(0)
+		return ctrl.Result{}, nil
 	}
 	members := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, members); err != nil {
@@ -98,6 +104,7 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	now := time.Now()
 	want := FleetStatus(fleet.Status, members.Items, bundles.Items)
+	want.Clusters.Unowned = r.unowned(fleet.Status.Clusters.Unowned, members.Items)
 	want.HeartbeatIntervalSeconds = int64((r.heartbeat + time.Second - 1) / time.Second) // rounded up
 	beat := fleet.Status.HeartbeatTime
 	if due := beat == nil || now.Sub(beat.Time) >= r.heartbeat; due {
@@ -113,6 +120,35 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return ctrl.Result{}, fmt.Errorf("writing Fleet status: %w", err)
 	}
 	return ctrl.Result{RequeueAfter: r.heartbeat - now.Sub(updated.Status.HeartbeatTime.Time)}, nil
+}
+
+// unowned counts the members no live hub replica manages (CountUnowned) and exports the count.
+// The live replicas are, sharded, those whose peer Lease is valid, and before the first look at
+// the peer Leases unknown: then the last count stays; otherwise this replica alone. Every
+// heartbeat requeues the Fleet, so a change of the live replicas shows within one.
+func (r *fleetReconciler) unowned(last int32, members []hubv1alpha1.MemberCluster) int32 {
+	n := last
+	switch live := r.replica.LiveReplicas(); {
+	case !r.replica.Sharded():
+		n = CountUnowned(members, []string{r.replica.ID}, true)
+	case len(live) > 0:
+		n = CountUnowned(members, live, false)
+	}
+	membersUnowned.Set(float64(n))
+	return n
+}
+
+// CountUnowned counts the members that no live replica manages: whose status.replica is none
+// of live. A member whose status.replica is empty has not been reported by any replica yet: it
+// counts only unless emptyOwned, as when one hub, not sharded, manages every member.
+func CountUnowned(members []hubv1alpha1.MemberCluster, live []string, emptyOwned bool) int32 {
+	var n int32
+	for _, mc := range members {
+		if owner := mc.Status.Replica; !slices.Contains(live, owner) && (owner != "" || !emptyOwned) {
+			n++
+		}
+	}
+	return n
 }
 
 // FleetStatus sums up MemberClusters and FleetBundles into a Fleet status, starting from

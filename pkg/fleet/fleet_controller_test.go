@@ -7,9 +7,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
@@ -120,6 +122,61 @@ func TestFleetRollsUpTheFleetBundles(t *testing.T) {
 
 	g.Expect(hub.Delete(ctx, fb)).To(Succeed())
 	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(HaveField("FleetBundles", hubv1alpha1.FleetBundleCounts{}))
+}
+
+// TestFleetCountsUnownedMembers: a healthy hub owns every member it reports (status.unowned 0),
+// and a MemberCluster whose status.replica names a replica that is gone counts as unowned, in
+// status and in configbundle_fleet_members_unowned, until it is gone.
+func TestFleetCountsUnownedMembers(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	join(t, memberA, connected(memberA, 0))
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Clusters", hubv1alpha1.ClusterCounts{Total: 1, Ready: 1}))
+	g.Expect(unownedMetric()).To(BeZero())
+
+	// A member the provider has not admitted (its Secret is there, it has no State): the hub
+	// leaves its MemberCluster alone, and its status.replica names a replica that is gone.
+	const orphan = "orphan"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNamespace, Name: orphan}}
+	g.Expect(hub.Create(ctx, secret)).To(Succeed())
+	t.Cleanup(func() { leave(NewWithT(t), orphan) })
+	// Until the hub's cache has the Secret, the hub deletes the MemberCluster as stale: create
+	// it again until it stays.
+	g.Eventually(func(g Gomega) hubv1alpha1.ClusterCounts {
+		mc := &hubv1alpha1.MemberCluster{}
+		if err := hub.Get(ctx, client.ObjectKey{Name: orphan}, mc); apierrors.IsNotFound(err) {
+			mc = &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: orphan},
+				Spec: hubv1alpha1.MemberClusterSpec{SecretRef: hubv1alpha1.SecretReference{Namespace: secretNamespace, Name: orphan}}}
+			g.Expect(hub.Create(ctx, mc)).To(Succeed())
+		} else {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		if mc.Status.Replica != "hub-gone" {
+			mc.Status.Replica = "hub-gone"
+			g.Expect(hub.Status().Update(ctx, mc)).To(Succeed())
+		}
+		return fleetStatus(g).Clusters
+	}).WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.ClusterCounts{Total: 2, Ready: 1, Unowned: 1}))
+	g.Expect(unownedMetric()).To(BeEquivalentTo(1))
+
+	leave(g, orphan)
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Clusters", hubv1alpha1.ClusterCounts{Total: 1, Ready: 1}))
+	g.Expect(unownedMetric()).To(BeZero())
+}
+
+// unownedMetric reads configbundle_fleet_members_unowned from controller-runtime's registry.
+func unownedMetric() float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, f := range families {
+		if f.GetName() == "configbundle_fleet_members_unowned" && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
 }
 
 // haveReason matches a Fleet status whose Ready condition has reason.

@@ -258,3 +258,30 @@ func TestFleetStatusRollsUpFleetBundles(t *testing.T) {
 		})
 	}
 }
+
+func TestCountUnowned(t *testing.T) {
+	managedBy := func(name, replica string) hubv1alpha1.MemberCluster {
+		return hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: hubv1alpha1.MemberClusterStatus{Replica: replica}}
+	}
+	members := []hubv1alpha1.MemberCluster{managedBy("a", "r-1"), managedBy("b", "r-2"), managedBy("c", "gone"), managedBy("d", "")}
+	for _, tc := range []struct {
+		name       string
+		members    []hubv1alpha1.MemberCluster
+		live       []string
+		emptyOwned bool
+		want       int32
+	}{
+		{name: "sharded: a gone replica's member and one not taken yet", members: members, live: []string{"r-1", "r-2"}, want: 2},
+		{name: "sharded: a replica left", members: members, live: []string{"r-1"}, want: 3},
+		{name: "one hub: another replica's member, not one not reported yet", members: members, live: []string{"r-1"}, emptyOwned: true, want: 2},
+		{name: "one hub with no id: its members are reported with none", members: []hubv1alpha1.MemberCluster{managedBy("a", "")}, live: []string{""}, emptyOwned: true, want: 0},
+		{name: "healthy one hub", members: []hubv1alpha1.MemberCluster{managedBy("a", "r-1"), managedBy("b", "r-1")}, live: []string{"r-1"}, emptyOwned: true, want: 0},
+		{name: "no members", live: []string{"r-1"}, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CountUnowned(tc.members, tc.live, tc.emptyOwned); got != tc.want {
+				t.Errorf("CountUnowned() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -41,8 +41,16 @@ var (
 	}, []string{"cluster"})
 )
 
+// membersUnowned is the Fleet's status.clusters.unowned on the replica that writes the Fleet,
+// 0 on the others: alert on max(configbundle_fleet_members_unowned) > 0 for 2m
+// (ConfigBundleMembersUnowned).
+var membersUnowned = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "configbundle_fleet_members_unowned",
+	Help: "Members that no live hub replica manages (Fleet status.clusters.unowned), on the replica that writes the Fleet; 0 on the others.",
+})
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(credentialsExpiry, memberReady, memberBundles, memberFailedBundles, memberPaused)
+	ctrlmetrics.Registry.MustRegister(credentialsExpiry, memberReady, memberBundles, memberFailedBundles, memberPaused, membersUnowned)
 }
 
 // setMemberMetrics publishes a member's health from the MemberCluster status the hub computed.

@@ -43,6 +43,7 @@ import (
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/placement"
 	"configbundle.dev/hub/pkg/sharding"
+	"configbundle.dev/hub/pkg/version"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -243,6 +244,9 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	cfg, hubDialer := hubConnection(cfg)
+	// Every client of the hub cluster derives from cfg (the manager's, the Leases' of sharding
+	// and of the election, the hub probe's): audit logs name the hub, its version and replica.
+	cfg.UserAgent = version.UserAgent(opts.ReplicaID)
 	replica := sharding.Replica{ID: opts.ReplicaID}
 	if opts.Sharded {
 		if replica, err = sharding.New(cfg, scheme, opts.shardingOptions()); err != nil {

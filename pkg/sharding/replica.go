@@ -21,6 +21,7 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/election"
+	"configbundle.dev/hub/pkg/version"
 )
 
 // Replica is this hub replica, as the controllers and the provider see it: its identity and,
@@ -84,6 +85,7 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error
 	renew := opts.LeaseDuration / 3
 	leases := rest.CopyConfig(cfg)
 	leases.Timeout = renew / 2
+	leases.UserAgent = version.UserAgent(opts.ReplicaID)
 	direct, err := client.New(leases, client.Options{Scheme: scheme})
 	if err != nil {
 		return Replica{}, fmt.Errorf("creating the client of the Leases: %w", err)

@@ -17,6 +17,8 @@ import (
 	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
 // Set with -ldflags -X; see the package documentation.
@@ -75,6 +77,19 @@ func revision(settings []debug.BuildSetting) string {
 // String renders i as `hub version` prints it: one "key: value" line per fact.
 func (i Info) String() string {
 	return fmt.Sprintf("Version:   %s\nGitCommit: %s\nGoVersion: %s\n", i.Version, i.GitCommit, i.GoVersion)
+}
+
+// UserAgent is the user agent of every client the hub replica replicaID builds, of the hub
+// cluster and of the members: "configbundle-hub/<version> (<replica-id>)", such as
+// "configbundle-hub/v0.3.0 (hub-7d9f-abc)", with Get()'s version, so that an API server's audit
+// log says which build and which replica sent each request. Without a replica id it is
+// "configbundle-hub/<version>".
+func UserAgent(replicaID string) string {
+	ua := hubv1alpha1.UserAgentPrefix + Get().Version
+	if replicaID == "" {
+		return ua
+	}
+	return ua + " (" + replicaID + ")"
 }
 
 // BuildInfoMetric is the name of the gauge NewBuildInfoCollector returns.

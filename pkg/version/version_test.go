@@ -45,6 +45,27 @@ func TestRevision(t *testing.T) {
 	}
 }
 
+func TestUserAgent(t *testing.T) {
+	defer func(v string) { Version = v }(Version)
+	Version = "v0.3.0"
+	for _, tc := range []struct {
+		replicaID, want string
+	}{
+		{"hub-7d9f-abc", "configbundle-hub/v0.3.0 (hub-7d9f-abc)"},
+		{"configbundle-hub-7d9f8-x2x4z", "configbundle-hub/v0.3.0 (configbundle-hub-7d9f8-x2x4z)"},
+		{"", "configbundle-hub/v0.3.0"},
+	} {
+		if got := UserAgent(tc.replicaID); got != tc.want {
+			t.Errorf("UserAgent(%q) = %q, want %q", tc.replicaID, got, tc.want)
+		}
+	}
+	// Without a version set with the linker: the one Get finds, never empty.
+	Version = ""
+	if got, want := UserAgent("r-1"), "configbundle-hub/"+Get().Version+" (r-1)"; got != want || Get().Version == "" {
+		t.Errorf("UserAgent(%q) = %q, want %q", "r-1", got, want)
+	}
+}
+
 func TestBuildInfoCollector(t *testing.T) {
 	defer func(v, c string) { Version, GitCommit = v, c }(Version, GitCommit)
 	Version, GitCommit = "v1.2.3", "abc123"

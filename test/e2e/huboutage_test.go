@@ -363,7 +363,7 @@ func hubLeaseWrites(g Gomega) []controlplane.Write {
 	g.Expect(err).NotTo(HaveOccurred())
 	var out []controlplane.Write
 	for _, w := range writes {
-		if w.Resource == "leases" && w.Name == hubv1alpha1.LeaderElectionID && strings.HasPrefix(w.UserAgent, hubv1alpha1.UserAgent) && w.Code < 300 {
+		if w.Resource == "leases" && w.Name == hubv1alpha1.LeaderElectionID && strings.HasPrefix(w.UserAgent, hubv1alpha1.UserAgentPrefix) && w.Code < 300 {
 			out = append(out, w)
 		}
 	}
@@ -371,4 +371,6 @@ func hubLeaseWrites(g Gomega) []controlplane.Write {
 }
 
 // byHub keeps the writes of the hub.
-func byHub(w controlplane.Write) bool { return w.UserAgent == hubv1alpha1.UserAgent }
+func byHub(w controlplane.Write) bool {
+	return strings.HasPrefix(w.UserAgent, hubv1alpha1.UserAgentPrefix)
+}

@@ -71,7 +71,7 @@ func TestSteadyStateIsSilent(t *testing.T) {
 		WithTimeout(timeout).WithPolling(interval).Should(Equal(hubv1alpha1.BundleCounts{Total: quietBundles, Ready: quietBundles}))
 	t.Logf("%d bundles Ready and counted on the hub %v after their creation", quietBundles, time.Since(start).Round(time.Millisecond))
 
-	byHub := func(w controlplane.Write) bool { return w.UserAgent == hubv1alpha1.UserAgent }
+	byHub := func(w controlplane.Write) bool { return strings.HasPrefix(w.UserAgent, hubv1alpha1.UserAgentPrefix) }
 	aboutQuiet := func(w controlplane.Write) bool {
 		return w.Name == quietMember || strings.HasPrefix(w.Name, quietMember+".")
 	}

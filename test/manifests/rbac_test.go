@@ -28,9 +28,14 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
+	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/registration"
+	"configbundle.dev/hub/pkg/version"
 )
+
+// replicaID is the --replica-id of the hub the test runs.
+const replicaID = "manifests-hub"
 
 // tokenLifetime is the lifetime asked of the hub ServiceAccount's token: the test's length, with
 // room to spare.
@@ -120,7 +125,8 @@ func TestHubRunsWithItsServiceAccount(t *testing.T) {
 		}
 	})
 
-	hub, err := hubmanager.New(saCfg, hubmanager.Options{LeaderElect: true, ProbeInterval: time.Second, MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	hub, err := hubmanager.New(saCfg, hubmanager.Options{LeaderElect: true, ProbeInterval: time.Second, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		ReplicaID: replicaID})
 	g.Expect(err).NotTo(HaveOccurred())
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -139,7 +145,7 @@ func TestHubRunsWithItsServiceAccount(t *testing.T) {
 
 	regCtx, cancelReg := context.WithTimeout(ctx, registerTimeout)
 	defer cancelReg()
-	_, err = registration.Register(regCtx, registration.Options{Name: "m1", Member: m1.Config, Hub: hubCP.Config})
+	reg, err := registration.Register(regCtx, registration.Options{Name: "m1", Member: m1.Config, Hub: hubCP.Config})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	t.Run("the member joins", func(t *testing.T) {
@@ -236,6 +242,33 @@ func TestHubRunsWithItsServiceAccount(t *testing.T) {
 			}
 		}
 		NewWithT(t).Expect(refused).To(BeEmpty())
+	})
+
+	// Every write the hub made so far, to the hub cluster and to the member, as their audit logs
+	// record them, names the hub, its version and its replica: every client it builds carries it.
+	t.Run("the hub's writes carry its user agent", func(t *testing.T) {
+		g := NewWithT(t)
+		want := version.UserAgent(replicaID)
+		g.Expect(want).To(HavePrefix(hubv1alpha1.UserAgentPrefix))
+		g.Expect(want).To(HaveSuffix(" (" + replicaID + ")"))
+		memberNamespace, memberSA, _ := strings.Cut(reg.ServiceAccount, "/")
+		for _, tc := range []struct {
+			plane *controlplane.ControlPlane
+			user  string
+		}{
+			{hubCP, "system:serviceaccount:" + namespace + ":" + hubName},
+			{m1, "system:serviceaccount:" + memberNamespace + ":" + memberSA},
+		} {
+			writes, err := tc.plane.Writes()
+			g.Expect(err).NotTo(HaveOccurred())
+			agents := map[string]int{}
+			for _, w := range writes {
+				if w.User == tc.user {
+					agents[w.UserAgent]++
+				}
+			}
+			g.Expect(agents).To(And(HaveLen(1), HaveKey(want)), "the user agents of the writes of %s to %s", tc.user, tc.plane.Name)
+		}
 	})
 
 	t.Run("least privilege", func(t *testing.T) {

@@ -85,7 +85,9 @@ func controlPlane(t *testing.T, name string) *controlplane.ControlPlane {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		started, planesErr = controlplane.Start(ctx, controlplane.Named(controlplane.Options{}, "hub", "m1", "dry")...)
+		// The hub's and m1's audit logs show the hub's writes (its user agent).
+		audited := controlplane.Named(controlplane.Options{AuditWrites: true}, "hub", "m1")
+		started, planesErr = controlplane.Start(ctx, append(audited, controlplane.Named(controlplane.Options{}, "dry")...)...)
 		for _, cp := range started {
 			planes[cp.Name] = cp
 		}

@@ -97,6 +97,38 @@ func when(cond bool, v float64) float64 {
 // returns the FleetBundles (namespace/name, sorted) it fires for at each minute.
 func evalFleetBundleAlert(t *testing.T, alert, metric string, minutes int, history []fleetBundleHistory) map[int][]string {
 	t.Helper()
+	var series []seriesHistory
+	for _, h := range history {
+		series = append(series, seriesHistory{
+			labels: map[string]string{"__name__": metric, "job": hubJob, "instance": h.instance, "namespace": h.namespace, "name": h.name},
+			value:  h.value,
+		})
+	}
+	firingAt := map[int][]string{}
+	for m, alerts := range evalAlert(t, alert, minutes, series) {
+		for _, a := range alerts {
+			firingAt[m] = append(firingAt[m], a.Get("namespace")+"/"+a.Get("name"))
+		}
+		slices.Sort(firingAt[m])
+		if len(slices.Compact(slices.Clone(firingAt[m]))) != len(firingAt[m]) {
+			t.Errorf("minute %d: %s fires more than once for a FleetBundle: %v", m, alert, firingAt[m])
+		}
+	}
+	return firingAt
+}
+
+// seriesHistory is one series of the history evalAlert lays out: its labels (__name__
+// included) and its value per minute.
+type seriesHistory struct {
+	labels map[string]string
+	value  func(minute int) float64
+}
+
+// evalAlert lays out the history of the series (one sample a minute for the minutes),
+// evaluates the alert of the PrometheusRule over it every minute as the rule manager does, and
+// returns the labels of the alerts firing at each minute (none: no entry).
+func evalAlert(t *testing.T, alert string, minutes int, history []seriesHistory) map[int][]labels.Labels {
+	t.Helper()
 	_, groups := loadRuleGroups(t)
 	var rule *rules.AlertingRule
 	for _, g := range groups.Groups {
@@ -120,8 +152,7 @@ func evalFleetBundleAlert(t *testing.T, alert, metric string, minutes int, histo
 	st := teststorage.New(t)
 	app := st.Appender(context.Background())
 	for _, h := range history {
-		ls := labels.FromMap(map[string]string{"__name__": metric, "job": hubJob,
-			"instance": h.instance, "namespace": h.namespace, "name": h.name})
+		ls := labels.FromMap(h.labels)
 		for m := 0; m <= minutes; m++ {
 			if _, err := app.Append(0, ls, timestamp.FromTime(start.Add(time.Duration(m)*time.Minute)), h.value(m)); err != nil {
 				t.Fatal(err)
@@ -134,19 +165,15 @@ func evalFleetBundleAlert(t *testing.T, alert, metric string, minutes int, histo
 	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1_000_000, Timeout: time.Minute, Parser: promParser, Logger: slog.New(slog.DiscardHandler)})
 	query := rules.EngineQueryFunc(engine, st)
 
-	firingAt := map[int][]string{}
+	firingAt := map[int][]labels.Labels{}
 	for m := 0; m <= minutes; m++ {
 		if _, err := rule.Eval(context.Background(), 0, start.Add(time.Duration(m)*time.Minute), query, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 		for _, a := range rule.ActiveAlerts() {
 			if a.State == rules.StateFiring {
-				firingAt[m] = append(firingAt[m], a.Labels.Get("namespace")+"/"+a.Labels.Get("name"))
+				firingAt[m] = append(firingAt[m], a.Labels)
 			}
-		}
-		slices.Sort(firingAt[m])
-		if len(slices.Compact(slices.Clone(firingAt[m]))) != len(firingAt[m]) {
-			t.Errorf("minute %d: %s fires more than once for a FleetBundle: %v", m, alert, firingAt[m])
 		}
 	}
 	return firingAt

@@ -397,7 +397,7 @@ func hubWrites(t *testing.T, member string) []controlplane.Write {
 
 // replicaOf returns the replica id a write's user agent names, or "" if no hub replica made it.
 func replicaOf(w controlplane.Write) string {
-	rest, ok := strings.CutPrefix(w.UserAgent, "configbundle-hub/")
+	rest, ok := strings.CutPrefix(w.UserAgent, hubv1alpha1.UserAgentPrefix)
 	if !ok {
 		return ""
 	}

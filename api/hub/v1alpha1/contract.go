@@ -23,8 +23,11 @@ const (
 	// the members.
 	FieldOwner = HubName
 
-	// UserAgent is the user agent of the hub's clients, of the hub cluster and of the members.
-	UserAgent = HubName
+	// UserAgentPrefix begins the user agent of every client of the hub, of the hub cluster and
+	// of the members: UserAgentPrefix + "<version> (<replica-id>)", such as
+	// "configbundle-hub/v0.3.0 (hub-7d9f-abc)" (version.UserAgent), so that an audit log says
+	// which build and which replica wrote. Match the hub's requests by this prefix.
+	UserAgentPrefix = HubName + "/"
 
 	// LeaderElectionID names the Lease, in the Secret namespace, that elects the active hub
 	// among replicas run with --leader-elect, and the replica that does the hub-wide work (the

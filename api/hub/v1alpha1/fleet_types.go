@@ -54,6 +54,19 @@ type ClusterCounts struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Paused int64 `json:"paused"`
+
+	// unowned is the number of members that no live hub replica manages: whose status.replica
+	// names no live replica. Sharded (--sharded), the live replicas are those whose peer Lease
+	// is valid, and a member whose status.replica is empty, not taken by any replica yet, counts
+	// too; otherwise the one live replica is the hub that writes the Fleet, and a member counts
+	// when its status.replica names another replica (one that is gone), not when it is empty
+	// (not reported yet). Counted by the replica that writes the Fleet, again whenever a
+	// MemberCluster changes and at every heartbeat, so within a heartbeat of a change of the
+	// live replicas. Above zero for long, members are neither reconciled nor reported: see
+	// the alert ConfigBundleMembersUnowned.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Unowned int32 `json:"unowned"`
 }
 
 // FleetBundleCounts counts the FleetBundles of all namespaces by their Ready condition. A
@@ -134,6 +147,7 @@ type FleetStatus struct {
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters.total`
 // +kubebuilder:printcolumn:name="Clusters-Ready",type=integer,JSONPath=`.status.clusters.ready`
 // +kubebuilder:printcolumn:name="Paused",type=integer,JSONPath=`.status.clusters.paused`,priority=1
+// +kubebuilder:printcolumn:name="Unowned",type=integer,JSONPath=`.status.clusters.unowned`,priority=1
 // +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.bundles.total`
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -143,7 +144,7 @@ func BundleWrites(cp *controlplane.ControlPlane, ns, name, subresource string) (
 	var out []controlplane.Write
 	for _, w := range writes {
 		if w.Resource == "configbundles" && w.Subresource == subresource && w.Namespace == ns && w.Name == name &&
-			w.UserAgent == hubv1alpha1.UserAgent && w.Code < 300 && slices.Contains([]string{"create", "update", "patch"}, w.Verb) {
+			strings.HasPrefix(w.UserAgent, hubv1alpha1.UserAgentPrefix) && w.Code < 300 && slices.Contains([]string{"create", "update", "patch"}, w.Verb) {
 			out = append(out, w)
 		}
 	}
