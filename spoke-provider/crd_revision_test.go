@@ -3,6 +3,7 @@ package spokeprovider_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -203,7 +204,7 @@ func hubCRDWrites(cp *controlplane.ControlPlane, since time.Time) func(Gomega) [
 		g.Expect(err).NotTo(HaveOccurred())
 		var out []controlplane.Write
 		for _, w := range all {
-			if w.Resource == "customresourcedefinitions" && w.Name == memberCRDs[0].Name && w.UserAgent == hubv1alpha1.UserAgent &&
+			if w.Resource == "customresourcedefinitions" && w.Name == memberCRDs[0].Name && strings.HasPrefix(w.UserAgent, hubv1alpha1.UserAgentPrefix) &&
 				!w.At.Before(since) {
 				out = append(out, w)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,13 +37,14 @@ type fleet struct {
 }
 
 // fleetOptions are the fixture's options of every fleet of the benchmark: the control planes
-// log the writes they serve, the clients are the benchmark's, and with BENCH_DEBUG the
-// directory of the hub's logs is kept.
+// log the writes they serve, the clients are the benchmark's, BENCH_HUB_ARGS are more flags of
+// every hub process (--pprof-bind-address=127.0.0.1:6060 to profile it at work, say), and with
+// BENCH_DEBUG the directory of the hub's logs is kept.
 func fleetOptions(cfg benchConfig) fixture.Options {
 	return fixture.Options{
 		Hub:          controlplane.Options{StartTimeout: 5 * time.Minute, AuditWrites: true, Output: cpOutput},
 		HubBinary:    cfg.HubBinary,
-		HubArgs:      []string{"--zap-time-encoding=rfc3339nano"},
+		HubArgs:      append([]string{"--zap-time-encoding=rfc3339nano"}, strings.Fields(os.Getenv("BENCH_HUB_ARGS"))...),
 		ClientConfig: benchClientConfig,
 		Keep:         os.Getenv("BENCH_DEBUG") != "",
 		Timeout:      waitTimeout,

@@ -235,7 +235,10 @@ func (q *Queue[T]) readyLocked(e *entry[T], now time.Time) {
 	q.ready++
 	q.metrics.add(e.priority)
 	q.depthLocked(e.member)
-	q.cond.Broadcast()
+	// One item, one worker: waking every idle worker for each item (8 by default) cost a
+	// context switch each on the heal path, for all but one to find nothing and wait again. A
+	// worker that is not waiting looks again before it waits; Done wakes them all.
+	q.cond.Signal()
 }
 
 // Get hands out the next item, fairly across members; it blocks until there is one or the
