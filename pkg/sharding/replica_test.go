@@ -172,7 +172,14 @@ func startHub(t *testing.T) (*controlplane.ControlPlane, *runtime.Scheme) {
 // rebalances returns the live replicas of each rebalance so far.
 func startReplica(ctx context.Context, t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, ns, id string, members []string) (r Replica, stop func(), rebalances func() []string) {
 	t.Helper()
-	r, err := New(cfg, scheme, Options{Namespace: ns, ReplicaID: id, LeaseDuration: MinLeaseDuration})
+	return startReplicaWith(ctx, t, cfg, scheme, Options{Namespace: ns, ReplicaID: id, LeaseDuration: MinLeaseDuration}, members)
+}
+
+// startReplicaWith is startReplica with the replica's options.
+func startReplicaWith(ctx context.Context, t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, opts Options, members []string) (r Replica, stop func(), rebalances func() []string) {
+	t.Helper()
+	id := opts.ReplicaID
+	r, err := New(cfg, scheme, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

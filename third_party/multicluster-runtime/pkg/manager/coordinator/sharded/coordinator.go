@@ -36,14 +36,15 @@ import (
 
 // Config holds the knobs for shard synchronization and fencing.
 //
-// Fencing:
+// Fencing (patch 10: a cluster's fence is valid while its holder's peer Lease is):
 //   - FenceNS/FencePrefix: namespace and name prefix for per-shard Lease objects
 //     (e.g. mcr-shard-<cluster> when PerClusterLease is true).
 //   - PerClusterLease: when true, use one Lease per cluster (recommended). When false,
 //     use a single shared fence name for all clusters.
-//   - LeaseDuration / LeaseRenew: the peer Leases' TTL and renew cadence, on which the fences
-//     rest (a fence is valid while its holder's peer Lease is). Choose renew < duration
-//     (commonly renew ≈ duration/3). Every Lease request is bounded by half of LeaseRenew.
+//   - LeaseDuration / LeaseRenew: how long a hand-over waits at most for the writes in flight,
+//     and the renew cadence of the peer Leases, on which the fences rest (a fence is valid
+//     while its holder's peer Lease is; give the registry the same timings, as
+//     peers.WithLeaseTimings). Every Lease request is bounded by half of LeaseRenew.
 //   - FenceThrottle: backoff before retrying failed fence acquisition, to reduce API churn.
 //
 // Peers (membership):
@@ -68,7 +69,7 @@ type Config struct {
 	// LeaseRenew is the peer Lease's renewal cadence; every Lease request of the coordinator is
 	// bounded by half of it, so that a slow or black-holed API server delays no decision.
 	LeaseRenew time.Duration
-	// FenceThrottle backs off repeated failed TryAcquire attempts to reduce API churn.
+	// FenceThrottle backs off repeated failed takes of a fence to reduce API churn.
 	FenceThrottle time.Duration
 
 	// PeerPrefix is the Lease name prefix used by the peer registry for membership.
@@ -111,19 +112,25 @@ type Coordinator struct {
 	// cfg holds all synchronization/fencing configuration.
 	cfg Config
 
-	// mu guards engaged and awares. It is never held across an API call: a slow hub must not
-	// hold up the decisions of every cluster.
+	// mu guards engaged, fences, stopping, elected and the fields of the fences it says. It is
+	// never held across an API call: a slow hub must not hold up the decisions of every cluster.
 	mu sync.Mutex
 	// engaged tracks per-cluster engagement state keyed by cluster name.
 	engaged map[multicluster.ClusterName]*engagement
-	// awares are the multicluster components to (de)start per cluster.
+	// fences are the clusters' fences, engaged or not: a fence outlives its engagement until it
+	// is released, so that a take that ends after the cluster went away, or a release that
+	// failed, is released at a later decision.
+	fences map[multicluster.ClusterName]*leaseGuard
+	// stopping is set when the coordinator stops: nothing starts or is taken any more.
+	stopping bool
+	// awares are the multicluster components to (de)start per cluster; set before Start.
 	awares []multicluster.Aware
 
 	// releasing counts the fence releases under way, which a clean stop waits for.
 	releasing sync.WaitGroup
 	// calls bounds the Lease requests in flight at once (maxLeaseCalls).
 	calls chan struct{}
-	// elected elects one peer among all (WithElection); nil: none. Guarded by mu.
+	// elected elects one peer among all (WithElection); nil: none.
 	elected *election
 }
 
@@ -131,24 +138,19 @@ type Coordinator struct {
 // is sticky: its holder keeps it while its peer Lease is valid, so it costs no write either.
 type election struct {
 	fence *leaseGuard
-	// busy is true while a take is in flight.
-	busy bool
-	// nextTry defers the next take until this time (throttling).
-	nextTry time.Time
 	// onElected are called, each in a goroutine of its own, whenever this peer takes the fence.
 	onElected []func()
 }
+
+// pendingRetry is how soon a fence read naming a dead holder is tried again, once a list that
+// started after the read was asked for (peers.Registry.RefreshSoon).
+const pendingRetry = 20 * time.Millisecond
 
 // maxLeaseCalls bounds the fence requests (takes and releases) in flight at once: after a
 // replica dies, its peers take its clusters over in parallel, but never flood the API server.
 const maxLeaseCalls = 16
 
 // engagement tracks per-cluster lifecycle within the coordinator.
-//
-// ctx/cancel: engagement context; cancellation stops sources/workers.
-// started: whether awares have been engaged for this cluster.
-// fence: the per-cluster Lease guard (nil until first start attempt).
-// nextTry: throttle timestamp for fence acquisition retries.
 type engagement struct {
 	// name is the cluster identifier (e.g., namespace).
 	name multicluster.ClusterName
@@ -165,13 +167,8 @@ type engagement struct {
 	started bool
 	// writes tracks the writes begun since the cluster started (nil while stopped).
 	writes *writeGate
-
-	// fence is the per-cluster Lease guard (nil until first start attempt).
+	// fence is the cluster's fence, c.fences[name].
 	fence *leaseGuard
-	// busy is true while a take or a release of the fence is in flight: at most one at a time.
-	busy bool
-	// nextTry defers the next TryAcquire attempt until this time (throttling).
-	nextTry time.Time
 }
 
 // New returns a sharded Coordinator with defaults; options apply overrides.
@@ -182,6 +179,7 @@ func New(kube client.Client, log logr.Logger, opts ...Option) *Coordinator {
 		cfg:     defaultConfig(),
 		sharder: sharder.NewHRW(),
 		engaged: make(map[multicluster.ClusterName]*engagement),
+		fences:  make(map[multicluster.ClusterName]*leaseGuard),
 		calls:   make(chan struct{}, maxLeaseCalls),
 	}
 
@@ -254,16 +252,20 @@ func (g *writeGate) begin() (end func(), ok bool) {
 	}, true
 }
 
-// close lets no write begin any more and waits, at most timeout, for those in flight.
-func (g *writeGate) close(timeout time.Duration) {
+// shut lets no write begin any more; the writes in flight go on.
+func (g *writeGate) shut() {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if !g.closed {
 		g.closed = true
 		if g.inflight == 0 {
 			close(g.drained)
 		}
 	}
-	g.mu.Unlock()
+}
+
+// wait waits, at most timeout, for the writes in flight of a shut gate.
+func (g *writeGate) wait(timeout time.Duration) {
 	select {
 	case <-g.drained:
 	case <-time.After(timeout):
@@ -286,32 +288,33 @@ func (c *Coordinator) BeginWrite(name multicluster.ClusterName) (end func(), ok 
 	}
 	c.mu.Unlock()
 	epoch, _, valid := c.peers.Validity()
-	if gate == nil || fence == nil || !valid || !fence.heldIn(epoch) {
+	if gate == nil || !valid || !fence.heldIn(epoch) {
 		return nil, false
 	}
+	// A gate shut meanwhile refuses; one shut after this is waited for by the release.
 	return gate.begin()
 }
 
 // Leading reports whether this peer is elected (WithElection) and may act on it now: its
 // election fence was taken in the current epoch and its peer Lease is valid.
 func (c *Coordinator) Leading() bool {
-	c.mu.Lock()
-	e := c.elected
-	c.mu.Unlock()
+	if c.elected == nil {
+		return false
+	}
 	epoch, _, valid := c.peers.Validity()
-	return e != nil && valid && e.fence.heldIn(epoch)
+	return valid && c.elected.fence.heldIn(epoch)
 }
 
 // OnElected calls fn, in a goroutine of its own, each time this peer is elected (WithElection),
 // and at once if it leads already.
 func (c *Coordinator) OnElected(fn func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.elected == nil {
 		return
 	}
+	c.mu.Lock()
 	c.elected.onElected = append(c.elected.onElected, fn)
-	if epoch, _, valid := c.peers.Validity(); valid && c.elected.fence.heldIn(epoch) {
+	c.mu.Unlock()
+	if c.Leading() {
 		go fn()
 	}
 }
@@ -320,19 +323,19 @@ func (c *Coordinator) OnElected(fn func()) {
 // under way, and calls the onElected callbacks if it took it. Call with c.mu held.
 func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 	e := c.elected
-	if e == nil || e.busy || e.fence.heldIn(epoch) || now.Before(e.nextTry) {
+	if e == nil || e.fence.busy || e.fence.heldIn(epoch) || now.Before(e.fence.nextTry) {
 		return
 	}
-	e.busy = true
+	e.fence.busy = true
 	go func() {
 		var ok bool
 		var err error
 		c.call(func(ctx context.Context) { ok, _, err = e.fence.take(ctx, epoch, c.peers.Dead) })
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		e.busy = false
+		e.fence.busy = false
 		if !ok {
-			e.nextTry = time.Now().Add(c.cfg.FenceThrottle)
+			e.fence.nextTry = time.Now().Add(c.cfg.FenceThrottle)
 			if err != nil {
 				c.log.V(1).Info("taking the election fence failed; will retry", "peer", c.self.ID, "err", err)
 			}
@@ -346,10 +349,13 @@ func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 }
 
 // WriteDeadline is when a write that BeginWrite lets leave now must have been answered: the
-// end of this peer's validity, after which another peer may take its clusters over.
+// end of this peer's validity, after which another peer may take its clusters over; now, if it
+// is not valid.
 func (c *Coordinator) WriteDeadline() time.Time {
-	_, until, _ := c.peers.Validity()
-	return until
+	if _, until, valid := c.peers.Validity(); valid {
+		return until
+	}
+	return time.Now()
 }
 
 // call runs fn, a fence request, bounded by half a renew period and by maxLeaseCalls requests
@@ -365,45 +371,67 @@ func (c *Coordinator) call(fn func(ctx context.Context)) {
 // requestTimeout bounds each Lease request: half a renew period.
 func (c *Coordinator) requestTimeout() time.Duration { return c.cfg.LeaseRenew / 2 }
 
-// release releases the engagement's fence in the background once the writes begun under it
-// (gate, may be nil) have ended, or a lease duration has passed: a write that hangs must not
-// pin the Lease. Call with c.mu held and e not busy; e is busy until the release has ended.
-func (c *Coordinator) release(e *engagement, gate *writeGate) {
-	fence := e.fence
-	e.busy = true
+// stop stops the engagement's work: no write begins any more, and the next release of its
+// fence waits for the writes in flight. Call with c.mu held; it returns the cancel to call
+// once c.mu is released.
+func (c *Coordinator) stop(e *engagement) context.CancelFunc {
+	cancel := e.cancel
+	if e.writes != nil {
+		e.writes.shut()
+		e.fence.gates = append(e.fence.gates, e.writes)
+	}
+	e.cancel, e.started, e.writes = nil, false, nil
+	if cancel == nil {
+		return func() {}
+	}
+	return cancel
+}
+
+// release releases a fence in the background: it is no longer held for any write from now on,
+// and its Lease is cleared once the writes begun under it have ended, or a lease duration has
+// passed (a write that hangs must not pin the Lease). Call with c.mu held and the fence not
+// busy; it is busy until the release has ended, and released again at a later decision if
+// this one failed.
+func (c *Coordinator) release(fence *leaseGuard) {
+	fence.forget()
+	fence.busy = true
+	gates := fence.gates
+	fence.gates = nil
 	c.releasing.Add(1)
 	go func() {
 		defer c.releasing.Done()
-		if gate != nil {
-			gate.close(c.cfg.LeaseDuration)
+		deadline := time.Now().Add(c.cfg.LeaseDuration)
+		for _, g := range gates {
+			g.wait(time.Until(deadline))
 		}
-		fence.forget()
 		c.call(fence.Release)
 		c.mu.Lock()
-		e.busy = false
+		fence.busy = false
 		c.mu.Unlock()
 	}()
 }
 
-// releaseAll stops every cluster and releases its fence, waiting (at most a lease duration)
-// for the writes in flight and the releases.
+// releaseAll stops every cluster and releases every fence, waiting (at most a lease duration)
+// for the writes in flight and the releases. Nothing starts or is taken afterwards.
 func (c *Coordinator) releaseAll() {
+	var cancels []context.CancelFunc
 	c.mu.Lock()
-	if e := c.elected; e != nil && e.fence.Held() && !e.busy {
-		fence := e.fence
-		c.releasing.Go(func() { fence.forget(); c.call(fence.Release) })
-	}
+	c.stopping = true
 	for _, e := range c.engaged {
-		gate := e.writes
-		if e.started && e.cancel != nil {
-			e.cancel()
+		cancels = append(cancels, c.stop(e))
+	}
+	for _, f := range c.fences {
+		if f.claimed() && !f.busy {
+			c.release(f)
 		}
-		e.started, e.writes = false, nil
-		if e.fence != nil && e.fence.Held() && !e.busy {
-			c.release(e, gate)
-		}
+	}
+	if e := c.elected; e != nil && e.fence.claimed() && !e.fence.busy {
+		c.release(e.fence)
 	}
 	c.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel()
+	}
 	c.releasing.Wait()
 }
 
@@ -418,7 +446,7 @@ func (c *Coordinator) Runnable() manager.Runnable {
 		defer stopPeers()
 		errCh := make(chan error, 1)
 		go func() { errCh <- c.peers.Run(peersCtx) }()
-		c.recompute(ctx)
+		c.recompute()
 		t := time.NewTicker(c.cfg.Probe)
 		defer t.Stop()
 		for {
@@ -435,7 +463,7 @@ func (c *Coordinator) Runnable() manager.Runnable {
 				return err
 			case <-t.C:
 				c.log.V(1).Info("coordination tick", "peers", len(c.peers.Snapshot()))
-				c.recompute(ctx)
+				c.recompute()
 			}
 		}
 	})
@@ -450,143 +478,153 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 	c.mu.Lock()
 	defer c.mu.Unlock()
 
-	eng := &engagement{name: name, cl: cl, parent: parent}
+	fence := c.fences[name]
+	if fence == nil {
+		fence = newLeaseGuard(c.kube, c.cfg.FenceNS, c.fenceName(name.String()), c.self.ID)
+		c.fences[name] = fence
+	}
+	eng := &engagement{name: name, cl: cl, parent: parent, fence: fence}
+	var cancel context.CancelFunc
 	if cur, ok := c.engaged[name]; ok {
-		// Re-engage same name: replace token; stop old engagement; preserve fence.
-		eng.fence, eng.busy = cur.fence, cur.busy
-		if cur.cancel != nil {
-			cur.cancel() // stop old sources/workers
-		}
+		// Re-engage same name: stop the old engagement's work; the fence carries over.
+		cancel = c.stop(cur)
 	}
 	c.engaged[name] = eng
-	// cleanup tied to the *new* token; an old goroutine will no-op (ee != token)
+	// When the cluster goes away, stop its work; the next decision releases its fence.
 	context.AfterFunc(parent, func() {
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		if ee, ok := c.engaged[name]; ok && ee == eng {
-			gate := ee.writes
-			if ee.started && ee.cancel != nil {
-				ee.cancel()
-			}
-			ee.started, ee.writes = false, nil
-			if ee.fence != nil && ee.fence.Held() && !ee.busy {
-				c.release(ee, gate)
-			}
+		var cancel context.CancelFunc
+		if c.engaged[name] == eng {
+			cancel = c.stop(eng)
 			delete(c.engaged, name)
 		}
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
 	})
+	if cancel != nil {
+		go cancel()
+	}
 
 	// Kick a decision outside the lock for faster attach.
-	go c.recompute(parent)
+	go c.recompute()
 	return nil
 }
 
-// recompute decides, for every engaged cluster, whether this peer should run it (rendezvous
-// hashing over the live peers), and converges: it stops the clusters it should not run or whose
-// fence is void (an earlier epoch), releases the fences it should not hold, and tries to take
-// the fences of the clusters it should run, starting each once its fence is taken. Decisions
-// are made under c.mu; every Lease request runs outside it, at most one per fence.
-func (c *Coordinator) recompute(parent context.Context) {
+// recompute decides, for every cluster with a fence, whether this peer should run it
+// (rendezvous hashing over the live peers), and converges: it stops the clusters it should
+// not run or whose fence is void (an earlier epoch), releases the fences it should not hold
+// (or may hold on the server: a release that failed, a take that ended after its cluster went
+// away), and tries to take the fences of the clusters it should run, starting each once its
+// fence is taken. Decisions are made under c.mu; every Lease request runs outside it, at most
+// one per fence.
+func (c *Coordinator) recompute() {
 	peers := c.peers.Snapshot()
 	self := c.self
 	epoch, _, valid := c.peers.Validity()
 
 	var takes, starts []*engagement
-	var stops []context.CancelFunc
+	var cancels []context.CancelFunc
 
 	now := time.Now()
 
 	c.mu.Lock()
+	if c.stopping {
+		c.mu.Unlock()
+		return
+	}
 	if valid {
 		c.campaign(epoch, now)
 	}
-	for name, engm := range c.engaged {
-		should := len(peers) > 0 && c.sharder.ShouldOwn(name.String(), peers, self)
-		if engm.fence == nil {
-			engm.fence = newLeaseGuard(c.kube, c.cfg.FenceNS, c.fenceName(name.String()), c.self.ID)
-		}
-		held := valid && engm.fence.heldIn(epoch)
+	for name, fence := range c.fences {
+		engm := c.engaged[name]
+		should := engm != nil && len(peers) > 0 && c.sharder.ShouldOwn(name.String(), peers, self)
+		held := valid && fence.heldIn(epoch)
 
-		if engm.started && (!should || !held) {
+		if engm != nil && engm.started && (!should || !held) {
 			// Stop: not ours any more, or our fence is void (this peer may have been judged
 			// dead meanwhile). No write begins from now on.
-			if engm.cancel != nil {
-				stops = append(stops, engm.cancel)
-			}
-			gate := engm.writes
-			engm.cancel, engm.started, engm.writes = nil, false, nil
-			engm.nextTry = time.Time{}
+			cancels = append(cancels, c.stop(engm))
 			c.log.Info("synchronization stop", "cluster", name, "peer", self.ID, "fenceValid", held)
-			if !should && !engm.busy {
-				c.release(engm, gate)
-			}
+		}
+		if fence.busy {
 			continue
 		}
 		switch {
-		case engm.busy || engm.started:
 		case should && held:
-			// Taken in this epoch, not running (a start that failed, or a take that ended as
-			// the cluster was re-engaged): start it again, no request needed.
-			starts = append(starts, engm)
-		case should && valid && !now.Before(engm.nextTry):
-			engm.busy = true
-			takes = append(takes, engm)
-		case !should && engm.fence.Held():
-			// Not running it but still holding its fence (its start failed, or an earlier
-			// epoch's): let another peer have it.
-			c.release(engm, nil)
+			if !engm.started {
+				// Taken in this epoch, not running (a start that failed, or a take that ended
+				// as the cluster was re-engaged): start it again, no request needed.
+				starts = append(starts, engm)
+			}
+		case should:
+			if valid && !now.Before(fence.nextTry) {
+				fence.busy = true
+				takes = append(takes, engm)
+			}
+		case fence.claimed():
+			// Not ours, but the server may name us: let another peer have it.
+			c.release(fence)
+		case engm == nil:
+			delete(c.fences, name)
 		}
+	}
+	startCtxs := make([]context.Context, len(starts))
+	for i, engm := range starts {
+		startCtxs[i] = c.markStarted(engm)
 	}
 	c.mu.Unlock()
 
-	for _, c := range stops {
-		c()
+	for _, cancel := range cancels {
+		cancel()
 	}
 	for _, engm := range takes {
-		go c.take(parent, engm, epoch)
+		go c.take(engm, epoch)
 	}
-	for _, engm := range starts {
-		c.mu.Lock()
-		var ctx context.Context
-		if c.engaged[engm.name] == engm && !engm.started && engm.fence.heldIn(epoch) {
-			ctx = c.markStarted(engm)
-		}
-		c.mu.Unlock()
-		if ctx != nil {
-			go c.startForCluster(ctx, engm.name, engm.cl)
-		}
+	for i, engm := range starts {
+		go c.startForCluster(startCtxs[i], engm)
 	}
 }
 
 // take tries to take the engagement's fence in epoch, and starts the cluster if it did and
-// this peer should still run it.
-func (c *Coordinator) take(parent context.Context, engm *engagement, epoch uint64) {
+// this peer should still run it. If the cluster went away meanwhile, its fence stays claimed
+// and the next decision releases it.
+func (c *Coordinator) take(engm *engagement, epoch uint64) {
+	fence := engm.fence
 	var ok bool
 	var holder string
 	var err error
-	c.call(func(ctx context.Context) { ok, holder, err = engm.fence.take(ctx, epoch, c.peers.Dead) })
+	c.call(func(ctx context.Context) { ok, holder, err = fence.take(ctx, epoch, c.peers.Dead) })
 
 	c.mu.Lock()
-	engm.busy = false
+	fence.busy = false
 	cur, _, _ := c.peers.Validity()
 	switch {
 	case !ok:
-		engm.nextTry = time.Now().Add(c.cfg.FenceThrottle)
+		fence.nextTry = time.Now().Add(c.cfg.FenceThrottle)
+		if fence.hasPending() {
+			// Its holder is dead by a list older than the read: ask for a newer one, and try
+			// again right after it rather than a throttle later.
+			fence.nextTry = time.Now().Add(pendingRetry)
+			c.peers.RefreshSoon()
+		}
+		c.mu.Unlock()
 		if err != nil {
 			c.log.V(1).Info("taking the fence failed; will retry", "cluster", engm.name, "peer", c.self.ID, "err", err)
 		} else {
 			c.log.V(1).Info("fence held by a live peer; will retry", "cluster", engm.name, "peer", c.self.ID, "holder", holder)
 		}
-		c.mu.Unlock()
 		return
-	case c.engaged[engm.name] != engm || engm.started || cur != epoch || parent.Err() != nil:
-		// Gone, re-engaged or started meanwhile, or a new epoch: the next tick decides again.
+	case c.stopping || c.engaged[engm.name] != engm || engm.started || cur != epoch || engm.parent.Err() != nil:
+		// Stopping, gone, re-engaged or started meanwhile, or a new epoch: the next decision
+		// starts it or releases its fence.
 		c.mu.Unlock()
 		return
 	}
 	ctx := c.markStarted(engm)
 	c.mu.Unlock()
-	c.startForCluster(ctx, engm.name, engm.cl)
+	c.startForCluster(ctx, engm)
 }
 
 // markStarted marks the engagement started and returns the context of its work. Call with c.mu
@@ -599,17 +637,20 @@ func (c *Coordinator) markStarted(engm *engagement) context.Context {
 	return ctx
 }
 
-func (c *Coordinator) startForCluster(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) {
+func (c *Coordinator) startForCluster(ctx context.Context, engm *engagement) {
 	for _, a := range c.awares {
-		if err := a.Engage(ctx, name, cl); err != nil {
-			c.log.Error(err, "failed to engage", "cluster", name)
-			// best-effort: cancel + mark stopped so next tick can retry
+		if err := a.Engage(ctx, engm.name, engm.cl); err != nil {
+			c.log.Error(err, "failed to engage", "cluster", engm.name)
+			// Stop this start (not a later one) so that the next decision retries.
 			c.mu.Lock()
-			if engm := c.engaged[name]; engm != nil && engm.cancel != nil {
-				engm.cancel()
-				engm.started = false
+			var cancel context.CancelFunc
+			if engm.started && engm.ctx == ctx {
+				cancel = c.stop(engm)
 			}
 			c.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
 			return
 		}
 	}

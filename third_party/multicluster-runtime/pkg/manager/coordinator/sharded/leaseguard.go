@@ -42,8 +42,11 @@ const fenceDuration = 365 * 24 * time.Hour
 // Design/semantics:
 //
 //   - take(ctx, epoch, dead) writes this peer into the Lease, with the resourceVersion it read
-//     as a precondition, if the Lease is free, already names this peer, or names a peer that
-//     dead reports dead (certainly not acting any more). The fence is then held in epoch.
+//     as a precondition, if the Lease is free or already names this peer. If it names another
+//     peer that dead reports dead, take only notes the Lease as read and when: it writes it on
+//     a later try, once a list that started after that read still judges the holder dead, so
+//     that a verdict older than the read (the holder may have come back and taken the Lease
+//     again meanwhile) never makes two writers. The fence is then held in epoch.
 //
 //   - The Lease is not renewed: the fence is valid while it is held in the current epoch of
 //     this peer's own peer Lease and that Lease is valid (peers.Registry.Validity). Another
@@ -51,10 +54,12 @@ const fenceDuration = 365 * 24 * time.Hour
 //     only after this peer's validity has ended; a peer that may have been judged dead starts
 //     a new epoch, which voids every fence it held before.
 //
-//   - release(ctx) clears the holder if the Lease still names this peer (best-effort).
+//   - Release(ctx) clears the holder if the Lease still names this peer. Until a release
+//     succeeds (or a read shows another holder), the fence stays claimed: the server may name
+//     this peer, and the coordinator releases it again at its next decision.
 //
-//   - Thread-safety: all methods are safe for concurrent use; at most one of take and release
-//     runs at a time (the coordinator's busy flag).
+//   - Thread-safety: the methods are safe for concurrent use; the coordinator runs at most one
+//     take or release at a time (busy).
 //
 // RBAC: the caller's client must be allowed to get/create/update Leases in namespace `ns`.
 type leaseGuard struct {
@@ -62,12 +67,27 @@ type leaseGuard struct {
 	ns, nm string
 	id     string
 
+	// Guarded by the coordinator's mu.
+	// busy is true while a take or a release is in flight.
+	busy bool
+	// nextTry defers the next take until this time (throttling).
+	nextTry time.Time
+	// gates are the write gates of the starts stopped since the last release, shut: the next
+	// release waits for their writes in flight.
+	gates []*writeGate
+
 	mu sync.Mutex
-	// held: the Lease names this peer since take succeeded in epoch; false after release.
+	// held: the Lease names this peer since take succeeded in epoch; false after forget.
 	held  bool
 	epoch uint64
-	// lease is the Lease as this peer last read or wrote it (nil: unknown).
+	// claimedOnServer: the Lease may name this peer on the server.
+	claimedOnServer bool
+	// lease is the Lease as this peer last wrote it (nil: unknown).
 	lease *coordinationv1.Lease
+	// pending is the Lease as read naming a dead holder, and when that read returned: take
+	// writes it once a list that started after then still judges the holder dead.
+	pending   *coordinationv1.Lease
+	pendingAt time.Time
 }
 
 // newLeaseGuard builds a guard; it does not contact the API server.
@@ -75,101 +95,167 @@ func newLeaseGuard(c client.Client, ns, name, id string) *leaseGuard {
 	return &leaseGuard{c: c, ns: ns, nm: name, id: id}
 }
 
-// heldIn reports whether the fence was taken in epoch and not released since.
+// heldIn reports whether the fence was taken in epoch and not forgotten since.
 func (g *leaseGuard) heldIn(epoch uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.held && g.epoch == epoch
 }
 
-// Held reports whether the guard holds the Lease, in whatever epoch.
-func (g *leaseGuard) Held() bool {
+// claimed reports whether the Lease may name this peer on the server.
+func (g *leaseGuard) claimed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.held
+	return g.claimedOnServer
 }
 
-// take takes the Lease for this peer in epoch unless another peer that is not dead holds it,
-// and reports whether it did, and the holder it found otherwise.
-func (g *leaseGuard) take(ctx context.Context, epoch uint64, dead func(id string) bool) (ok bool, holder string, err error) {
-	key := types.NamespacedName{Namespace: g.ns, Name: g.nm}
+// take takes the Lease for this peer in epoch unless another peer that is not certainly dead
+// holds it, and reports whether it did, and the holder it found otherwise. dead(id, after)
+// reports whether peer id is judged dead by a list that started after after.
+func (g *leaseGuard) take(ctx context.Context, epoch uint64, dead func(id string, after time.Time) bool) (ok bool, holder string, err error) {
 	now := metav1.NowMicro()
-	ls := &coordinationv1.Lease{}
-	err = g.c.Get(ctx, key, ls)
+	g.mu.Lock()
+	ls, at := g.pending, g.pendingAt
+	g.mu.Unlock()
 	switch {
-	case apierrors.IsNotFound(err):
-		ls = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: g.ns, Name: g.nm},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       ptr.To(g.id),
-				LeaseDurationSeconds: ptr.To(int32(fenceDuration / time.Second)),
-				AcquireTime:          &now,
-				RenewTime:            &now,
-			},
-		}
-		if err := g.c.Create(ctx, ls); err != nil {
-			return false, "", err
-		}
-	case err != nil:
-		return false, "", err
-	default:
+	case ls != nil:
+		// Read before: write it as read, if the holder is still dead by a later list.
 		holder = ptr.Deref(ls.Spec.HolderIdentity, "")
-		if holder != "" && holder != g.id && (!dead(holder) || renewedLately(ls, now)) {
+		if !dead(holder, at) {
+			if !dead(holder, time.Time{}) {
+				g.setPending(nil) // alive after all: read it again next time
+			}
 			return false, holder, nil
 		}
-		if holder != g.id {
-			ls.Spec.LeaseTransitions = ptr.To(ptr.Deref(ls.Spec.LeaseTransitions, 0) + 1)
+		ls = ls.DeepCopy()
+	default:
+		ls = &coordinationv1.Lease{}
+		err = g.c.Get(ctx, types.NamespacedName{Namespace: g.ns, Name: g.nm}, ls)
+		switch {
+		case apierrors.IsNotFound(err):
+			return g.create(ctx, epoch, now)
+		case err != nil:
+			return false, "", err
 		}
-		// Written even when it names this peer already: taking it with the resourceVersion
-		// read as a precondition is what makes it this epoch's, against a peer that judged an
-		// earlier epoch of ours dead and is taking it at the same time.
-		ls.Spec.HolderIdentity = ptr.To(g.id)
-		ls.Spec.LeaseDurationSeconds = ptr.To(int32(fenceDuration / time.Second))
-		ls.Spec.AcquireTime = &now
-		ls.Spec.RenewTime = &now
-		if err := g.c.Update(ctx, ls); err != nil {
-			return false, holder, err
+		holder = ptr.Deref(ls.Spec.HolderIdentity, "")
+		if holder != "" && holder != g.id {
+			if dead(holder, time.Time{}) && !renewedLately(ls, now) {
+				g.setPending(ls) // take it at a later try, if a later list says so too
+			}
+			return false, holder, nil
 		}
 	}
-	g.mu.Lock()
-	g.held, g.epoch, g.lease = true, epoch, ls
-	g.mu.Unlock()
+	if holder != g.id {
+		ls.Spec.LeaseTransitions = ptr.To(ptr.Deref(ls.Spec.LeaseTransitions, 0) + 1)
+	}
+	// Written even when it names this peer already: taking it with the resourceVersion read as
+	// a precondition is what makes it this epoch's, against a peer that judged an earlier epoch
+	// of ours dead and is taking it at the same time.
+	ls.Spec.HolderIdentity = ptr.To(g.id)
+	ls.Spec.LeaseDurationSeconds = ptr.To(int32(fenceDuration / time.Second))
+	ls.Spec.AcquireTime = &now
+	ls.Spec.RenewTime = &now
+	g.claim()
+	if err := g.c.Update(ctx, ls); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			g.setPending(nil) // changed since it was read: read it again next time
+		}
+		return false, holder, err
+	}
+	g.took(epoch, ls)
 	return true, "", nil
+}
+
+// create creates the Lease naming this peer.
+func (g *leaseGuard) create(ctx context.Context, epoch uint64, now metav1.MicroTime) (bool, string, error) {
+	ls := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: g.ns, Name: g.nm},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(g.id),
+			LeaseDurationSeconds: ptr.To(int32(fenceDuration / time.Second)),
+			AcquireTime:          &now,
+			RenewTime:            &now,
+		},
+	}
+	g.claim()
+	if err := g.c.Create(ctx, ls); err != nil {
+		return false, "", err
+	}
+	g.took(epoch, ls)
+	return true, "", nil
+}
+
+// hasPending reports whether a read naming a dead holder waits for a later list to agree.
+func (g *leaseGuard) hasPending() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.pending != nil
+}
+
+func (g *leaseGuard) setPending(ls *coordinationv1.Lease) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pending, g.pendingAt = ls, time.Now()
+}
+
+// claim notes, before a write that may name this peer, that the server may name it.
+func (g *leaseGuard) claim() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.claimedOnServer = true
+}
+
+func (g *leaseGuard) took(epoch uint64, ls *coordinationv1.Lease) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held, g.epoch, g.lease, g.pending = true, epoch, ls, nil
 }
 
 // forget marks the fence not held, without writing anything: no write may rely on it any more.
 func (g *leaseGuard) forget() {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.held = false
-	g.mu.Unlock()
 }
 
-// Release marks the fence not held and clears the holder if the Lease still names this peer:
-// the next owner may take it at once. Best-effort; safe to call multiple times.
+// Release clears the holder if the Lease still names this peer, so that the next owner may
+// take it at once, and then marks the fence not claimed; it does not when a request fails.
+// The fence must be forgotten first.
 func (g *leaseGuard) Release(ctx context.Context) {
 	g.mu.Lock()
 	ls := g.lease
-	g.held, g.lease = false, nil
 	g.mu.Unlock()
 
 	key := types.NamespacedName{Namespace: g.ns, Name: g.nm}
-	for range 2 {
+	for attempt := 0; ; attempt++ {
 		if ls == nil {
 			ls = &coordinationv1.Lease{}
-			if err := g.c.Get(ctx, key, ls); err != nil {
+			err := g.c.Get(ctx, key, ls)
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if err != nil {
 				return
 			}
 		}
 		if ptr.Deref(ls.Spec.HolderIdentity, "") != g.id {
-			return
+			break
 		}
 		ls = ls.DeepCopy()
 		ls.Spec.HolderIdentity = ptr.To("")
 		err := g.c.Update(ctx, ls)
-		if !apierrors.IsConflict(err) {
+		if err == nil {
+			break
+		}
+		if !apierrors.IsConflict(err) || attempt > 0 {
 			return
 		}
 		ls = nil // changed since we last saw it: read it again
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.held {
+		g.claimedOnServer, g.lease = false, nil
 	}
 }
 

@@ -65,11 +65,17 @@ type Registry interface {
 	// came late, its Lease found deleted or taken, a release): every fence taken in an earlier
 	// epoch is void.
 	Validity() (epoch uint64, until time.Time, ok bool)
-	// Dead reports whether peer id is certainly not acting any more: its Lease was released, or
-	// it was seen unchanged for at least its duration, by this peer's clock, by a list that
-	// started that long after this peer first saw it, or a list that started that long after
-	// the question was first asked still shows no Lease of it. Its fences may then be taken.
-	Dead(id string) bool
+	// Dead reports whether peer id is certainly not acting any more, judged by a list that
+	// started after after (zero: any list): its Lease was released, or it was seen unchanged
+	// for at least its duration, by this peer's clock, by a list that started that long after
+	// this peer first saw it, or a list that started that long after the question was first
+	// asked still shows no Lease of it. A fence read naming it may then be taken, if the read
+	// returned before after: a verdict older than the read says nothing of what the holder
+	// did since.
+	Dead(id string, after time.Time) bool
+	// RefreshSoon asks for a list of the peers as soon as possible, not at the next refresh: a
+	// fence read naming a dead holder is taken once a list that started after the read agrees.
+	RefreshSoon()
 }
 
 type leaseRegistry struct {
@@ -91,6 +97,8 @@ type leaseRegistry struct {
 
 	// own is the state of this peer's own Lease; guarded by mu.
 	own ownLease
+	// soon asks Run for a list before the next refresh (RefreshSoon).
+	soon chan struct{}
 
 	ttl     time.Duration
 	renew   time.Duration
@@ -160,6 +168,7 @@ func NewLeaseRegistry(cli crclient.Client, ns, namePrefix string, selfID string,
 		cli:        cli,
 		peers:      map[string]peer{},
 		absent:     map[string]time.Time{},
+		soon:       make(chan struct{}, 1),
 		ttl:        30 * time.Second,
 		renew:      10 * time.Second,
 		log:        log.WithName("lease-registry").WithValues("ns", ns, "prefix", namePrefix, "selfID", selfID, "weight", weight),
@@ -216,10 +225,10 @@ func (r *leaseRegistry) Snapshot() []sharder.PeerInfo {
 // whose Lease it showed released is dead; one it did not show at all is dead only once a list
 // that started a ttl after the first question about it still does not show it: it may have
 // started after the last list, or its Lease may have been deleted while it still acts.
-func (r *leaseRegistry) Dead(id string) bool {
+func (r *leaseRegistry) Dead(id string, after time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.listed.IsZero() || id == r.self.ID {
+	if r.listed.IsZero() || !r.listed.After(after) || id == r.self.ID {
 		return false
 	}
 	if p, ok := r.peers[id]; ok {
@@ -266,13 +275,28 @@ func (r *leaseRegistry) Run(ctx context.Context) error {
 			r.log.V(1).Info("refreshPeers failed; will retry", "err", err)
 		}
 
-		select {
-		case <-ctx.Done():
-			r.releaseSelfLease()
-			return ctx.Err()
-		case <-t.C:
-			// loop
+		// Wait for the next tick, listing again meanwhile when asked to (RefreshSoon).
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				r.releaseSelfLease()
+				return ctx.Err()
+			case <-t.C:
+				waiting = false
+			case <-r.soon:
+				if err := r.refreshPeers(ctx); err != nil && ctx.Err() == nil {
+					r.log.V(1).Info("refreshPeers failed; will retry", "err", err)
+				}
+			}
 		}
+	}
+}
+
+// RefreshSoon implements Registry.
+func (r *leaseRegistry) RefreshSoon() {
+	select {
+	case r.soon <- struct{}{}:
+	default:
 	}
 }
 
@@ -288,7 +312,7 @@ func (r *leaseRegistry) releaseSelfLease() {
 	r.own.validUntil = time.Time{}
 	r.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.Background(), r.renew)
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	if lease == nil {
 		lease = &coordv1.Lease{}
@@ -446,9 +470,9 @@ func (r *leaseRegistry) refreshPeers(ctx context.Context) error {
 		}
 		next[id] = p
 	}
-	for id := range r.absent {
-		if _, ok := next[id]; ok || released[id] {
-			delete(r.absent, id)
+	for id, asked := range r.absent {
+		if _, ok := next[id]; ok || released[id] || start.Sub(asked) > 10*r.ttl {
+			delete(r.absent, id) // seen, or not asked about again: forgotten
 		}
 	}
 	r.peers, r.released, r.listed = next, released, start
