@@ -138,6 +138,10 @@ type Coordinator struct {
 // is sticky: its holder keeps it while its peer Lease is valid, so it costs no write either.
 type election struct {
 	fence *leaseGuard
+	// holder is who held the fence at the last try, and readAt when it was read: while that
+	// peer is live, the fence is read again only every renew period, not at every decision.
+	holder string
+	readAt time.Time
 	// onElected are called, each in a goroutine of its own, whenever this peer takes the fence.
 	onElected []func()
 }
@@ -326,16 +330,25 @@ func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 	if e == nil || e.fence.busy || e.fence.heldIn(epoch) || now.Before(e.fence.nextTry) {
 		return
 	}
+	if e.holder != "" && !c.peers.Dead(e.holder, time.Time{}) && now.Sub(e.readAt) < c.cfg.LeaseRenew {
+		return // held by a live peer: nothing to read yet
+	}
 	e.fence.busy = true
 	go func() {
 		var ok bool
+		var holder string
 		var err error
-		c.call(func(ctx context.Context) { ok, _, err = e.fence.take(ctx, epoch, c.peers.Dead) })
+		c.call(func(ctx context.Context) { ok, holder, err = e.fence.take(ctx, epoch, c.peers.Dead) })
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		e.fence.busy = false
+		e.holder, e.readAt = holder, time.Now()
 		if !ok {
 			e.fence.nextTry = time.Now().Add(c.cfg.FenceThrottle)
+			if e.fence.hasPending() {
+				e.fence.nextTry = time.Now().Add(pendingRetry)
+				c.peers.RefreshSoon()
+			}
 			if err != nil {
 				c.log.V(1).Info("taking the election fence failed; will retry", "peer", c.self.ID, "err", err)
 			}
