@@ -109,7 +109,7 @@ func TestPrinterColumns(t *testing.T) {
 
 	fleets := table(g, "/apis/hub.configbundle.dev/v1alpha1/fleets")
 	g.Expect(columns(fleets, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Clusters", "Clusters-Ready", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
-	g.Expect(columns(fleets, 1)).To(Equal([]string{"Paused", "FleetBundles", "FleetBundles-Failed", "Heartbeat"}))
+	g.Expect(columns(fleets, 1)).To(Equal([]string{"Paused", "Unowned", "FleetBundles", "FleetBundles-Failed", "Heartbeat"}))
 	g.Expect(fleets.Rows).To(HaveLen(1))
 	g.Expect(fleets.Rows[0].Cells[0]).To(Equal("default"))
 
