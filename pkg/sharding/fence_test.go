@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,16 +91,10 @@ func watchWriters(members []string, rs ...Replica) (stop func() []string) {
 // peer Leases only; no member's Lease is written for several lease durations, and each
 // replica keeps fencing its members all along.
 func TestSteadyStateWritesNoMemberLease(t *testing.T) {
-	if err := controlplane.CheckAssets(); err != nil {
-		t.Fatal(err)
-	}
 	g := NewWithT(t)
 	ctx := t.Context()
-	hub, scheme := startHub(t)
-	kube, err := client.New(hub.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
 	const ns = "steady"
-	g.Expect(kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	hub, scheme, kube := startHubWithNamespace(t, ns)
 
 	// Leases of 6 s (renewed every 2 s, valid 4 s after), so that a renewal made late by a
 	// loaded machine, which rightly costs a take of each fence again, does not blur the count.
@@ -134,16 +129,10 @@ func TestSteadyStateWritesNoMemberLease(t *testing.T) {
 // judges it dead and takes its members over with a write of their Leases each; when the cut
 // heals, its earlier fences are void (a new epoch) and it takes back only what it owns again.
 func TestPartitionedReplicaLosesItsMembers(t *testing.T) {
-	if err := controlplane.CheckAssets(); err != nil {
-		t.Fatal(err)
-	}
 	g := NewWithT(t)
 	ctx := t.Context()
-	hub, scheme := startHub(t)
-	kube, err := client.New(hub.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
 	const ns = "partition"
-	g.Expect(kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	hub, scheme, kube := startHubWithNamespace(t, ns)
 
 	proxy, err := netproxy.Start(hostOf(t, hub.Config))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -194,6 +183,24 @@ func TestPartitionedReplicaLosesItsMembers(t *testing.T) {
 		g.Expect(lease[1]).To(Equal("r0"), "member %s: r0 took back what it owns", m)
 	}
 	g.Expect(overlaps()).To(BeEmpty(), "two writers of a member at once")
+}
+
+// startHubWithNamespace starts a control plane for the Leases, with the namespace ns, and
+// returns it, its scheme and a client of it.
+func startHubWithNamespace(t *testing.T, ns string) (*controlplane.ControlPlane, *runtime.Scheme, client.Client) {
+	t.Helper()
+	if err := controlplane.CheckAssets(); err != nil {
+		t.Fatal(err)
+	}
+	hub, scheme := startHub(t)
+	kube, err := client.New(hub.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return hub, scheme, kube
 }
 
 // hostOf returns the host:port of cfg's API server.
