@@ -344,11 +344,7 @@ func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 		e.fence.busy = false
 		e.holder, e.readAt = holder, time.Now()
 		if !ok {
-			e.fence.nextTry = time.Now().Add(c.cfg.FenceThrottle)
-			if e.fence.hasPending() {
-				e.fence.nextTry = time.Now().Add(pendingRetry)
-				c.peers.RefreshSoon()
-			}
+			c.retryLater(e.fence)
 			if err != nil {
 				c.log.V(1).Info("taking the election fence failed; will retry", "peer", c.self.ID, "err", err)
 			}
@@ -600,6 +596,18 @@ func (c *Coordinator) recompute() {
 	}
 }
 
+// retryLater throttles the next take of a fence that was not taken. Call with c.mu held. If
+// its holder is dead by a list older than the read, it asks for a newer list and tries again
+// right after it rather than a throttle later.
+func (c *Coordinator) retryLater(fence *leaseGuard) {
+	if fence.hasPending() {
+		fence.nextTry = time.Now().Add(pendingRetry)
+		c.peers.RefreshSoon()
+		return
+	}
+	fence.nextTry = time.Now().Add(c.cfg.FenceThrottle)
+}
+
 // take tries to take the engagement's fence in epoch, and starts the cluster if it did and
 // this peer should still run it. If the cluster went away meanwhile, its fence stays claimed
 // and the next decision releases it.
@@ -615,13 +623,7 @@ func (c *Coordinator) take(engm *engagement, epoch uint64) {
 	cur, _, _ := c.peers.Validity()
 	switch {
 	case !ok:
-		fence.nextTry = time.Now().Add(c.cfg.FenceThrottle)
-		if fence.hasPending() {
-			// Its holder is dead by a list older than the read: ask for a newer one, and try
-			// again right after it rather than a throttle later.
-			fence.nextTry = time.Now().Add(pendingRetry)
-			c.peers.RefreshSoon()
-		}
+		c.retryLater(fence)
 		c.mu.Unlock()
 		if err != nil {
 			c.log.V(1).Info("taking the fence failed; will retry", "cluster", engm.name, "peer", c.self.ID, "err", err)
