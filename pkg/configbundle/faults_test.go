@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/pkg/configbundle"
 )
 
@@ -409,17 +410,30 @@ func eventsAbout(ctx context.Context, c client.Client, b *configbundlev1alpha1.C
 // statusWrites counts the writes of a bundle's status that memberA served since since.
 func statusWrites(t *testing.T, b *configbundlev1alpha1.ConfigBundle, since time.Time) int {
 	t.Helper()
-	writes, err := planes[memberA].Writes()
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, w := range writes {
-		if w.Resource == "configbundles" && w.Subresource == "status" && w.Namespace == b.Namespace && w.Name == b.Name && !w.At.Before(since) {
+	for _, w := range writesSince(t, memberA, b.Namespace, since) {
+		if w.Resource == "configbundles" && w.Subresource == "status" && w.Name == b.Name {
 			n++
 		}
 	}
 	return n
+}
+
+// writesSince returns the writes to a namespace that a member with Options.AuditWrites served
+// since since, refused ones included.
+func writesSince(t *testing.T, member, namespace string, since time.Time) []controlplane.Write {
+	t.Helper()
+	writes, err := planes[member].Writes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []controlplane.Write
+	for _, w := range writes {
+		if w.Namespace == namespace && !w.At.Before(since) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // TestFaultFightingWriter: another writer that keeps rewriting a managed ConfigMap gets one heal per

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/pkg/configbundle"
 )
 
@@ -272,9 +274,11 @@ func TestInvalidConfigMapIsTerminal(t *testing.T) {
 	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionFalse, configbundlev1alpha1.InvalidConfigMapReason))
 	g.Expect(meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition).Message).To(ContainSubstring("may not be more than 1048576 bytes"))
 
-	reconciles := reconcileCount(t)
-	g.Consistently(func() float64 { return reconcileCount(t) }).WithTimeout(quietPeriod).WithPolling(interval).
-		Should(Equal(reconciles), "a terminal error is not retried")
+	// Not retried: the member is asked for nothing more about the bundle, neither the ConfigMap
+	// it refused nor a status write, until the bundle changes.
+	since := time.Now()
+	g.Consistently(func() []controlplane.Write { return writesSince(t, memberB, b.Namespace, since) }).
+		WithTimeout(quietPeriod).WithPolling(interval).Should(BeEmpty(), "a terminal error is not retried")
 
 	g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "fits" })).To(Succeed())
 	g.Eventually(get(ctx, c, b)).WithTimeout(timeout).WithPolling(interval).Should(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))

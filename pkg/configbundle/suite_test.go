@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
@@ -81,7 +80,7 @@ func runSuite(m *testing.M) int {
 		Planes: []controlplane.Plane{
 			{Name: "hub", Options: controlplane.Options{CRDs: crds}},
 			{Name: memberA, Options: controlplane.Options{CRDs: crds, GarbageCollector: true, AuditWrites: true}},
-			{Name: memberB, Options: controlplane.Options{CRDs: withoutValidation(crds), GarbageCollector: true}},
+			{Name: memberB, Options: controlplane.Options{CRDs: withoutValidation(crds), GarbageCollector: true, AuditWrites: true}},
 			{Name: memberC, Options: controlplane.Options{CRDs: crds}},
 		},
 		Setup: setUp,
@@ -195,28 +194,4 @@ func occurrences(ctx context.Context, c client.Client, bundle *configbundlev1alp
 		}
 	}
 	return n, nil
-}
-
-// reconcileCount is the number of reconciles the ConfigBundle controller has run, from
-// controller-runtime's metrics.
-func reconcileCount(t *testing.T) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatalf("gathering metrics: %v", err)
-	}
-	var total float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == configbundle.ControllerName {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
 }
