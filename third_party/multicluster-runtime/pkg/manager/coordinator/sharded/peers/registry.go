@@ -255,41 +255,47 @@ func (r *leaseRegistry) Validity() (epoch uint64, until time.Time, ok bool) {
 func (r *leaseRegistry) Run(ctx context.Context) error {
 	r.log.Info("peer registry starting", "ns", r.ns, "prefix", r.namePrefix, "self", r.self.ID)
 
-	// Tick at the refresh interval; renew our own Lease every renew interval, well within ttl.
-	t := time.NewTicker(r.refresh)
-	defer t.Stop()
-
-	var renewed time.Time
+	// Our own Lease is renewed on a timer of its own, once per renew period from the start of
+	// the last successful renewal (a failed one is retried a refresh interval later), so that
+	// the steady state writes exactly one renewal per renew period; the peers are listed at
+	// the refresh interval, and at once when asked to (RefreshSoon).
+	renewal := time.NewTimer(0)
+	defer renewal.Stop()
+	refresh := time.NewTicker(r.refresh)
+	defer refresh.Stop()
+	listed := false
 	for {
-		// Do one pass immediately so we publish our presence promptly; renew whenever waiting
-		// for the next tick would make the renewal late.
-		if renewed.IsZero() || time.Since(renewed) > r.renew-r.refresh {
-			start := time.Now()
-			if err := r.renewSelfLease(ctx, start); err != nil && ctx.Err() == nil {
-				r.log.V(1).Info("renewSelfLease failed; will retry", "err", err)
-			} else if err == nil {
-				renewed = start
+		select {
+		case <-ctx.Done():
+			r.releaseSelfLease()
+			return ctx.Err()
+		case <-renewal.C:
+			renewal.Reset(r.renewOnce(ctx))
+			if listed {
+				continue
 			}
+			// The first pass lists the peers at once too, to publish our view promptly.
+			listed = true
+		case <-refresh.C:
+		case <-r.soon:
 		}
 		if err := r.refreshPeers(ctx); err != nil && ctx.Err() == nil {
 			r.log.V(1).Info("refreshPeers failed; will retry", "err", err)
 		}
-
-		// Wait for the next tick, listing again meanwhile when asked to (RefreshSoon).
-		for waiting := true; waiting; {
-			select {
-			case <-ctx.Done():
-				r.releaseSelfLease()
-				return ctx.Err()
-			case <-t.C:
-				waiting = false
-			case <-r.soon:
-				if err := r.refreshPeers(ctx); err != nil && ctx.Err() == nil {
-					r.log.V(1).Info("refreshPeers failed; will retry", "err", err)
-				}
-			}
-		}
 	}
+}
+
+// renewOnce renews our own Lease and returns when to renew it next: one renew period after
+// this renewal began, or a refresh interval from now if it failed.
+func (r *leaseRegistry) renewOnce(ctx context.Context) time.Duration {
+	start := time.Now()
+	if err := r.renewSelfLease(ctx, start); err != nil {
+		if ctx.Err() == nil {
+			r.log.V(1).Info("renewSelfLease failed; will retry", "err", err)
+		}
+		return r.refresh
+	}
+	return max(0, r.renew-time.Since(start))
 }
 
 // RefreshSoon implements Registry.
