@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -49,12 +51,34 @@ type seen struct {
 	at  time.Time
 }
 
+// driftKinds name the kinds of drift the benchmark makes, in turn; driftOnce's kind indexes it.
+var driftKinds = [...]string{"data changed", "label added", "ownerReference removed", "deleted"}
+
+// heals are heal latencies by drift kind (driftKinds).
+type heals [len(driftKinds)]latencies
+
+// all returns the latencies of every kind together.
+func (h heals) all() latencies { return slices.Concat(h[:]...) }
+
+// add appends o's latencies to h's, kind by kind.
+func (h *heals) add(o heals) {
+	for k := range h {
+		h[k] = append(h[k], o[k]...)
+	}
+}
+
 // drifts tampers with managed ConfigMaps, n times over the members (one drift at a time per
 // member, the members at once), and returns the heal latencies and the number of drifts not
 // healed in time. It works the same whoever heals: the hub or the floor.
 func (f *fleet) drifts(ctx context.Context, members []*member, n int) (latencies, int, error) {
+	h, failures, err := f.driftsByKind(ctx, members, n)
+	return h.all(), failures, err
+}
+
+// driftsByKind is drifts, with the latencies by drift kind.
+func (f *fleet) driftsByKind(ctx context.Context, members []*member, n int) (heals, int, error) {
 	var mu sync.Mutex
-	var all latencies
+	var all heals
 	failures := 0
 	var wg sync.WaitGroup
 	errs := make([]error, len(members))
@@ -64,26 +88,23 @@ func (f *fleet) drifts(ctx context.Context, members []*member, n int) (latencies
 			share++
 		}
 		wg.Go(func() {
-			l, failed, err := driftMember(ctx, m, share)
+			h, failed, err := driftMember(ctx, m, share)
 			errs[mi] = err
 			mu.Lock()
-			all, failures = append(all, l...), failures+failed
+			all.add(h)
+			failures += failed
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return all, failures, err
-		}
-	}
-	return all, failures, nil
+	return all, failures, errors.Join(errs...)
 }
 
-func driftMember(ctx context.Context, m *member, n int) (latencies, int, error) {
+func driftMember(ctx context.Context, m *member, n int) (heals, int, error) {
+	var h heals
 	desired, err := desiredConfigMaps(ctx, m)
 	if err != nil {
-		return nil, 0, err
+		return h, 0, err
 	}
 	targets := make([]string, 0, targetsPerMember)
 	for i := 0; len(targets) < targetsPerMember && len(targets) < len(desired); i++ {
@@ -92,15 +113,14 @@ func driftMember(ctx context.Context, m *member, n int) (latencies, int, error) 
 		}
 	}
 	if len(targets) == 0 {
-		return nil, 0, fmt.Errorf("no bench bundles in %s", m.Name)
+		return h, 0, fmt.Errorf("no bench bundles in %s", m.Name)
 	}
 	events, stop, err := watchTargets(ctx, m, targets)
 	if err != nil {
-		return nil, 0, err
+		return h, 0, err
 	}
 	defer stop()
 
-	var lat latencies
 	failures := 0
 	pace := time.NewTicker(driftPace)
 	defer pace.Stop()
@@ -108,20 +128,20 @@ func driftMember(ctx context.Context, m *member, n int) (latencies, int, error) 
 		select {
 		case <-pace.C:
 		case <-ctx.Done():
-			return lat, failures, ctx.Err()
+			return h, failures, ctx.Err()
 		}
-		name := targets[i%len(targets)]
-		d, err := driftOnce(ctx, m, name, i%4, desired[name], events[name])
+		name, kind := targets[i%len(targets)], i%len(driftKinds)
+		d, err := driftOnce(ctx, m, name, kind, desired[name], events[name])
 		if err != nil {
 			if ctx.Err() != nil {
-				return lat, failures, ctx.Err()
+				return h, failures, ctx.Err()
 			}
 			failures++
 			continue
 		}
-		lat = append(lat, d)
+		h[kind] = append(h[kind], d)
 	}
-	return lat, failures, nil
+	return h, failures, nil
 }
 
 // watchTargets watches the bench ConfigMaps of m from now on and passes the events of each
@@ -156,7 +176,7 @@ func watchTargets(ctx context.Context, m *member, targets []string) (map[string]
 	return events, w.Stop, nil
 }
 
-// driftOnce makes one kind of drift and waits for the heal seen through the watch.
+// driftOnce makes one kind of drift (driftKinds) and waits for the heal seen through the watch.
 func driftOnce(ctx context.Context, m *member, name string, kind int, desired *corev1.ConfigMap, events chan seen) (time.Duration, error) {
 	cm := &corev1.ConfigMap{}
 	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: "bench", Name: name}, cm); err != nil {

@@ -77,9 +77,11 @@ func (f *fleet) measureHeal(ctx context.Context, cfg benchConfig, res *results, 
 		}
 		f.stopHub()
 		say("round %d of %d: floor, %d drifts over %d members, hub stopped", i+1, cfg.Rounds, cfg.Drifts, len(hm))
-		if round.Floor, round.FloorErrors, err = f.floorDrifts(ctx, hm, cfg.Drifts); err != nil {
+		floor, floorErrors, err := f.floorDrifts(ctx, hm, cfg.Drifts)
+		if err != nil {
 			return err
 		}
+		round.Floor, round.FloorErrors = floor.all(), floorErrors
 		res.Rounds = append(res.Rounds, round)
 	}
 	return nil
@@ -107,13 +109,13 @@ func (f *fleet) measureIsolation(ctx context.Context, cfg benchConfig, res *resu
 }
 
 // floorDrifts runs the floor on members for the time of n drifts.
-func (f *fleet) floorDrifts(ctx context.Context, members []*member, n int) (latencies, int, error) {
+func (f *fleet) floorDrifts(ctx context.Context, members []*member, n int) (heals, int, error) {
 	stopFloor, err := startFloor(ctx, members)
 	if err != nil {
-		return nil, 0, err
+		return heals{}, 0, err
 	}
 	defer stopFloor()
-	return f.drifts(ctx, members, n)
+	return f.driftsByKind(ctx, members, n)
 }
 
 // restartHub starts the hub again and waits until it has caught up with the fleet: every member

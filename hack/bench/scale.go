@@ -27,8 +27,12 @@ type scalePoint struct {
 	HolesNotReady int
 	// Replica are the replicas' costs and shares, in replica order.
 	Replica []replicaCost
-	// Hub and Floor are the heal latencies of every round; HealMembers were tampered with.
-	Hub, Floor             latencies
+	// Hub and Floor are the heal latencies of every round, HubKinds and FloorKinds the same by
+	// drift kind; HealMembers were tampered with.
+	Hub, Floor           latencies
+	HubKinds, FloorKinds heals
+	// HubHealTime is the replicas' own account of the heal members' heals in their turns.
+	HubHealTime            hubHealTime
 	HubErrors, FloorErrors int
 	HealMembers            int
 	// Steady is what the steady-state window saw.
@@ -128,17 +132,28 @@ func (s *scaleFleet) measureScaleHeal(ctx context.Context, p *scalePoint) error 
 	p.HealMembers = len(hm)
 	for i := range s.cfg.Rounds {
 		s.say("scale: round %d of %d: hub, %d drifts over %d members", i+1, s.cfg.Rounds, s.cfg.Drifts, len(hm))
-		hub, hubErrs, err := s.drifts(ctx, hm, s.cfg.Drifts)
+		before, err := s.hubHealTimeNow()
 		if err != nil {
 			return err
 		}
+		hub, hubErrs, err := s.driftsByKind(ctx, hm, s.cfg.Drifts)
+		if err != nil {
+			return err
+		}
+		after, err := s.hubHealTimeNow()
+		if err != nil {
+			return err
+		}
+		p.HubHealTime = p.HubHealTime.plus(before, after)
 		s.stopReplicas()
 		s.say("scale: round %d of %d: floor, hub stopped", i+1, s.cfg.Rounds)
 		floor, floorErrs, err := s.floorDrifts(ctx, hm, s.cfg.Drifts)
 		if err != nil {
 			return err
 		}
-		p.Hub, p.Floor = append(p.Hub, hub...), append(p.Floor, floor...)
+		p.HubKinds.add(hub)
+		p.FloorKinds.add(floor)
+		p.Hub, p.Floor = p.HubKinds.all(), p.FloorKinds.all()
 		p.HubErrors, p.FloorErrors = p.HubErrors+hubErrs, p.FloorErrors+floorErrs
 		if err := s.startReplicas(ctx, p.Replicas); err != nil {
 			return err

@@ -34,6 +34,7 @@ func (r *results) printScale(p printer, cfg benchConfig) {
 			ms(pt.Floor.pct(50)), ms(pt.Floor.pct(99)), ratio(pt.Hub.pct(50), pt.Floor.pct(50)), ratio(pt.Hub.pct(99), pt.Floor.pct(99)),
 			st.ToMembers, st.Heartbeats, st.Leases, len(st.Other), st.Window.Seconds(), st.hubCPU(), 100*st.hubCPU()/st.Window.Seconds(), pt.HolesNotReady, pt.BlackHoles)
 	}
+	r.printScaleHealPath(p)
 	r.printScaleCost(p)
 	r.printScaleMachine(p)
 	r.printReplicas(p)
