@@ -178,6 +178,22 @@ func watchTargets(ctx context.Context, m *member, targets []string) (map[string]
 
 // driftOnce makes one kind of drift (driftKinds) and waits for the heal seen through the watch.
 func driftOnce(ctx context.Context, m *member, name string, kind int, desired *corev1.ConfigMap, events chan seen) (time.Duration, error) {
+	since, err := tamper(ctx, m, name, kind)
+	if err != nil {
+		return 0, err
+	}
+	acked := time.Now()
+	healed, err := awaitHeal(ctx, m, name, desired, events, since, driftTimeout)
+	if err != nil {
+		return 0, err
+	}
+	return max(0, healed.Sub(acked)), nil
+}
+
+// tamper makes one kind of drift in the ConfigMap name of m: 0 changes its data, 1 adds a
+// label, 2 drops its owner, 3 deletes it. It returns the resourceVersion a heal must be newer
+// than.
+func tamper(ctx context.Context, m *member, name string, kind int) (int64, error) {
 	cm := &corev1.ConfigMap{}
 	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: "bench", Name: name}, cm); err != nil {
 		return 0, err
@@ -203,22 +219,27 @@ func driftOnce(ctx context.Context, m *member, name string, kind int, desired *c
 	if err != nil {
 		return 0, fmt.Errorf("tampering with %s/%s: %w", m.Name, name, err)
 	}
-	acked := time.Now()
-	after := rv(cm) // for a delete, the rv before it: the recreated object is newer
-	timeout := time.After(driftTimeout)
+	return max(before, rv(cm)), nil // for a delete, the rv before it: the recreated object is newer
+}
+
+// awaitHeal waits, at most timeout, for the event of the ConfigMap name of m (events, from
+// watchTargets) that shows it newer than the resourceVersion since and as desired, and returns
+// when it was seen.
+func awaitHeal(ctx context.Context, m *member, name string, desired *corev1.ConfigMap, events chan seen, since int64, timeout time.Duration) (time.Time, error) {
+	expired := time.After(timeout)
 	for {
 		select {
 		case ev := <-events:
-			if ev.typ == watch.Deleted || rv(ev.cm) <= max(before, after) {
+			if ev.typ == watch.Deleted || rv(ev.cm) <= since {
 				continue
 			}
 			if len(configbundle.Drift(desired, ev.cm)) == 0 {
-				return max(0, ev.at.Sub(acked)), nil
+				return ev.at, nil
 			}
-		case <-timeout:
-			return 0, fmt.Errorf("%s/%s not healed within %s", m.Name, name, driftTimeout)
+		case <-expired:
+			return time.Time{}, fmt.Errorf("%s/%s not healed within %s", m.Name, name, timeout)
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return time.Time{}, ctx.Err()
 		}
 	}
 }

@@ -13,10 +13,10 @@ import (
 // The scale curve (issue 13): for each member count of cfg.Scale.Points, a share of them
 // black-holed, and for each replica count, a fresh hub (or fresh sharded replicas) joins every
 // member, then the benchmark measures its memory and goroutines per healthy member, the joins,
-// the writes and CPU of a steady-state window, and heal latency against the floor. The members
-// are slim control planes on one shared etcd (controlplane.Shared), started once and kept from
-// one point to the next; black holes are TCP listeners that accept connections and never
-// answer.
+// the writes and CPU of a steady-state window, and heal latency against the floor; sharded, the
+// takeover after a replica's kill -9 (scale_takeover.go, issue 27). The members are slim
+// control planes on one shared etcd (controlplane.Shared), started once and kept from one point
+// to the next; black holes are TCP listeners that accept connections and never answer.
 
 // scalePoint is the measurement of one member count with one replica count.
 type scalePoint struct {
@@ -37,6 +37,8 @@ type scalePoint struct {
 	HealMembers            int
 	// Steady is what the steady-state window saw.
 	Steady scaleSteady
+	// Takeover is the takeover after a replica's kill -9, at sharded points only.
+	Takeover takeover
 }
 
 // replicaCost is one hub replica at a point: its identity, the members it manages (by its
@@ -101,7 +103,8 @@ func supportsSharding(binary string) bool {
 
 // measurePoint measures n members with r replicas: fresh replicas join every member and their
 // cost is measured (joinAndCost), then the steady state; then the heal members get their
-// bundles and heal latency is measured; then the members are unregistered.
+// bundles and heal latency is measured; sharded, a replica is then killed and its takeover
+// measured; then the members are unregistered.
 func (s *scaleFleet) measurePoint(ctx context.Context, n, r int) (scalePoint, error) {
 	p := scalePoint{Members: n, BlackHoles: s.cfg.blackHolesAt(n), Replicas: r}
 	p.Healthy = n - p.BlackHoles
@@ -122,7 +125,13 @@ func (s *scaleFleet) measurePoint(ctx context.Context, n, r int) (scalePoint, er
 	if err := s.waitCaughtUp(ctx); err != nil {
 		return p, err
 	}
-	return p, s.measureScaleHeal(ctx, &p)
+	if err := s.measureScaleHeal(ctx, &p); err != nil {
+		return p, err
+	}
+	if r < 2 {
+		return p, nil
+	}
+	return p, s.measureTakeover(ctx, &p)
 }
 
 // measureScaleHeal measures heal latency in rounds, each the hub's turn then the floor's with

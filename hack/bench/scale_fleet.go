@@ -32,10 +32,11 @@ type scaleFleet struct {
 	replicas                 []*hubReplica
 }
 
-// hubReplica is one running hub process; ID is its --replica-id, empty for an unsharded hub.
+// hubReplica is one running hub process; ID is its --replica-id, empty for an unsharded hub,
+// and name its name in the fleet (StopHub) and its log's.
 type hubReplica struct {
-	ID   string
-	proc *hubprocess.Process
+	ID, name string
+	proc     *hubprocess.Process
 }
 
 // newScaleFleet starts the hub cluster's control plane and the members' shared etcd.
@@ -158,20 +159,27 @@ func (s *scaleFleet) startReplicas(ctx context.Context, r int) error {
 // startReplica starts replica i of r, hub-<i+1>: the hub with default flags, and with
 // --sharded and its own --replica-id when there are several.
 func (s *scaleFleet) startReplica(ctx context.Context, i, r int) (*hubReplica, error) {
-	rep := &hubReplica{}
+	rep := &hubReplica{name: fmt.Sprintf("hub-%d", i+1)}
 	var args []string
 	if r > 1 {
 		rep.ID = fmt.Sprintf("replica-%d", i+1)
-		args = append(args, "--sharded", "--replica-id="+rep.ID)
-		if s.cfg.LeaseDuration > 0 {
-			args = append(args, "--lease-duration="+s.cfg.LeaseDuration.String())
-		}
+		args = s.shardedArgs(rep.ID)
 	}
 	var err error
-	if rep.proc, err = s.StartHub(ctx, fmt.Sprintf("hub-%d", i+1), args...); err != nil {
+	if rep.proc, err = s.StartHub(ctx, rep.name, args...); err != nil {
 		return nil, fmt.Errorf("starting hub replica %d of %d: %w", i+1, r, err)
 	}
 	return rep, nil
+}
+
+// shardedArgs are the flags of the sharded replica id: --sharded, its --replica-id and the
+// curve's --lease-duration if set.
+func (s *scaleFleet) shardedArgs(id string) []string {
+	args := []string{"--sharded", "--replica-id=" + id}
+	if s.cfg.LeaseDuration > 0 {
+		args = append(args, "--lease-duration="+s.cfg.LeaseDuration.String())
+	}
+	return args
 }
 
 // stopReplicas stops every replica at once (SIGTERM) and waits until they have exited.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // Goals of the scale curve (issue 13), checked at its largest point.
@@ -17,7 +18,8 @@ const (
 	goalShareSpread = 0.25
 )
 
-// printScale prints the scale curve's tables and the goals its largest point missed.
+// printScale prints the scale curve's tables and the goals its largest point missed (and its
+// sharded points' takeovers).
 func (r *results) printScale(p printer, cfg benchConfig) {
 	sc := r.Scale
 	if len(sc.Points) == 0 && len(sc.Skipped) == 0 {
@@ -38,6 +40,7 @@ func (r *results) printScale(p printer, cfg benchConfig) {
 	r.printScaleCost(p)
 	r.printScaleMachine(p)
 	r.printReplicas(p)
+	r.printTakeovers(p)
 	r.printScaleNotes(p)
 }
 
@@ -92,6 +95,36 @@ func (r *results) printReplicas(p printer) {
 	}
 }
 
+// printTakeovers prints the takeover after a replica's kill -9 at each sharded point.
+func (r *results) printTakeovers(p printer) {
+	header := false
+	for _, pt := range r.Scale.Points {
+		t := pt.Takeover
+		if t.Victim == "" {
+			continue
+		}
+		if !header {
+			p("\ntakeover after kill -9 (sharded points): the replica holding the first heal member's Lease killed, one of that member's ConfigMaps tampered with at once")
+			p("| members | replicas | victim: members whose Lease it held | drift healed after the kill | all its Leases taken over after | bound: lease duration + probe interval | met? |")
+			p("|---|---|---|---|---|---|---|")
+			header = true
+		}
+		met := "no"
+		if t.met() {
+			met = "yes"
+		}
+		p("| %d | %d | %s: %d | %s | %s | %s | %s |", pt.Members, pt.Replicas, t.Victim, t.Members, t.within(t.Healed), t.within(t.Leases), t.Bound, met)
+	}
+}
+
+// within renders a time of the takeover, or that it did not happen within the wait.
+func (t takeover) within(d time.Duration) string {
+	if d <= 0 {
+		return fmt.Sprintf("not within %s", t.Wait)
+	}
+	return secs(d)
+}
+
 // printScaleNotes prints the unplanned steady-state writes, what was skipped and the goals.
 func (r *results) printScaleNotes(p printer) {
 	for _, pt := range r.Scale.Points {
@@ -106,15 +139,15 @@ func (r *results) printScaleNotes(p printer) {
 		p("skipped: %s", s)
 	}
 	if missed := r.Scale.missedGoals(); len(missed) > 0 {
-		p("scale goals missed at the largest point: %s", strings.Join(missed, "; "))
+		p("scale goals missed at the largest point (the takeover at any sharded point): %s", strings.Join(missed, "; "))
 	} else if len(r.Scale.Points) > 0 {
-		p("scale goals missed at the largest point: none (heal p99 <= %.0fx the floor, <= %s per healthy member, replicas within %.0f%% of their mean per managed member)",
+		p("scale goals missed at the largest point (the takeover at any sharded point): none (heal p99 <= %.0fx the floor, <= %s per healthy member, replicas within %.0f%% of their mean per managed member, takeover after kill -9 within the lease duration and one probe interval)",
 			goalScaleP99, mib(goalMemberRSS), 100*goalShareSpread)
 	}
 }
 
 // missedGoals names the goals the largest point missed, with the figure that missed, for every
-// replica count.
+// replica count, and the takeovers that missed theirs at any sharded point.
 func (s scaleResults) missedGoals() []string {
 	largest := 0
 	for _, pt := range s.Points {
@@ -122,6 +155,10 @@ func (s scaleResults) missedGoals() []string {
 	}
 	var missed []string
 	for _, pt := range s.Points {
+		if t := pt.Takeover; t.Victim != "" && !t.met() {
+			missed = append(missed, fmt.Sprintf("%d members, %d replicas: takeover after kill -9 within %s (drift healed: %s, Leases taken over: %s)",
+				pt.Members, pt.Replicas, t.Bound, t.within(t.Healed), t.within(t.Leases)))
+		}
 		if pt.Members != largest {
 			continue
 		}
