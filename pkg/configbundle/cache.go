@@ -1,6 +1,8 @@
 package configbundle
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -11,10 +13,10 @@ import (
 )
 
 // ConfigureCache sets the cache options a member cluster needs for this reconciler. Managed
-// fields are dropped from every cached object, and a ConfigMap that no ConfigBundle controls is
-// cached as a skeleton (name, namespace, uid, resourceVersion, ownerReferences, finalizers): enough to notice
-// a same-named ConfigMap in a bundle's way, and nothing of its data. Options already set for
-// ConfigMaps are kept.
+// fields are dropped from every cached object, and a ConfigMap that no ConfigBundle controls and
+// the hub never wrote is cached as a skeleton (name, namespace, uid, resourceVersion,
+// ownerReferences, finalizers): enough to notice a same-named ConfigMap in a bundle's way, and
+// nothing of its data. Options already set for ConfigMaps are kept.
 func ConfigureCache(opts *cache.Options) {
 	if opts.DefaultTransform == nil {
 		opts.DefaultTransform = cache.TransformStripManagedFields()
@@ -30,14 +32,16 @@ func ConfigureCache(opts *cache.Options) {
 	opts.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Transform: StripUnmanagedConfigMap}
 }
 
-// StripUnmanagedConfigMap is a cache transform: it keeps a ConfigMap controlled by a
-// ConfigBundle whole (without managed fields) and reduces any other ConfigMap to its skeleton.
+// StripUnmanagedConfigMap is a cache transform: it keeps whole (without managed fields) a
+// ConfigMap that a ConfigBundle controls or that the hub wrote (DefaultFieldOwner manages some of
+// its fields: a managed ConfigMap whose ownerReference someone removed, healed then without a
+// read), and reduces any other ConfigMap to its skeleton.
 var StripUnmanagedConfigMap toolscache.TransformFunc = func(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
 		return obj, nil
 	}
-	if isControlledByBundle(cm) {
+	if isControlledByBundle(cm) || writtenByHub(cm) {
 		cm.ManagedFields = nil
 		return cm, nil
 	}
@@ -58,4 +62,15 @@ var StripUnmanagedConfigMap toolscache.TransformFunc = func(obj any) (any, error
 func isControlledByBundle(cm *corev1.ConfigMap) bool {
 	ref := metav1.GetControllerOfNoCopy(cm)
 	return ref != nil && ref.Kind == "ConfigBundle" && ref.APIVersion == configbundlev1alpha1.GroupVersion.String()
+}
+
+// writtenByHub reports whether the hub's field manager (DefaultFieldOwner) manages fields of cm.
+func writtenByHub(cm *corev1.ConfigMap) bool {
+	return slices.ContainsFunc(cm.ManagedFields, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == DefaultFieldOwner })
+}
+
+// maybeSkeleton reports whether a cached ConfigMap may be a skeleton (StripUnmanagedConfigMap):
+// one without data. A whole ConfigMap without data is taken for one too, and read again.
+func maybeSkeleton(cm *corev1.ConfigMap) bool {
+	return cm.Data == nil && cm.BinaryData == nil
 }

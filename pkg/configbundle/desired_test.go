@@ -380,6 +380,27 @@ func TestStripUnmanagedConfigMap(t *testing.T) {
 		t.Errorf("unmanaged ConfigMap must be a skeleton (-want +got):\n%s", diff)
 	}
 
+	// A ConfigMap the hub wrote and someone freed of its ownerReference stays whole: its heal
+	// needs no read.
+	orphaned := managed.DeepCopy()
+	orphaned.OwnerReferences = nil
+	orphaned.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}, {Manager: DefaultFieldOwner}}
+	got, err = StripUnmanagedConfigMap(orphaned.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOrphaned := orphaned.DeepCopy()
+	wantOrphaned.ManagedFields = nil
+	if diff := cmp.Diff(wantOrphaned, got); diff != "" {
+		t.Errorf("a ConfigMap the hub wrote must stay whole but for managed fields (-want +got):\n%s", diff)
+	}
+	if maybeSkeleton(got.(*corev1.ConfigMap)) {
+		t.Errorf("a whole ConfigMap with data taken for a skeleton")
+	}
+	if !maybeSkeleton(want) {
+		t.Errorf("a skeleton not taken for one")
+	}
+
 	if got, _ := StripUnmanagedConfigMap("not a configmap"); got != "not a configmap" {
 		t.Errorf("other objects must pass through, got %v", got)
 	}

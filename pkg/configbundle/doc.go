@@ -12,6 +12,6 @@
 // when a member leaves. A heal is counted when, and only when, someone else changed the
 // ConfigMap; a ConfigMap healed FightHeals times within FightWindow is reported as a fight.
 //
-// ConfigureCache sets a member's cache so that ConfigMaps no bundle controls cost only their
-// metadata skeleton.
+// ConfigureCache sets a member's cache so that ConfigMaps no bundle controls and the hub never
+// wrote cost only their metadata skeleton.
 package configbundle

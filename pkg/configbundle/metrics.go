@@ -101,7 +101,7 @@ func recordMetrics(cluster multicluster.ClusterName, s *scope, seenAt time.Time,
 		fightsTotal.WithLabelValues(string(cluster)).Inc()
 	}
 	if seen {
-		healLatency.WithLabelValues(string(cluster)).Observe(time.Since(seenAt).Seconds())
+		healLatency.WithLabelValues(string(cluster)).Observe(s.healedAt.Sub(seenAt).Seconds())
 	}
 }
 

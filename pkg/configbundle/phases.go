@@ -37,6 +37,8 @@ type scope struct {
 	cm     *corev1.ConfigMap // the managed ConfigMap, once it matches the bundle
 	healed []string          // what drifted, when this reconcile healed it
 	fight  bool              // this reconcile's heal made a fight
+	// healedAt is when the heal's write was answered.
+	healedAt time.Time
 	// adopting: the ConfigMap being converged is an earlier bundle's garbage (adoptable), whose
 	// rewrite is no heal.
 	adopting bool
@@ -61,7 +63,7 @@ func (s *scope) sync(ctx context.Context) error {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("reading ConfigMap from the cache: %w", err)
-	case !isControlledByBundle(cached):
+	case !isControlledByBundle(cached) && maybeSkeleton(cached):
 		// The cache holds only the skeleton of a ConfigMap no bundle controls: read it whole.
 		return s.convergeLive(ctx, key)
 	case ownedBy(s.bundle, cached) && len(Drift(DesiredConfigMap(s.bundle), cached)) == 0:
@@ -320,8 +322,8 @@ func (s *scope) fail(reason, action string, err error) error {
 // resourceVersions, which change with every heal, so that the recorder can aggregate the Events
 // of one bundle into a series.
 func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []string) {
-	s.healed = drift
-	fighting := s.ledger.noteHeal(s.req, time.Now(), drift)
+	s.healed, s.healedAt = drift, time.Now()
+	fighting := s.ledger.noteHeal(s.req, s.healedAt, drift)
 	log := logf.FromContext(ctx)
 	recorder := s.member.GetEventRecorder(s.fieldOwner)
 	regarding, related := s.reference(), configMapReference(cm)
