@@ -28,8 +28,10 @@ const driftTimeout = 30 * time.Second
 const targetsPerMember = 50
 
 // driftPace is the least time between the starts of two drifts in one member: 20 drifts a
-// second per member, an offered load below the hub's client rate limit per member (50 requests
-// a second; a heal costs two writes), so that the latency measured is the heal's, not a queue's.
+// second per member. A heal costs the hub about three requests here (the write, the status
+// write that counts it a second later, a share of Events and, for a deletion, a read of the
+// bundle): about 58 a second per member, over the client's 50 QPS but within its burst of 100
+// for a turn's 10 s, which measurably adds nothing (docs/performance.md, "The heal path").
 const driftPace = 50 * time.Millisecond
 
 // desiredConfigMaps renders the ConfigMaps a member's bench bundles ask for.
