@@ -135,8 +135,9 @@ func checkScale(t *testing.T, cfg benchConfig, sr *scaleResults) {
 			t.Errorf("%s: %d of %d members joined, %d of %d black holes not Ready", at, len(p.Joins), p.Healthy, p.HolesNotReady, p.BlackHoles)
 		}
 		want := cfg.Scale.Drifts * cfg.Scale.Rounds
-		if len(p.Hub) != want || len(p.Floor) != want || p.HubErrors+p.FloorErrors != 0 {
-			t.Errorf("%s: %d hub and %d floor heals of %d (errors %d / %d)", at, len(p.Hub), len(p.Floor), want, p.HubErrors, p.FloorErrors)
+		hub, floor := p.Hub.all(), p.Floor.all()
+		if len(hub) != want || len(floor) != want || p.HubErrors+p.FloorErrors != 0 {
+			t.Errorf("%s: %d hub and %d floor heals of %d (errors %d / %d)", at, len(hub), len(floor), want, p.HubErrors, p.FloorErrors)
 		}
 		if len(p.Replica) != p.Replicas || p.Steady.Window <= 0 || p.Steady.Load.APIServerRSS == 0 {
 			t.Errorf("%s: cost or steady-state figures missing: %+v, %+v", at, p.Replica, p.Steady)

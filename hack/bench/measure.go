@@ -43,11 +43,7 @@ func (m metrics) sum(name string, match func(labels map[string]string) bool) flo
 	}
 	var total float64
 	for _, s := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range s.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if match != nil && !match(labels) {
+		if match != nil && !match(labelsOf(s)) {
 			continue
 		}
 		switch {
@@ -58,6 +54,15 @@ func (m metrics) sum(name string, match func(labels map[string]string) bool) flo
 		}
 	}
 	return total
+}
+
+// labelsOf returns a series' labels by name.
+func labelsOf(s *dto.Metric) map[string]string {
+	labels := map[string]string{}
+	for _, l := range s.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
 }
 
 // cpuSeconds is a process's user and system CPU time.

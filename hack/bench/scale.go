@@ -27,10 +27,9 @@ type scalePoint struct {
 	HolesNotReady int
 	// Replica are the replicas' costs and shares, in replica order.
 	Replica []replicaCost
-	// Hub and Floor are the heal latencies of every round, HubKinds and FloorKinds the same by
-	// drift kind; HealMembers were tampered with.
-	Hub, Floor           latencies
-	HubKinds, FloorKinds heals
+	// Hub and Floor are the heal latencies of every round, by drift kind; HealMembers were
+	// tampered with.
+	Hub, Floor heals
 	// HubHealTime is the replicas' own account of the heal members' heals in their turns.
 	HubHealTime            hubHealTime
 	HubErrors, FloorErrors int
@@ -153,16 +152,15 @@ func (s *scaleFleet) measureScaleHeal(ctx context.Context, p *scalePoint) error 
 		if err != nil {
 			return err
 		}
-		p.HubHealTime = p.HubHealTime.plus(before, after)
+		p.HubHealTime = p.HubHealTime.add(after.sub(before))
 		s.stopReplicas()
 		s.say("scale: round %d of %d: floor, hub stopped", i+1, s.cfg.Rounds)
 		floor, floorErrs, err := s.floorDrifts(ctx, hm, s.cfg.Drifts)
 		if err != nil {
 			return err
 		}
-		p.HubKinds.add(hub)
-		p.FloorKinds.add(floor)
-		p.Hub, p.Floor = p.HubKinds.all(), p.FloorKinds.all()
+		p.Hub.add(hub)
+		p.Floor.add(floor)
 		p.HubErrors, p.FloorErrors = p.HubErrors+hubErrs, p.FloorErrors+floorErrs
 		if err := s.startReplicas(ctx, p.Replicas); err != nil {
 			return err

@@ -35,23 +35,21 @@ type hubHealTime struct {
 	QueueWait, EventToHeal meanOf
 }
 
-// plus adds what was observed between before and after to t.
-func (t hubHealTime) plus(before, after hubHealTime) hubHealTime {
-	return hubHealTime{
-		QueueWait:   t.QueueWait.plus(after.QueueWait.minus(before.QueueWait)),
-		EventToHeal: t.EventToHeal.plus(after.EventToHeal.minus(before.EventToHeal)),
-	}
+// add and sub add and subtract accounts: what was observed between two scrapes is the later
+// one less the earlier.
+func (t hubHealTime) add(o hubHealTime) hubHealTime {
+	return hubHealTime{QueueWait: t.QueueWait.plus(o.QueueWait), EventToHeal: t.EventToHeal.plus(o.EventToHeal)}
+}
+
+func (t hubHealTime) sub(o hubHealTime) hubHealTime {
+	return hubHealTime{QueueWait: t.QueueWait.minus(o.QueueWait), EventToHeal: t.EventToHeal.minus(o.EventToHeal)}
 }
 
 // histogram totals a histogram over the series whose labels match (nil: all).
 func (m metrics) histogram(name string, match func(labels map[string]string) bool) meanOf {
 	var out meanOf
 	for _, s := range m[name].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range s.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if (match == nil || match(labels)) && s.Histogram != nil {
+		if (match == nil || match(labelsOf(s))) && s.Histogram != nil {
 			out.Sum += s.GetHistogram().GetSampleSum()
 			out.Count += s.GetHistogram().GetSampleCount()
 		}
@@ -72,7 +70,7 @@ func (s *scaleFleet) hubHealTimeNow() (hubHealTime, error) {
 		if err != nil {
 			return t, err
 		}
-		t = t.plus(hubHealTime{}, hubHealTime{
+		t = t.add(hubHealTime{
 			QueueWait:   m.histogram("configbundle_member_queue_wait_seconds", healMember),
 			EventToHeal: m.histogram("configbundle_heal_latency_seconds", healMember),
 		})
@@ -91,7 +89,7 @@ func (r *results) printScaleHealPath(p printer) {
 	p("|---|---|---|---|---|---|---|---|---|---|")
 	for _, pt := range r.Scale.Points {
 		for k, kind := range driftKinds {
-			hub, floor := pt.HubKinds[k], pt.FloorKinds[k]
+			hub, floor := pt.Hub[k], pt.Floor[k]
 			own := ""
 			if k == 0 {
 				own = fmt.Sprintf("%s / %s (%d / %d)", ms(pt.HubHealTime.QueueWait.mean()), ms(pt.HubHealTime.EventToHeal.mean()),

@@ -30,10 +30,10 @@ func (r *results) printScale(p printer, cfg benchConfig) {
 	p("| members (black holes) | replicas | join p50 / p99 | heal p50 / p99 | floor p50 / p99 | p50 / floor | p99 / floor | writes in steady state: members / heartbeat / leases / other | hub CPU in steady state | black holes not Ready |")
 	p("|---|---|---|---|---|---|---|---|---|---|")
 	for _, pt := range sc.Points {
-		st := pt.Steady
+		st, hub, floor := pt.Steady, pt.Hub.all(), pt.Floor.all()
 		p("| %d (%d) | %d | %s / %s | %s / %s | %s / %s | %.2fx | %.2fx | %d / %d / %d / %d in %.0fs | %.2fs (%.1f%% of a core) | %d of %d |",
-			pt.Members, pt.BlackHoles, pt.Replicas, ms(pt.Joins.pct(50)), ms(pt.Joins.pct(99)), ms(pt.Hub.pct(50)), ms(pt.Hub.pct(99)),
-			ms(pt.Floor.pct(50)), ms(pt.Floor.pct(99)), ratio(pt.Hub.pct(50), pt.Floor.pct(50)), ratio(pt.Hub.pct(99), pt.Floor.pct(99)),
+			pt.Members, pt.BlackHoles, pt.Replicas, ms(pt.Joins.pct(50)), ms(pt.Joins.pct(99)), ms(hub.pct(50)), ms(hub.pct(99)),
+			ms(floor.pct(50)), ms(floor.pct(99)), ratio(hub.pct(50), floor.pct(50)), ratio(hub.pct(99), floor.pct(99)),
 			st.ToMembers, st.Heartbeats, st.Leases, len(st.Other), st.Window.Seconds(), st.hubCPU(), 100*st.hubCPU()/st.Window.Seconds(), pt.HolesNotReady, pt.BlackHoles)
 	}
 	r.printScaleHealPath(p)
@@ -162,7 +162,7 @@ func (s scaleResults) missedGoals() []string {
 		if pt.Members != largest {
 			continue
 		}
-		if q := ratio(pt.Hub.pct(99), pt.Floor.pct(99)); q > goalScaleP99 {
+		if q := ratio(pt.Hub.all().pct(99), pt.Floor.all().pct(99)); q > goalScaleP99 {
 			missed = append(missed, fmt.Sprintf("%d replicas: heal p99 <= %.0fx the floor (%.2fx)", pt.Replicas, goalScaleP99, q))
 		}
 		if rss, _, _ := pt.perHealthyMember(); rss > goalMemberRSS {
