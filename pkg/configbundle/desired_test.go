@@ -361,22 +361,27 @@ func TestStripUnmanagedConfigMap(t *testing.T) {
 		BinaryData: map[string][]byte{"b": make([]byte, 1000)},
 	}
 
-	got, err := StripUnmanagedConfigMap(managed.DeepCopy())
-	if err != nil {
-		t.Fatal(err)
+	// strip returns the cached form of cm; whole is cm kept whole but for managed fields.
+	strip := func(cm *corev1.ConfigMap) *corev1.ConfigMap {
+		t.Helper()
+		got, err := StripUnmanagedConfigMap(cm.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(*corev1.ConfigMap)
 	}
-	wantManaged := managed.DeepCopy()
-	wantManaged.ManagedFields = nil
-	if diff := cmp.Diff(wantManaged, got); diff != "" {
+	whole := func(cm *corev1.ConfigMap) *corev1.ConfigMap {
+		w := cm.DeepCopy()
+		w.ManagedFields = nil
+		return w
+	}
+
+	if diff := cmp.Diff(whole(managed), strip(managed)); diff != "" {
 		t.Errorf("managed ConfigMap must stay whole but for managed fields (-want +got):\n%s", diff)
 	}
 
-	got, err = StripUnmanagedConfigMap(unmanaged.DeepCopy())
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "ns", UID: "u", ResourceVersion: "7"}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, strip(unmanaged)); diff != "" {
 		t.Errorf("unmanaged ConfigMap must be a skeleton (-want +got):\n%s", diff)
 	}
 
@@ -385,16 +390,11 @@ func TestStripUnmanagedConfigMap(t *testing.T) {
 	orphaned := managed.DeepCopy()
 	orphaned.OwnerReferences = nil
 	orphaned.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}, {Manager: DefaultFieldOwner}}
-	got, err = StripUnmanagedConfigMap(orphaned.DeepCopy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantOrphaned := orphaned.DeepCopy()
-	wantOrphaned.ManagedFields = nil
-	if diff := cmp.Diff(wantOrphaned, got); diff != "" {
+	got := strip(orphaned)
+	if diff := cmp.Diff(whole(orphaned), got); diff != "" {
 		t.Errorf("a ConfigMap the hub wrote must stay whole but for managed fields (-want +got):\n%s", diff)
 	}
-	if maybeSkeleton(got.(*corev1.ConfigMap)) {
+	if maybeSkeleton(got) {
 		t.Errorf("a whole ConfigMap with data taken for a skeleton")
 	}
 	if !maybeSkeleton(want) {
