@@ -7,6 +7,8 @@ GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 # golangci-lint is a tool of its own module, so that its dependencies never mix with the hub's.
 GOLANGCI_LINT := $(GO) tool -modfile=$(CURDIR)/hack/tools/go.mod golangci-lint
+# gotestsum runs `go test -json` and keeps it for the report of `make test` (a tool of go.mod).
+GOTESTSUM := $(CURDIR)/bin/gotestsum
 
 
 # What `hub version` and the configbundle_build_info metric say of a build from this checkout.
@@ -78,13 +80,22 @@ testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes
 	@bash hack/testbin.sh
 
 .PHONY: test
-test: ## Build what the tests need, then run every test on real control planes, with the race detector.
+test: ## Build what the tests need, then run every test on real control planes in two lanes at once: in-process packages with the race detector, binary suites without; prints each package's time and the 20 slowest tests.
 	@dir="$$(bash hack/testbin.sh)"; \
 	helm="$$(bash hack/helmbin.sh)"; \
 	$(GO) vet ./...; \
 	$(GO) vet -tags kind ./test/kind/...; \
-	rc=0; KUBEBUILDER_ASSETS="$$dir" HELM="$$helm" $(GO) test ./... -race -count=1 -timeout 30m $(TESTFLAGS) || rc=$$?; \
-	(cd test/monitoring && $(GO) vet ./... && KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -count=1 -timeout 10m $(TESTFLAGS)) || rc=1; \
+	$(GO) build -o /dev/null ./hack/bench; $(GO) build -o /dev/null ./hack/demo; \
+	$(GO) build -o $(GOTESTSUM) gotest.tools/gotestsum; \
+	rm -rf bin/test && mkdir -p bin/test; \
+	export KUBEBUILDER_ASSETS="$$dir" HELM="$$helm"; \
+	race_pkgs="$$($(GO) list ./... | grep -v -e '/test/' -e '/hack/' -e '/internal/demo')"; \
+	binary_pkgs="$$($(GO) list ./... | grep -e '/test/' -e '/hack/' -e '/internal/demo')"; \
+	($(GOTESTSUM) --format pkgname-and-test-fails --jsonfile bin/test/race.json -- -race -count=1 -timeout 30m $(TESTFLAGS) $$race_pkgs 2>&1 | sed -u 's/^/[race] /') & race=$$!; \
+	($(GOTESTSUM) --format pkgname-and-test-fails --jsonfile bin/test/binary.json -- -count=1 -timeout 30m $(TESTFLAGS) $$binary_pkgs 2>&1 | sed -u 's/^/[binary] /') & binary=$$!; \
+	rc=0; wait $$race || rc=1; wait $$binary || rc=1; \
+	(cd test/monitoring && $(GO) vet ./... && $(GOTESTSUM) --format pkgname-and-test-fails --jsonfile ../../bin/test/monitoring.json -- -count=1 -timeout 10m $(TESTFLAGS) ./...) || rc=1; \
+	$(GO) run ./hack/testreport bin/test/*.json; \
 	exit $$rc
 
 .PHONY: test-cluster
@@ -113,6 +124,11 @@ bench: ## Measure heal latency, convergence, cost per member and the scale curve
 	@dir="$$(bash hack/testbin.sh)"; \
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/bench --hub-binary bin/hub $(BENCH_ARGS)
+
+.PHONY: bench-smoke
+bench-smoke: ## Run every phase of the benchmark at a small size and check its figures are all there (about 5 minutes; make test runs a shorter one).
+	@dir="$$(bash hack/testbin.sh)"; \
+	BENCH_SMOKE=1 KUBEBUILDER_ASSETS="$$dir" $(GO) test ./hack/bench -run '^TestSmoke$$' -count=1 -v -timeout 20m $(TESTFLAGS)
 
 ##@ Build
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,17 +15,21 @@ import (
 // smokeTimeout bounds the smoke run on a loaded two-core machine.
 const smokeTimeout = 10 * time.Minute
 
-// TestSmoke runs the benchmark's every phase at a small size, so that it cannot rot. It checks
-// correctness only, never a time: every drift is healed by the hub and by the floor in every
-// round, every bundle converges, the hub writes nothing unplanned in steady state, the black
-// holes do not join, every placement reaches every member with one write of the placed bundle
-// per member (none when nothing changed), every member of the scale curve joins and is managed
-// by exactly one replica, the figures are all there.
-func TestSmoke(t *testing.T) {
+// TestShortRun runs the benchmark once, briefly, so that `make test` sees it work: the members'
+// join and the placement phase at the smoke's size, checked as TestSmoke checks them.
+func TestShortRun(t *testing.T) {
+	cfg := smokeConfig()
+	cfg.PlacementOnly = true
+	res := runSmall(t, cfg)
+	checkPlacement(t, cfg, &res.Placement)
+}
+
+// runSmall builds the hub and runs the benchmark with cfg within smokeTimeout.
+func runSmall(t *testing.T, cfg benchConfig) *results {
+	t.Helper()
 	if err := controlplane.CheckAssets(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := smokeConfig()
 	var err error
 	if cfg.HubBinary, err = hubprocess.Build(t.TempDir()); err != nil {
 		t.Fatal(err)
@@ -36,6 +41,22 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, progress.String())
 	}
+	return res
+}
+
+// TestSmoke runs the benchmark's every phase at a small size, so that it cannot rot
+// (`make bench-smoke`; it runs when BENCH_SMOKE=1 and is skipped otherwise). It checks
+// correctness only, never a time: every drift is healed by the hub and by the floor in every
+// round, every bundle converges, the hub writes nothing unplanned in steady state, the black
+// holes do not join, every placement reaches every member with one write of the placed bundle
+// per member (none when nothing changed), every member of the scale curve joins and is managed
+// by exactly one replica, the figures are all there.
+func TestSmoke(t *testing.T) {
+	if os.Getenv("BENCH_SMOKE") != "1" {
+		t.Skip("the full smoke runs with make bench-smoke (BENCH_SMOKE=1)")
+	}
+	cfg := smokeConfig()
+	res := runSmall(t, cfg)
 	var table strings.Builder
 	res.print(&table, cfg)
 	t.Log(table.String())
