@@ -16,9 +16,6 @@ const (
 	releaseNamespace = "{{ .Release.Namespace }}"
 )
 
-// object is one rendered Kubernetes object, as decoded from JSON.
-type object = map[string]any
-
 type options struct {
 	configDir    string
 	outDir       string
@@ -37,6 +34,7 @@ func main() {
 	}
 }
 
+// run renders config/*, turns it into the chart's files and writes them.
 func run(o options) error {
 	src, err := load(o.configDir)
 	if err != nil {
@@ -49,6 +47,8 @@ func run(o options) error {
 	return writeChart(o.outDir, files)
 }
 
+// generator turns the sources into the chart's files, gathering the facts the values and docs
+// state.
 type generator struct {
 	src   *sources
 	tk    *tokens
@@ -56,6 +56,7 @@ type generator struct {
 	files map[string]string
 }
 
+// generate templates the sources' objects, then writes the files that state their facts.
 func generate(src *sources, chartVersion string) (map[string]string, error) {
 	g := &generator{src: src, tk: newTokens(), files: map[string]string{}, f: facts{pod: map[string]any{}}}
 	steps := []func() error{g.readNamespace, g.readSharded, g.baseObjects, g.shardedObjects, g.monitoringObjects}

@@ -14,6 +14,9 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
+// object is one rendered Kubernetes object, as decoded from JSON.
+type object = map[string]any
+
 // sources are the rendered kustomizations.
 type sources struct {
 	base       []object // config/default
@@ -106,4 +109,13 @@ func only(objs []object, k, where string) (object, error) {
 		return nil, fmt.Errorf("%s renders %d objects of kind %s, want exactly one", where, len(found), k)
 	}
 	return found[0], nil
+}
+
+// byID maps the objects of objs by their id.
+func byID(objs []object) map[string]object {
+	m := make(map[string]object, len(objs))
+	for _, o := range objs {
+		m[id(o)] = o
+	}
+	return m
 }

@@ -88,6 +88,7 @@ func podValueTree(f *facts) []value {
 	}
 }
 
+// monitorValueTree are the values of the monitoring objects config/prometheus holds.
 func monitorValueTree(f *facts) []value {
 	var vals []value
 	if slices.Contains(f.monitors, "ServiceMonitor") {
