@@ -7,6 +7,8 @@ GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 # golangci-lint is a tool of its own module, so that its dependencies never mix with the hub's.
 GOLANGCI_LINT := $(GO) tool -modfile=$(CURDIR)/hack/tools/go.mod golangci-lint
+# crd-ref-docs writes docs/reference/api.md from the Go types of api/ (a tool of the same module).
+CRD_REF_DOCS := $(GO) tool -modfile=$(CURDIR)/hack/tools/go.mod crd-ref-docs
 
 
 # What `hub version` and the configbundle_build_info metric say of a build from this checkout.
@@ -65,13 +67,24 @@ helm: ## Generate the Helm chart config/chart/configbundle-hub from config/defau
 helmbin: ## Build the helm binary the chart tests run (cached; about 3 minutes the first time).
 	@bash hack/helmbin.sh
 
+.PHONY: docs
+docs: ## Regenerate docs/reference: the API (crd-ref-docs), the CLI (cobra/doc), the metrics and the Helm values.
+	@mkdir -p docs/reference
+	$(CRD_REF_DOCS) --log-level=ERROR --source-path=./api --config=hack/docs/crd-ref-docs.yaml --renderer=markdown --output-path=docs/reference/api.md
+	$(GO) test ./hub -run '^TestCLIReference$$' -count=1 -args -update-cli-reference
+	$(GO) run ./hack/docs/metrics > docs/reference/metrics.md
+	$(GO) run ./hack/docs/helmvalues config/chart/configbundle-hub/values.yaml > docs/reference/helm-values.md
+
 .PHONY: verify
-verify: manifests generate helm lint ## Fail on stale generated files (CRDs, RBAC, deepcopy, the Helm chart), an untidy module, unformatted code or lint findings.
+verify: manifests generate helm docs lint ## Fail on stale generated files (CRDs, RBAC, deepcopy, the Helm chart, docs/reference), a broken docs link, an untidy module, unformatted code or lint findings.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run make tidy"; exit 1; }
 	@cd test/monitoring && $(GO) mod tidy -diff || { echo "test/monitoring/go.mod/go.sum are not tidy: run make tidy"; exit 1; }
 	@git diff --exit-code -- config api pkg || { echo "generated files are stale: run make manifests generate helm and commit"; exit 1; }
 	@test -z "$$(git ls-files --others --exclude-standard -- config/chart)" || { git ls-files --others --exclude-standard -- config/chart; echo "config/chart has files make helm made and git does not know: commit them"; exit 1; }
+	@git diff --exit-code -- docs/reference || { echo "docs/reference is stale: run make docs and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- docs/reference)" || { git ls-files --others --exclude-standard -- docs/reference; echo "docs/reference has files make docs made and git does not know: commit them"; exit 1; }
+	@$(GO) run ./hack/docs/links README.md CHANGELOG.md docs
 
 .PHONY: testbin
 testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes the first time).
