@@ -139,7 +139,7 @@ IMG ?= ghcr.io/configbundle/hub:dev
 DOCKER_BUILD_FLAGS ?=
 
 .PHONY: image
-image: ## Build the hub image IMG without Docker into bin/hub-image.tar (a docker-archive for ctr/kind/docker load; see docs/image.md).
+image: ## Build the hub image IMG without Docker into bin/hub-image.tar (a docker-archive for ctr/kind/docker load; see docs/how-to/build-the-image.md).
 	$(GO) run ./hack/image --image $(IMG) --output bin/hub-image.tar --version $(VERSION) --git-commit $(GIT_COMMIT)
 
 .PHONY: docker-build
@@ -149,7 +149,7 @@ docker-build: ## Build the hub container image IMG (default ghcr.io/configbundle
 ##@ kind
 
 .PHONY: kind-up
-kind-up: ## Create a kind hub cluster and member clusters, deploy the hub, register the members (HUB, MEMBERS, IMG, KIND_NODE_IMAGE; docs/kind.md).
+kind-up: ## Create a kind hub cluster and member clusters, deploy the hub, register the members (HUB, MEMBERS, IMG, KIND_NODE_IMAGE; docs/how-to/kind.md).
 	IMG="$(IMG)" bash hack/kind/up.sh
 
 .PHONY: kind-down
@@ -157,5 +157,5 @@ kind-down: ## Delete the kind clusters of kind-up (HUB, MEMBERS); then stop what
 	bash hack/kind/down.sh
 
 .PHONY: test-kind
-test-kind: ## As root: the kind e2e test on three kind clusters, with Docker, cgroup mounts and an offline node image set up and undone here (docs/kind.md); prints its time.
+test-kind: ## As root: the kind e2e test on three kind clusters, with Docker, cgroup mounts and an offline node image set up and undone here (docs/how-to/kind.md); prints its time.
 	@bash hack/kind/test.sh
