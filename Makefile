@@ -9,6 +9,8 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 GOLANGCI_LINT := $(GO) tool -modfile=$(CURDIR)/hack/tools/go.mod golangci-lint
 # gotestsum runs `go test -json` and keeps it for the report of `make test` (a tool of go.mod).
 GOTESTSUM := $(CURDIR)/bin/gotestsum
+# crd-ref-docs writes docs/reference/api.md from the Go types of api/ (a tool of the same module).
+CRD_REF_DOCS := $(GO) tool -modfile=$(CURDIR)/hack/tools/go.mod crd-ref-docs
 
 
 # What `hub version` and the configbundle_build_info metric say of a build from this checkout.
@@ -67,13 +69,24 @@ helm: ## Generate the Helm chart config/chart/configbundle-hub from config/defau
 helmbin: ## Build the helm binary the chart tests run (cached; about 3 minutes the first time).
 	@bash hack/helmbin.sh
 
+.PHONY: docs
+docs: ## Regenerate docs/reference: the API (crd-ref-docs), the CLI (cobra/doc), the metrics and the Helm values.
+	@mkdir -p docs/reference
+	$(CRD_REF_DOCS) --log-level=ERROR --source-path=./api --config=hack/docs/crd-ref-docs.yaml --renderer=markdown --output-path=docs/reference/api.md
+	$(GO) test ./hub -run '^TestCLIReference$$' -count=1 -args -update-cli-reference
+	$(GO) run ./hack/docs/metrics > docs/reference/metrics.md
+	$(GO) run ./hack/docs/helmvalues config/chart/configbundle-hub/values.yaml > docs/reference/helm-values.md
+
 .PHONY: verify
-verify: manifests generate helm lint ## Fail on stale generated files (CRDs, RBAC, deepcopy, the Helm chart), an untidy module, unformatted code or lint findings.
+verify: manifests generate helm docs lint ## Fail on stale generated files (CRDs, RBAC, deepcopy, the Helm chart, docs/reference), a broken docs link, an untidy module, unformatted code or lint findings.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run make tidy"; exit 1; }
 	@cd test/monitoring && $(GO) mod tidy -diff || { echo "test/monitoring/go.mod/go.sum are not tidy: run make tidy"; exit 1; }
 	@git diff --exit-code -- config api pkg || { echo "generated files are stale: run make manifests generate helm and commit"; exit 1; }
 	@test -z "$$(git ls-files --others --exclude-standard -- config/chart)" || { git ls-files --others --exclude-standard -- config/chart; echo "config/chart has files make helm made and git does not know: commit them"; exit 1; }
+	@git diff --exit-code -- docs/reference || { echo "docs/reference is stale: run make docs and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- docs/reference)" || { git ls-files --others --exclude-standard -- docs/reference; echo "docs/reference has files make docs made and git does not know: commit them"; exit 1; }
+	@$(GO) run ./hack/docs/links README.md CHANGELOG.md docs
 
 .PHONY: testbin
 testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes the first time).
@@ -142,7 +155,7 @@ IMG ?= ghcr.io/configbundle/hub:dev
 DOCKER_BUILD_FLAGS ?=
 
 .PHONY: image
-image: ## Build the hub image IMG without Docker into bin/hub-image.tar (a docker-archive for ctr/kind/docker load; see docs/image.md).
+image: ## Build the hub image IMG without Docker into bin/hub-image.tar (a docker-archive for ctr/kind/docker load; see docs/how-to/build-the-image.md).
 	$(GO) run ./hack/image --image $(IMG) --output bin/hub-image.tar --version $(VERSION) --git-commit $(GIT_COMMIT)
 
 .PHONY: docker-build
@@ -152,7 +165,7 @@ docker-build: ## Build the hub container image IMG (default ghcr.io/configbundle
 ##@ kind
 
 .PHONY: kind-up
-kind-up: ## Create a kind hub cluster and member clusters, deploy the hub, register the members (HUB, MEMBERS, IMG, KIND_NODE_IMAGE; docs/kind.md).
+kind-up: ## Create a kind hub cluster and member clusters, deploy the hub, register the members (HUB, MEMBERS, IMG, KIND_NODE_IMAGE; docs/how-to/kind.md).
 	IMG="$(IMG)" bash hack/kind/up.sh
 
 .PHONY: kind-down
@@ -160,5 +173,5 @@ kind-down: ## Delete the kind clusters of kind-up (HUB, MEMBERS); then stop what
 	bash hack/kind/down.sh
 
 .PHONY: test-kind
-test-kind: ## As root: the kind e2e test on three kind clusters, with Docker, cgroup mounts and an offline node image set up and undone here (docs/kind.md); prints its time.
+test-kind: ## As root: the kind e2e test on three kind clusters, with Docker, cgroup mounts and an offline node image set up and undone here (docs/how-to/kind.md); prints its time.
 	@bash hack/kind/test.sh

@@ -31,7 +31,7 @@ const targetsPerMember = 50
 // second per member. A heal costs the hub about three requests here (the write, the status
 // write that counts it a second later, a share of Events and, for a deletion, a read of the
 // bundle): about 58 a second per member, over the client's 50 QPS but within its burst of 100
-// for a turn's 10 s, which measurably adds nothing (docs/performance.md, "The heal path").
+// for a turn's 10 s, which measurably adds nothing (docs/performance.md).
 const driftPace = 50 * time.Millisecond
 
 // desiredConfigMaps renders the ConfigMaps a member's bench bundles ask for.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # up.sh brings up ConfigBundle Hub on kind: a hub cluster running the hub image built from this
 # checkout (config/default), and member clusters registered with it and holding config/samples.
-# `make kind-up` runs it; docs/kind.md describes what it does. Running it again reuses the
+# `make kind-up` runs it; docs/how-to/kind.md describes what it does. Running it again reuses the
 # clusters, rebuilds and reloads the image, restarts the hub and registers the members again
 # (which rotates their tokens).
 #
@@ -60,7 +60,7 @@ for name in "$HUB" "${MEMBER_LIST[@]}"; do
 done
 
 log "Building $IMG"
-# Without Docker, as `make image` does (hack/image, docs/image.md): no base image to pull.
+# Without Docker, as `make image` does (hack/image, docs/how-to/build-the-image.md): no base image to pull.
 (cd "$REPO_ROOT" && go run ./hack/image --image "$IMG" --output "$work/hub-image.tar")
 
 log "Loading $IMG into $HUB"
@@ -124,7 +124,7 @@ for m in "${MEMBER_LIST[@]}"; do
   wait_for_object "$hub_ctx" "membercluster/$m"
   if ! kubectl --context "$hub_ctx" wait --for=condition=Ready "membercluster/$m" --timeout "$WAIT_TIMEOUT"; then
     kubectl --context "$hub_ctx" get memberclusters >&2 || true
-    die "member $m did not become Ready within $WAIT_TIMEOUT: its REASON above says why (docs/hub.md lists the reasons)."
+    die "member $m did not become Ready within $WAIT_TIMEOUT: its REASON above says why (docs/how-to/troubleshooting.md lists the reasons)."
   fi
 done
 

@@ -23,7 +23,7 @@ func (d *demo) bindGlobal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.say("==> Cluster sets: a FleetBundle places only into the members of the ClusterSets bound to its namespace (docs/security.md); the set %s, every member, bound into %s", set.Name, binding.Namespace)
+	d.say("==> Cluster sets: a FleetBundle places only into the members of the ClusterSets bound to its namespace (docs/concepts/security.md); the set %s, every member, bound into %s", set.Name, binding.Namespace)
 	d.say("$ kubectl apply -f config/samples/clusterset_global.yaml    # ClusterSet %s (clusterSelector {}: every member) and ClusterSetBinding %s/%s", set.Name, binding.Namespace, binding.Name)
 	for _, o := range []client.Object{set, binding} {
 		kind := "clusterset"

@@ -49,7 +49,7 @@ func (d *demo) place(ctx context.Context) error {
 	}
 	d.fb = fb
 	m1, m2 := d.members[0].Name, d.members[1].Name
-	d.say("==> Placement: one FleetBundle, defined on the hub, placed by label in the members whose MemberCluster it selects (docs/placement.md)")
+	d.say("==> Placement: one FleetBundle, defined on the hub, placed by label in the members whose MemberCluster it selects (docs/how-to/place-and-roll-out.md)")
 	if d.gcProbe != nil {
 		waited := time.Now()
 		if err := <-d.gcProbe; err != nil {

@@ -87,7 +87,7 @@ func (d *demo) rollout(ctx context.Context) error {
 	fb.Spec.Rollout.Stages[0].SoakTime.Duration = demoSoak
 	d.rolloutFB = fb
 	canary := d.members[0].Name
-	d.say("==> Staged rollout: FleetBundle %s over every member, the canary %s first; each change soaks there %s before the rest get it (docs/placement.md#staged-rollout)", rolloutName, canary, demoSoak)
+	d.say("==> Staged rollout: FleetBundle %s over every member, the canary %s first; each change soaks there %s before the rest get it (docs/how-to/place-and-roll-out.md#staged-rollout)", rolloutName, canary, demoSoak)
 	d.say("$ kubectl label memberclusters %s %s=%s", canary, ringKey, canaryRing)
 	if err := d.fl.LabelMember(ctx, canary, map[string]string{ringKey: canaryRing}); err != nil {
 		return err

@@ -94,7 +94,7 @@ func (d *demo) templates(ctx context.Context) error {
 // templated FleetBundle: each member's ConfigMap gets its own message.
 func (d *demo) applyTemplated(ctx context.Context) error {
 	fb := d.templatedFB
-	d.say("==> Per-member values: one FleetBundle %s over every member, its message rendered from each member's MemberCluster (its name, its %s label), %s=debug for the %s=%s member by an override (docs/placement.md#per-member-values-templates-and-overrides)",
+	d.say("==> Per-member values: one FleetBundle %s over every member, its message rendered from each member's MemberCluster (its name, its %s label), %s=debug for the %s=%s member by an override (docs/how-to/per-member-values.md)",
 		templatedName, regionKey, logLevelKey, envKey, devEnv)
 	want := map[string]string{}
 	for i, m := range d.members[:placementMembers] {

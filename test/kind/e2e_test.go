@@ -9,7 +9,7 @@
 // It needs a reachable Docker daemon that runs privileged containers, and nothing else: kind is
 // used as a library, kustomize through krusty, and registration through pkg/registration. On a
 // machine without a registry or a suitable Docker, `make test-kind` (as root) sets up what it
-// needs and runs it (docs/kind.md); elsewhere run it with
+// needs and runs it (docs/how-to/kind.md); elsewhere run it with
 //
 //	go test -tags kind ./test/kind/ -v -timeout 30m
 //
