@@ -69,8 +69,8 @@ func runSuite(m *testing.M) int {
 	}
 	var err error
 	fl, err = fleet.Start(ctx, fleet.Options{
-		// The members log every write, by user agent: which replica wrote, and when.
-		Members: controlplane.Named(controlplane.Options{AuditWrites: true}, names...),
+		// Slim members on one etcd; they log every write, by user agent: which replica wrote, and when.
+		Shared: &controlplane.SharedOptions{AuditWrites: true},
 		// HUB_BUILD_FLAGS="-race" runs the replicas with the race detector (they share state
 		// between the coordinator's tick, the Lease renewals and every write's fence check); it
 		// needs a quiet machine: a loaded one lets Leases of 6s lapse.
@@ -84,6 +84,10 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = fl.Close() }()
+	if _, err := fl.AddSlimMembers(ctx, names...); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the members:", err)
+		return 1
+	}
 	if err := setUp(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the fleet:", err)
 		return 1
