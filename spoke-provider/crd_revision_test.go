@@ -19,7 +19,7 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
-	"configbundle.dev/hub/pkg/election"
+	"configbundle.dev/hub/pkg/sharding/election"
 	"configbundle.dev/hub/pkg/sharding"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )

@@ -16,7 +16,7 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
-	"configbundle.dev/hub/pkg/election"
+	"configbundle.dev/hub/pkg/sharding/election"
 )
 
 // Bounds of the election tests, generous for a loaded two-core machine.

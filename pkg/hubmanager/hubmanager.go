@@ -40,10 +40,10 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/pkg/configbundle"
-	"configbundle.dev/hub/pkg/election"
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/placement"
 	"configbundle.dev/hub/pkg/sharding"
+	"configbundle.dev/hub/pkg/sharding/election"
 	"configbundle.dev/hub/pkg/version"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )

@@ -14,13 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/pkg/election"
+	"configbundle.dev/hub/pkg/sharding/coordinator"
+	"configbundle.dev/hub/pkg/sharding/election"
+	"configbundle.dev/hub/pkg/sharding/peers"
+	"configbundle.dev/hub/pkg/sharding/sharder"
 	"configbundle.dev/hub/pkg/version"
 )
 
@@ -67,7 +67,7 @@ func (r Replica) OnElected(fn func()) {
 type shards struct {
 	registry peers.Registry
 	sharder  sharder.Sharder
-	coord    *sharded.Coordinator
+	coord    *coordinator.Coordinator
 	log      logr.Logger
 }
 
@@ -95,14 +95,14 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error
 	registry := peers.NewLeaseRegistry(direct, opts.Namespace, hubv1alpha1.PeerLeasePrefix, opts.ReplicaID, 1, log,
 		peers.WithLeaseTimings(opts.LeaseDuration, renew), peers.WithRefreshInterval(refresh))
 	hrw := sharder.NewHRW()
-	coord := sharded.New(direct, log,
-		sharded.WithPeerRegistry(registry),
-		sharded.WithSharder(hrw),
-		sharded.WithShardLease(opts.Namespace, hubv1alpha1.MemberLeasePrefix),
-		sharded.WithPerClusterLease(true),
-		sharded.WithLeaseTimings(opts.LeaseDuration, renew, fenceThrottle),
-		sharded.WithSynchronizationIntervals(decisionInterval, opts.LeaseDuration),
-		sharded.WithElection(hubv1alpha1.LeaderElectionID),
+	coord := coordinator.New(direct, log,
+		coordinator.WithPeerRegistry(registry),
+		coordinator.WithSharder(hrw),
+		coordinator.WithShardLease(opts.Namespace, hubv1alpha1.MemberLeasePrefix),
+		coordinator.WithPerClusterLease(true),
+		coordinator.WithLeaseTimings(opts.LeaseDuration, renew, fenceThrottle),
+		coordinator.WithSynchronizationIntervals(decisionInterval, opts.LeaseDuration),
+		coordinator.WithElection(hubv1alpha1.LeaderElectionID),
 	)
 	return Replica{ID: opts.ReplicaID, shards: &shards{registry: registry, sharder: hrw, coord: coord, log: log}}, nil
 }

@@ -21,7 +21,7 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
-	"configbundle.dev/hub/pkg/election"
+	"configbundle.dev/hub/pkg/sharding/election"
 )
 
 // Timeouts of the tests, generous for a loaded two-core machine.

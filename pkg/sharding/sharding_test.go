@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+	"configbundle.dev/hub/pkg/sharding/sharder"
 )
 
 // owner returns the peer rendezvous hashing names for a member.

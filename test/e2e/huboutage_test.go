@@ -22,7 +22,7 @@ import (
 	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/internal/testing/hubprocess"
 	"configbundle.dev/hub/internal/testing/netproxy"
-	"configbundle.dev/hub/pkg/election"
+	"configbundle.dev/hub/pkg/sharding/election"
 	"configbundle.dev/hub/pkg/sharding"
 )
 

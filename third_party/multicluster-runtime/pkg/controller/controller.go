@@ -214,13 +214,13 @@ func startWithinContext[request mcreconcile.ClusterAware[request]](ctx context.C
 		// The source stops when the engagement or the controller ends, whichever comes first.
 		// context.AfterFunc registers callbacks instead of parking a goroutine on ctlCtx, which
 		// would outlive the engagement: one goroutine leaked per source and engagement for as
-		// long as the controller runs (PATCHES.md, patch 1).
+		// long as the controller runs.
 		ctx, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(ctlCtx, cancel)
 		context.AfterFunc(ctx, func() { stop() })
 		// A controller started after the engagement ended (it waited for leader election while
 		// the cluster came and went) has nothing to watch there: that is no error, and must
-		// not stop the controller, and the manager with it (PATCHES.md, patch 8).
+		// not stop the controller, and the manager with it.
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -84,15 +84,6 @@ func WithPeerRegistry(reg peers.Registry) Option {
 	}
 }
 
-// WithElection makes the coordinator elect one peer among all for work that only one may do
-// (Coordinator.Leading, OnElected), with a fence named name in the fence namespace: held, like
-// the clusters' fences, while its holder's peer Lease is valid, and never renewed.
-func WithElection(name string) Option {
-	return func(c *Coordinator) {
-		c.cfg.ElectionName = name
-	}
-}
-
 // withConfig replaces the full config (for tests only; not exported).
 func withConfig(cfg Config) Option {
 	return func(c *Coordinator) {

@@ -18,7 +18,6 @@ package sharder
 
 import (
 	"hash/fnv"
-	"math"
 )
 
 // HRW implements Highest-Random-Weight (aka Rendezvous) hashing.
@@ -28,13 +27,11 @@ import (
 // same scores independently, so the winner is deterministic as long as
 // the inputs (clusterID, peer IDs, weights) are identical.
 //
-// Scores: the 64-bit FNV-1a hash of clusterID+"|"+peerID, passed through
-// a 64-bit finalizer (MurmurHash3's fmix64) so that IDs differing only in
-// their last characters (r0, r1, r2; pod name suffixes) still get
-// independent, uniform scores — FNV-1a alone gives one of three such peers
-// half of all clusters. Weighting uses the canonical weighted rendezvous
-// score -w/ln(u), u uniform in (0,1), so that a peer's expected share is
-// its Weight over the sum of the weights.
+// Weighting: this implementation biases selection by multiplying the
+// score with the peer's Weight (0 is treated as 1). This is a simple and
+// fast heuristic; if you need proportional weighting with stronger
+// distribution guarantees, consider the canonical weighted rendezvous
+// formula (e.g., score = -ln(u)/w).
 type HRW struct{}
 
 // NewHRW returns a new HRW sharder.
@@ -51,8 +48,9 @@ func NewHRW() *HRW { return &HRW{} }
 // Behavior & caveats:
 //   - If peers is empty, this returns true (caller may choose to gate with fencing).
 //   - Weight 0 is treated as 1 (no special meaning).
-//   - Ties (practically unreachable) are broken by the larger peer ID.
-//   - The hash is fast and stable but not cryptographically secure.
+//   - Ties are broken by "last wins" in the iteration order (practically
+//     unreachable with 64-bit hashing, but documented for completeness).
+//   - The hash (FNV-1a, 64-bit) is fast and stable but not cryptographically secure.
 //   - This method does not enforce ownership; callers should still use a
 //     per-shard fence (e.g., a Lease) to serialize actual work.
 //
@@ -64,10 +62,14 @@ func (h *HRW) ShouldOwn(clusterID string, peers []PeerInfo, self PeerInfo) bool 
 		return true
 	}
 	var best PeerInfo
-	bestScore := math.Inf(-1)
+	var bestScore uint64
 	for _, p := range peers {
-		score := Score(clusterID, p)
-		if score > bestScore || (score == bestScore && p.ID > best.ID) {
+		score := hash64(clusterID + "|" + p.ID)
+		if p.Weight == 0 {
+			p.Weight = 1
+		}
+		score *= uint64(p.Weight)
+		if score >= bestScore {
 			bestScore = score
 			best = p
 		}
@@ -75,30 +77,10 @@ func (h *HRW) ShouldOwn(clusterID string, peers []PeerInfo, self PeerInfo) bool 
 	return best.ID == self.ID
 }
 
-// Score is peer p's weighted rendezvous score for clusterID: the highest score wins.
-func Score(clusterID string, p PeerInfo) float64 {
-	w := p.Weight
-	if w == 0 {
-		w = 1
-	}
-	// u in (0,1): the top 53 bits of the mixed hash, centred in their interval.
-	u := (float64(fmix64(hash64(clusterID+"|"+p.ID))>>11) + 0.5) / (1 << 53)
-	return -float64(w) / math.Log(u)
-}
-
 // hash64 returns a stable 64-bit FNV-1a hash of s.
+// Fast, non-cryptographic; suitable for rendezvous hashing.
 func hash64(s string) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(s))
 	return h.Sum64()
-}
-
-// fmix64 is MurmurHash3's 64-bit finalizer: every input bit affects every output bit.
-func fmix64(k uint64) uint64 {
-	k ^= k >> 33
-	k *= 0xff51afd7ed558ccd
-	k ^= k >> 33
-	k *= 0xc4ceb9fe1a85ec53
-	k ^= k >> 33
-	return k
 }

@@ -23,12 +23,10 @@ type Lock struct {
 	// dead (a cut, a hung API server), and the next request must not wait on it.
 	onTimeout func()
 
-	mu sync.Mutex // guards validUntil and onValid; never held across a request or a callback
+	mu sync.Mutex // guards validUntil; never held across a request
 	// validUntil is when this process stops being sure it holds the Lease, by the monotonic
 	// clock; the zero time when it does not hold it.
 	validUntil time.Time
-	// onValid is called when a renewal makes the Lease Valid again after it had lapsed.
-	onValid func()
 }
 
 var _ resourcelock.Interface = &Lock{}
@@ -107,34 +105,17 @@ func (l *Lock) write(ctx context.Context, rec resourcelock.LeaderElectionRecord,
 	if err := l.bounded(ctx, func(ctx context.Context) error { return do(ctx, rec) }); err != nil {
 		return err
 	}
-	if mine && l.setValidUntil(start.Add(time.Duration(rec.LeaseDurationSeconds)*time.Second-l.timings.Margin)) {
-		l.mu.Lock()
-		onValid := l.onValid
-		l.mu.Unlock()
-		if onValid != nil {
-			onValid()
-		}
+	if mine {
+		l.setValidUntil(start.Add(time.Duration(rec.LeaseDurationSeconds)*time.Second - l.timings.Margin))
 	}
 	return nil
 }
 
-// setValidUntil sets validUntil, and says whether the Lease had lapsed and is Valid again.
-func (l *Lock) setValidUntil(t time.Time) (revalidated bool) {
+// setValidUntil sets validUntil.
+func (l *Lock) setValidUntil(t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
-	revalidated = !l.validUntil.IsZero() && !now.Before(l.validUntil) && now.Before(t)
 	l.validUntil = t
-	return revalidated
-}
-
-// OnValidAgain sets fn, called when a renewal makes the Lease Valid again after it had lapsed
-// while this process still held it (a renewal slower than the margin): work that asked Valid
-// meanwhile and was refused can be done now.
-func (l *Lock) OnValidAgain(fn func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.onValid = fn
 }
 
 // bounded runs one request within Timings.RequestTimeout, and calls onTimeout if it timed out.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -67,47 +66,49 @@ func TestTimings(t *testing.T) {
 	}
 }
 
-// candidate is one Elector under test.
-type candidate struct {
-	elector  *Elector
+// holder is one Lock under test, campaigning with client-go's leader election as
+// controller-runtime's manager does with --leader-elect.
+type holder struct {
 	lock     *Lock
-	elected  atomic.Int32 // OnElected calls
 	timeouts atomic.Int32 // onTimeout calls
-	stop     func()       // cancels it and waits until Start returned
-	running  atomic.Bool
+	stop     func()       // cancels its election and waits until it ended
 }
 
-func startCandidate(t *testing.T, cfg *rest.Config, ns, id string) *candidate {
+func startHolder(t *testing.T, cfg *rest.Config, ns, id string) *holder {
 	t.Helper()
-	c := &candidate{}
+	h := &holder{}
 	tm := Of(leaseDuration)
-	lock, err := NewLock(cfg, ns, "hub", id, tm, func() { c.timeouts.Add(1) })
+	lock, err := NewLock(cfg, ns, "hub", id, tm, func() { h.timeouts.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.lock, c.elector = lock, NewElector(lock, tm, logr.Discard())
-	c.elector.OnElected(func() { c.elected.Add(1) })
+	h.lock = lock
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	c.running.Store(true)
 	wg.Go(func() {
-		defer c.running.Store(false)
-		if err := c.elector.Start(ctx); err != nil {
-			t.Errorf("candidate %s: %v", id, err)
+		for ctx.Err() == nil { // campaign again after a loss, until stopped
+			le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+				Lock: lock, LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod, ReleaseOnCancel: true,
+				Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
+			})
+			if err != nil {
+				t.Errorf("holder %s: %v", id, err)
+				return
+			}
+			le.Run(ctx)
 		}
 	})
 	var once sync.Once
-	c.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(c.stop)
-	return c
+	h.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(h.stop)
+	return h
 }
 
-// TestElectorSurvivesAPIServerPause: the elected candidate stops leading (its fence lapses)
-// within the lease duration less the margin of its last renewal when the API server is paused
-// longer than the lease, and its timed-out requests say so; neither candidate ends, one of them
-// is elected again once the API server answers (OnElected fires again), and a candidate that
-// stops releases the Lease at once.
-func TestElectorSurvivesAPIServerPause(t *testing.T) {
+// TestLockLapsesWhenAPIServerPauses: the holder's fence (Valid) lapses within the lease
+// duration less the margin of its last renewal when the API server is paused longer than the
+// lease, and its timed-out requests say so; one of the candidates holds the Lease again once
+// the API server answers, and a holder that stops releases the Lease at once.
+func TestLockLapsesWhenAPIServerPauses(t *testing.T) {
 	if err := controlplane.CheckAssets(); err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +117,12 @@ func TestElectorSurvivesAPIServerPause(t *testing.T) {
 	const ns = "election-test"
 	g.Expect(kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 
-	a := startCandidate(t, hub.Config, ns, "a")
-	g.Eventually(a.elector.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	g.Expect(a.lock.Valid()).To(BeTrue())
-	g.Expect(a.elected.Load()).To(BeEquivalentTo(1))
-	b := startCandidate(t, hub.Config, ns, "b")
-	g.Consistently(b.elector.Leading).WithTimeout(2 * leaseDuration).WithPolling(interval).Should(BeFalse())
+	a := startHolder(t, hub.Config, ns, "a")
+	g.Eventually(a.lock.Valid).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Expect(a.lock.WriteDeadline()).To(BeTemporally(">", time.Now()))
+	b := startHolder(t, hub.Config, ns, "b")
+	g.Consistently(b.lock.Valid).WithTimeout(2 * leaseDuration).WithPolling(interval).Should(BeFalse())
+	g.Expect(b.lock.WriteDeadline()).To(BeZero())
 
 	g.Expect(hub.Pause()).To(Succeed())
 	paused := time.Now()
@@ -131,18 +132,15 @@ func TestElectorSurvivesAPIServerPause(t *testing.T) {
 			_ = hub.Resume()
 		}
 	}()
-	g.Eventually(a.elector.Leading).WithTimeout(leaseDuration - Of(leaseDuration).Margin + lapseSlack).WithPolling(interval).Should(BeFalse())
-	t.Logf("API server paused → the leader's fence lapsed: %v", time.Since(paused).Round(time.Millisecond))
-	g.Consistently(func() bool { return a.running.Load() && b.running.Load() }).WithTimeout(leaseDuration).WithPolling(interval).Should(BeTrue())
-	g.Expect(a.timeouts.Load()+b.timeouts.Load()).To(BeNumerically(">", 0), "timed-out requests reported")
+	g.Eventually(a.lock.Valid).WithTimeout(leaseDuration - Of(leaseDuration).Margin + lapseSlack).WithPolling(interval).Should(BeFalse())
+	t.Logf("API server paused → the holder's fence lapsed: %v", time.Since(paused).Round(time.Millisecond))
+	g.Eventually(func() int32 { return a.timeouts.Load() + b.timeouts.Load() }).WithTimeout(leaseDuration).WithPolling(interval).Should(BeNumerically(">", 0), "timed-out requests reported")
 	g.Expect(hub.Resume()).To(Succeed())
 	resumed = true
 
-	g.Eventually(func() bool { return a.elector.Leading() != b.elector.Leading() }).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	g.Eventually(func() int32 { return a.elected.Load() + b.elected.Load() }).WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">=", 2))
-
+	g.Eventually(func() bool { return a.lock.Valid() != b.lock.Valid() }).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	leader, other := a, b
-	if b.elector.Leading() {
+	if b.lock.Valid() {
 		leader, other = b, a
 	}
 	leader.stop()
@@ -150,7 +148,7 @@ func TestElectorSurvivesAPIServerPause(t *testing.T) {
 	lease := &coordinationv1.Lease{}
 	g.Expect(kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "hub"}, lease)).To(Succeed())
 	g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).To(BeEmpty(), "released")
-	g.Eventually(other.elector.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Eventually(other.lock.Valid).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 }
 
 // startHub starts a control plane for the Lease, stopped when t ends, and a client of it.
