@@ -87,14 +87,6 @@ test: ## Build what the tests need, then run every test on real control planes, 
 	(cd test/monitoring && $(GO) vet ./... && KUBEBUILDER_ASSETS="$$dir" $(GO) test ./... -count=1 -timeout 10m $(TESTFLAGS)) || rc=1; \
 	exit $$rc
 
-.PHONY: test-cluster
-test-cluster: ## As root: deploy config/default into a real single-node cluster (kubelet on containerd) and test the hub there; prints its time.
-	@start=$$(date +%s); \
-	bash hack/cluster-prereqs.sh && dir="$$(bash hack/testbin.sh node)" && \
-	$(GO) vet -tags cluster ./internal/testing/cluster ./test/incluster && \
-	KUBEBUILDER_ASSETS="$$dir" $(GO) test -tags cluster -p 1 -count=1 -v -timeout 20m ./internal/testing/cluster ./test/incluster; \
-	rc=$$?; echo "make test-cluster: $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc
-
 .PHONY: test-faults
 test-faults: ## Run the fault matrix alone (also part of make test), printing each case's timing.
 	@dir="$$(bash hack/testbin.sh)"; \

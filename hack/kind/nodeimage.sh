@@ -3,7 +3,7 @@
 # hack/kind, and prints its name. No registry is needed: the image is assembled offline.
 #
 #   - a Debian rootfs from Debian's packages (debootstrap): systemd, Debian's containerd 1.6 and
-#     runc, iptables, conntrack, iproute2, the CNI plugins, ...;
+#     runc, iptables, conntrack, iproute2, the CNI plugins, curl (as kind's base image has it), ...;
 #   - kind's node files (entrypoint, kubelet units, ...) from the sigs.k8s.io/kind module, with
 #     the files of hack/kind/node over them (containerd's config for Debian's paths, a bridge CNI,
 #     the kubelet's flags for this cgroup v1 machine, the service that imports the images);
@@ -31,7 +31,7 @@ PAUSE_TAG=3.10.2
 KIND_VERSION=$(go list -m -f '{{.Version}}' sigs.k8s.io/kind)
 SUITE=bookworm
 MIRROR=${KIND_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,iptables,nftables,conntrack,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,ca-certificates,procps,containernetworking-plugins,socat
+PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,iptables,nftables,conntrack,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,ca-certificates,procps,containernetworking-plugins,socat,curl
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub/kind
 say() { printf 'nodeimage: %s\n' "$*" >&2; }
