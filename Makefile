@@ -63,7 +63,7 @@ helm: ## Generate the Helm chart config/chart/configbundle-hub from config/defau
 
 .PHONY: helmbin
 helmbin: ## Build the helm binary the chart tests run (cached; about 3 minutes the first time).
-	@bash hack/helmbin.sh
+	@bash hack/offline/helmbin.sh
 
 .PHONY: verify
 verify: manifests generate helm lint ## Fail on stale generated files (CRDs, RBAC, deepcopy, the Helm chart), an untidy module, unformatted code or lint findings.
@@ -75,12 +75,12 @@ verify: manifests generate helm lint ## Fail on stale generated files (CRDs, RBA
 
 .PHONY: testbin
 testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes the first time).
-	@bash hack/testbin.sh
+	@bash hack/offline/testbin.sh
 
 .PHONY: test
 test: ## Build what the tests need, then run every test on real control planes, with the race detector.
-	@dir="$$(bash hack/testbin.sh)"; \
-	helm="$$(bash hack/helmbin.sh)"; \
+	@dir="$$(bash hack/offline/testbin.sh)"; \
+	helm="$$(bash hack/offline/helmbin.sh)"; \
 	$(GO) vet ./...; \
 	$(GO) vet -tags kind ./test/kind/...; \
 	rc=0; KUBEBUILDER_ASSETS="$$dir" HELM="$$helm" $(GO) test ./... -race -count=1 -timeout 30m $(TESTFLAGS) || rc=$$?; \
@@ -89,20 +89,20 @@ test: ## Build what the tests need, then run every test on real control planes, 
 
 .PHONY: test-faults
 test-faults: ## Run the fault matrix alone (also part of make test), printing each case's timing.
-	@dir="$$(bash hack/testbin.sh)"; \
+	@dir="$$(bash hack/offline/testbin.sh)"; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./pkg/configbundle ./spoke-provider ./test/e2e -run '^TestFault' -race -count=1 -timeout 20m -v $(TESTFLAGS)
 
 ##@ Run
 
 .PHONY: demo
 demo: ## Run the hub on an embedded local fleet (real control planes on loopback) and show it at work.
-	@dir="$$(bash hack/testbin.sh)"; \
+	@dir="$$(bash hack/offline/testbin.sh)"; \
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/demo --hub-binary bin/hub $(DEMO_ARGS)
 
 .PHONY: bench
 bench: ## Measure heal latency, convergence, cost per member and the scale curve (1 and 3 sharded replicas) on real control planes; prints tables (about 50 minutes; BENCH_ARGS=--scale=none skips the curve).
-	@dir="$$(bash hack/testbin.sh)"; \
+	@dir="$$(bash hack/offline/testbin.sh)"; \
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/bench --hub-binary bin/hub $(BENCH_ARGS)
 

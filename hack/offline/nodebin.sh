@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nodebin.sh builds, once, the binaries of the kind node image that hack/testbin.sh does not:
+# nodebin.sh builds, once, the binaries of the kind node image that hack/offline/testbin.sh does not:
 # kubeadm (KUBE_VERSION), etcd (ETCD_VERSION, the version kubeadm's image list names) and CoreDNS
 # (COREDNS_VERSION, likewise), from the Go module proxy, into a cache outside the checkout, and
 # prints that directory. Afterwards it returns at once.

@@ -2,7 +2,7 @@
 # testbin.sh builds the control-plane binaries the tests and the demo run (etcd,
 # kube-apiserver, kube-controller-manager) from the Go module proxy, once, into a
 # cache outside the checkout, and prints the directory that holds them. `testbin.sh node`
-# also builds what the kind node image of hack/kind/nodeimage.sh needs (kube-scheduler,
+# also builds what the kind node image of hack/offline/nodeimage.sh needs (kube-scheduler,
 # kubelet, kube-proxy, kubectl).
 #
 # Nothing is downloaded but Go modules: each binary is built from a throwaway module
