@@ -9,25 +9,26 @@
 #     the kubelet's flags for this cgroup v1 machine, the service that imports the images);
 #   - kubelet, kubectl, kubeadm, and the images kubeadm runs (kube-apiserver,
 #     kube-controller-manager, kube-scheduler, kube-proxy, etcd, CoreDNS, pause), built from the
-#     Go module proxy (hack/offline/testbin.sh node, hack/offline/nodebin.sh) and pause.c, packed by
-#     hack/offline/nodeimage into /kind/images/images.tar, which the node imports as it boots.
+#     Go module proxy (hack/offline/testbin.sh node, hack/offline/nodebin.sh) and pause.c, packed
+#     by hack/offline/nodeimage into /kind/images/images.tar, which the node imports as it boots.
+#     The versions are hack/offline/versions.sh's: etcd is the binary the tests run too.
 #
 # The image is cached as a tar outside the checkout, keyed by everything that goes into it
 # (versions, package list, the files above and this script), as
 # ${XDG_CACHE_HOME:-~/.cache}/configbundle-hub/kind/node-KEY.tar, and loaded with `docker load`
 # under the name configbundle.dev/kind-node:KUBE_VERSION-KEY. A daemon that has
 # the image already makes this return at once; a cold build takes about 10 minutes on two
-# cores after `hack/offline/testbin.sh node` (most of it building kubeadm, etcd and CoreDNS). Run as root.
+# cores after `hack/offline/testbin.sh node` (most of it building kubeadm and CoreDNS). Run as root.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
-KUBE_VERSION=${KUBE_VERSION:-v1.36.3}
-# The versions kubeadm $KUBE_VERSION names in `kubeadm config images list`.
-export ETCD_VERSION=${KIND_ETCD_VERSION:-v3.6.8} COREDNS_VERSION=${KIND_COREDNS_VERSION:-v1.14.2}
+# shellcheck source=hack/offline/versions.sh
+. hack/offline/versions.sh
+# Exported: testbin.sh and nodebin.sh build these.
+export KUBE_VERSION ETCD_VERSION COREDNS_VERSION
 ETCD_TAG=${ETCD_VERSION#v}-0
-PAUSE_TAG=3.10.2
 KIND_VERSION=$(go list -m -f '{{.Version}}' sigs.k8s.io/kind)
 SUITE=bookworm
 MIRROR=${KIND_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -132,7 +133,7 @@ if [ ! -f "$tarfile" ]; then
 
   say "packing the images kubeadm runs"
   nice -n 19 go run ./hack/offline/nodeimage --out "$rootfs/kind/images/images.tar" --kube-version "$KUBE_VERSION" \
-    --kube-dir "$kube_dir" --etcd "$nodebin/etcd" --etcd-tag "$ETCD_TAG" --coredns "$nodebin/coredns" \
+    --kube-dir "$kube_dir" --etcd "$kube_dir/etcd" --etcd-tag "$ETCD_TAG" --coredns "$nodebin/coredns" \
     --coredns-tag "$COREDNS_VERSION" --pause "$work/pause" --pause-tag "$PAUSE_TAG" --kube-proxy-extra "$extra" >&2
 
   tar -C "$rootfs" --numeric-owner -cf "$tarfile.tmp" .
