@@ -37,6 +37,20 @@ PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,iptables,nftables,conntrack,i
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub/kind
 say() { printf 'nodeimage: %s\n' "$*" >&2; }
 
+# go_module_dir MODULE[@VERSION] prints the directory of a module (go.mod's version unless one is
+# given) in the module cache, downloading it first: `go list -m -f '{{.Dir}}'` prints nothing for
+# a module not downloaded yet, as on a fresh clone on a new machine.
+go_module_dir() {
+  local json dir
+  json=$(go mod download -json "$1") || true
+  dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' <<<"$json")
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    echo "nodeimage.sh: go mod download $1 gave no module directory: $(sed -n 's/.*"Error": "\(.*\)".*/\1/p' <<<"$json")" >&2
+    return 1
+  fi
+  echo "$dir"
+}
+
 [ "$(id -u)" = 0 ] || { echo "nodeimage.sh: run as root (debootstrap, chroot, image ownership)" >&2; exit 1; }
 
 # The key: every input, by content.
@@ -82,7 +96,7 @@ if [ ! -f "$tarfile" ]; then
   tar -C "$rootfs" --numeric-owner -xpf "$base"
 
   # kind's node files (as kind's images/base/Dockerfile copies them), then ours over them.
-  kindfiles=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/images/base/files
+  kindfiles=$(go_module_dir sigs.k8s.io/kind)/images/base/files
   install -m 0755 "$kindfiles"/usr/local/bin/* "$rootfs/usr/local/bin/"
   mkdir -p "$rootfs/kind/bin" "$rootfs/etc/systemd/system/kubelet.service.d" "$rootfs/etc/sysctl.d"
   install -m 0644 "$kindfiles/kind/README.txt" "$rootfs/kind/"
@@ -113,7 +127,7 @@ if [ ! -f "$tarfile" ]; then
   install -m 0755 "$kube_dir/kubelet" "$kube_dir/kubectl" "$nodebin/kubeadm" "$rootfs/usr/bin/"
 
   # pause, from Kubernetes' pause.c.
-  kmod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  kmod=$(go_module_dir "k8s.io/kubernetes@$KUBE_VERSION")
   gcc -Os -static -DVERSION="$PAUSE_TAG-configbundle" -o "$work/pause" "$kmod/build/pause/linux/pause.c"
 
   # kube-proxy's iptables userland: iptables-nft from the rootfs, its libraries and extensions.
