@@ -136,5 +136,5 @@ kind-down: ## Delete the kind clusters of kind-up (HUB, MEMBERS); then stop what
 	bash hack/kind/down.sh
 
 .PHONY: test-kind
-test-kind: ## As root: the kind e2e test on three kind clusters, with Docker, cgroup mounts and an offline node image set up and undone here (docs/kind.md); prints its time.
+test-kind: ## As root: the kind e2e test on three kind clusters, with Docker, cgroup mounts and an offline node image set up and undone here (hack/offline, docs/kind.md); prints its time.
 	@bash hack/kind/test.sh
