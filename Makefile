@@ -67,7 +67,7 @@ helm: ## Generate the Helm chart config/chart/configbundle-hub from config/defau
 
 .PHONY: helmbin
 helmbin: ## Build the helm binary the chart tests run (cached; about 3 minutes the first time).
-	@bash hack/helmbin.sh
+	@bash hack/offline/helmbin.sh
 
 .PHONY: docs
 docs: ## Regenerate docs/reference: the API (crd-ref-docs), the CLI (cobra/doc), the metrics and the Helm values.
@@ -90,12 +90,12 @@ verify: manifests generate helm docs lint ## Fail on stale generated files (CRDs
 
 .PHONY: testbin
 testbin: ## Build the control-plane binaries for tests (cached; about 10 minutes the first time).
-	@bash hack/testbin.sh
+	@bash hack/offline/testbin.sh
 
 .PHONY: test
 test: ## Build what the tests need, then run every test on real control planes in two lanes at once: in-process packages with the race detector, binary suites without; prints each package's time and the 20 slowest tests.
-	@dir="$$(bash hack/testbin.sh)"; \
-	helm="$$(bash hack/helmbin.sh)"; \
+	@dir="$$(bash hack/offline/testbin.sh)"; \
+	helm="$$(bash hack/offline/helmbin.sh)"; \
 	$(GO) vet ./...; \
 	$(GO) vet -tags kind ./test/kind/...; \
 	$(GO) build -o /dev/null ./hack/bench; $(GO) build -o /dev/null ./hack/demo; \
@@ -111,36 +111,28 @@ test: ## Build what the tests need, then run every test on real control planes i
 	$(GO) run ./hack/testreport bin/test/*.json; \
 	exit $$rc
 
-.PHONY: test-cluster
-test-cluster: ## As root: deploy config/default into a real single-node cluster (kubelet on containerd) and test the hub there; prints its time.
-	@start=$$(date +%s); \
-	bash hack/cluster-prereqs.sh && dir="$$(bash hack/testbin.sh node)" && \
-	$(GO) vet -tags cluster ./internal/testing/cluster ./test/incluster && \
-	KUBEBUILDER_ASSETS="$$dir" $(GO) test -tags cluster -p 1 -count=1 -v -timeout 20m ./internal/testing/cluster ./test/incluster; \
-	rc=$$?; echo "make test-cluster: $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc
-
 .PHONY: test-faults
 test-faults: ## Run the fault matrix alone (also part of make test), printing each case's timing.
-	@dir="$$(bash hack/testbin.sh)"; \
+	@dir="$$(bash hack/offline/testbin.sh)"; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) test ./pkg/configbundle ./spoke-provider ./test/e2e -run '^TestFault' -race -count=1 -timeout 20m -v $(TESTFLAGS)
 
 ##@ Run
 
 .PHONY: demo
 demo: ## Run the hub on an embedded local fleet (real control planes on loopback) and show it at work.
-	@dir="$$(bash hack/testbin.sh)"; \
+	@dir="$$(bash hack/offline/testbin.sh)"; \
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/demo --hub-binary bin/hub $(DEMO_ARGS)
 
 .PHONY: bench
 bench: ## Measure heal latency, convergence, cost per member and the scale curve (1 and 3 sharded replicas) on real control planes; prints tables (about 50 minutes; BENCH_ARGS=--scale=none skips the curve).
-	@dir="$$(bash hack/testbin.sh)"; \
+	@dir="$$(bash hack/offline/testbin.sh)"; \
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/bench --hub-binary bin/hub $(BENCH_ARGS)
 
 .PHONY: bench-smoke
 bench-smoke: ## Run every phase of the benchmark at a small size and check its figures are all there (about 5 minutes; make test runs a shorter one).
-	@dir="$$(bash hack/testbin.sh)"; \
+	@dir="$$(bash hack/offline/testbin.sh)"; \
 	BENCH_SMOKE=1 KUBEBUILDER_ASSETS="$$dir" $(GO) test ./hack/bench -run '^TestSmoke$$' -count=1 -v -timeout 20m $(TESTFLAGS)
 
 ##@ Build

@@ -25,7 +25,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"configbundle.dev/hub/internal/ociimage"
+	"configbundle.dev/hub/hack/offline/ociimage"
 )
 
 // hubPackage is the hub's main package, which the Dockerfile builds.

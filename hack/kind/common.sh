@@ -9,7 +9,7 @@
 #                     (default "member-1 member-2"); each is also the member's name on the hub
 #   IMG               image to build and load into the hub (default ghcr.io/configbundle/hub:dev)
 #   KIND_NODE_IMAGE   node image of new clusters: "offline" (the default as root on Linux) builds
-#                     or reuses the node image of hack/kind/nodeimage.sh, which needs no registry,
+#                     or reuses the node image of hack/offline/nodeimage.sh, which needs no registry,
 #                     and creates the clusters with hack/kind/cluster.yaml; "kind" (the default
 #                     otherwise) is the kind binary's default (kindest/node, pulled); any other
 #                     value is an image to use as it is
@@ -57,24 +57,24 @@ Start Docker (and check that this user may use it), then run this again."
 }
 
 # machine_up: with the offline node image (as root), what this machine needs for kind: a Docker
-# daemon that runs privileged containers (hack/kind/docker.sh up, which may start one of its own;
+# daemon that runs privileged containers (hack/offline/docker.sh up, which may start one of its own;
 # its DOCKER_HOST is exported here) and the cgroup v1 controllers the host left unmounted
-# (hack/kind/cgroups.sh up). machine_down undoes both (down.sh, once no kind cluster is left).
+# (hack/offline/cgroups.sh up). machine_down undoes both (down.sh, once no kind cluster is left).
 machine_up() {
   [ "$KIND_NODE_IMAGE" = offline ] || return 0
   local env
-  env=$(bash "$REPO_ROOT/hack/kind/docker.sh" up) || die "no Docker daemon that runs privileged containers (above)."
+  env=$(bash "$REPO_ROOT/hack/offline/docker.sh" up) || die "no Docker daemon that runs privileged containers (above)."
   eval "$env"
-  bash "$REPO_ROOT/hack/kind/cgroups.sh" up
+  bash "$REPO_ROOT/hack/offline/cgroups.sh" up
 }
 
 machine_down() {
   [ "$KIND_NODE_IMAGE" = offline ] || return 0
-  bash "$REPO_ROOT/hack/kind/cgroups.sh" down
-  bash "$REPO_ROOT/hack/kind/docker.sh" down
+  bash "$REPO_ROOT/hack/offline/cgroups.sh" down
+  bash "$REPO_ROOT/hack/offline/docker.sh" down
 }
 
-# use_own_docker: when hack/kind/docker.sh runs a Docker daemon of its own, `docker` and kind
+# use_own_docker: when hack/offline/docker.sh runs a Docker daemon of its own, `docker` and kind
 # talk to it.
 use_own_docker() {
   if [ -S /run/configbundle-kind-docker/docker.sock ] && [ -z "${DOCKER_HOST:-}" ]; then
@@ -97,13 +97,13 @@ need_kind() {
   export PATH="$bin:$PATH"
 }
 
-# need_kubectl puts kubectl on the PATH: the one installed, else the one hack/testbin.sh node
+# need_kubectl puts kubectl on the PATH: the one installed, else the one hack/offline/testbin.sh node
 # builds (cached; about 6 minutes the first time).
 need_kubectl() {
   if ! command -v kubectl >/dev/null 2>&1; then
     local dir
-    echo "kubectl is not on the PATH: using the one of hack/testbin.sh node" >&2
-    dir=$(TESTBIN_QUIET=1 bash "$REPO_ROOT/hack/testbin.sh" node) || die "building kubectl failed."
+    echo "kubectl is not on the PATH: using the one of hack/offline/testbin.sh node" >&2
+    dir=$(TESTBIN_QUIET=1 bash "$REPO_ROOT/hack/offline/testbin.sh" node) || die "building kubectl failed."
     export PATH="$PATH:$dir"
   fi
   kubectl kustomize --help >/dev/null 2>&1 || die "this kubectl has no kustomize built in (kubectl kustomize); install a newer kubectl."

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # test.sh: `make test-kind`. Runs the kind end-to-end test (test/kind, build tag kind) on this
 # machine, starting what it needs and leaving nothing of it behind:
-#   1. a Docker daemon that runs privileged containers (hack/kind/docker.sh up: the one `docker`
+#   1. a Docker daemon that runs privileged containers (hack/offline/docker.sh up: the one `docker`
 #      reaches when it can, else one of our own, after installing docker.io if need be);
-#   2. on a cgroup v1 host, the controllers the host left unmounted (hack/kind/cgroups.sh up);
-#   3. the kind node image, built offline and cached, or reused (hack/kind/nodeimage.sh);
+#   2. on a cgroup v1 host, the controllers the host left unmounted (hack/offline/cgroups.sh up);
+#   3. the kind node image, built offline and cached, or reused (hack/offline/nodeimage.sh);
 #   4. go test -tags kind ./test/kind/ with that image and hack/kind/cluster.yaml: three kind
 #      clusters, deleted by the test whatever its outcome;
 #   5. then, whatever happened: leftover clusters of the test deleted, the cgroup mounts it made
@@ -34,20 +34,20 @@ cleanup() {
       docker network rm kind >/dev/null 2>&1
     fi
   fi
-  bash hack/kind/cgroups.sh down
-  bash hack/kind/docker.sh down
+  bash hack/offline/cgroups.sh down
+  bash hack/offline/docker.sh down
   say "$((SECONDS - start)) s (exit $rc)"
   echo "make test-kind: $((SECONDS - start)) s (exit $rc)"
   exit "$rc"
 }
 trap cleanup EXIT
 
-env=$(bash hack/kind/docker.sh up)
+env=$(bash hack/offline/docker.sh up)
 eval "$env"
 [ -n "$env" ] && OWN_DOCKER=1
-bash hack/kind/cgroups.sh up
+bash hack/offline/cgroups.sh up
 step=$SECONDS
-node_image=$(bash hack/kind/nodeimage.sh)
+node_image=$(bash hack/offline/nodeimage.sh)
 say "node image $node_image ready in $((SECONDS - step)) s"
 
 # TESTFLAGS: extra go test flags, split at spaces (as the Makefile's test target takes them).

@@ -8,7 +8,7 @@
 # Needs: Docker, go, make; kind and kubectl are built when missing. With the offline node image
 # (KIND_NODE_IMAGE=offline, the default as root on Linux) it also starts what this machine needs
 # (a Docker daemon that runs privileged containers, the cgroup v1 mounts: common.sh's machine_up)
-# and builds the node image (hack/kind/nodeimage.sh). Settings (HUB, MEMBERS, IMG,
+# and builds the node image (hack/offline/nodeimage.sh). Settings (HUB, MEMBERS, IMG,
 # KIND_NODE_IMAGE, WAIT_TIMEOUT): see common.sh.
 set -euo pipefail
 
@@ -25,7 +25,7 @@ need_kubectl
 kind_config=()
 if [ "$KIND_NODE_IMAGE" = offline ]; then
   log "The kind node image (built offline, or reused)"
-  KIND_NODE_IMAGE=$(bash "$REPO_ROOT/hack/kind/nodeimage.sh")
+  KIND_NODE_IMAGE=$(bash "$REPO_ROOT/hack/offline/nodeimage.sh")
   kind_config=(--config "$REPO_ROOT/hack/kind/cluster.yaml")
 elif [ "$KIND_NODE_IMAGE" = kind ]; then
   KIND_NODE_IMAGE=
@@ -178,7 +178,7 @@ EOF
 if [ "${DOCKER_HOST:-}" = unix:///run/configbundle-kind-docker/docker.sock ]; then
   cat <<EOF
 
-The clusters run on a Docker daemon that hack/kind/docker.sh started; for docker and kind commands:
+The clusters run on a Docker daemon that hack/offline/docker.sh started; for docker and kind commands:
 
   export DOCKER_HOST=$DOCKER_HOST
 EOF

@@ -3,8 +3,10 @@
 // Package kind_test is the end-to-end test of ConfigBundle Hub on real kind clusters: the hub
 // runs as the container image built from this repository (hack/image, without Docker), deployed
 // with config/default into a hub cluster, and manages two member clusters registered with their
-// kind-internal addresses: heals, kubectl get mc and fleet, a FleetBundle placed by label, the
-// leader's Pod deleted and its work taken over.
+// kind-internal addresses: heals, kubectl get mc and fleet, the metrics Service refusing a scrape
+// without a token (401) or without the metrics reader role (403), a FleetBundle placed by label,
+// the leader's Pod deleted and its work taken over, and no request of the hub refused by its
+// cluster's API server (its audit log).
 //
 // It needs a reachable Docker daemon that runs privileged containers, and nothing else: kind is
 // used as a library, kustomize through krusty, and registration through pkg/registration. On a
@@ -16,7 +18,8 @@
 // Environment:
 //
 //	KIND_E2E_NODE_IMAGE     kind node image (default: the default of the kind module in go.mod)
-//	KIND_E2E_CONFIG         kind cluster config file (make test-kind: hack/kind/cluster.yaml)
+//	KIND_E2E_CONFIG         kind cluster config file (make test-kind: hack/kind/cluster.yaml); the
+//	                        hub cluster's gets an audit log of the hub's requests
 //	KIND_E2E_REQUIRE=1      fail, rather than skip, when no Docker daemon answers
 //	KIND_E2E_KEEP=1         keep the clusters after the test (delete them with
 //	                        kind delete clusters configbundle-e2e-hub configbundle-e2e-m1 configbundle-e2e-m2)
@@ -35,6 +38,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,15 +140,22 @@ func TestKindFleet(t *testing.T) {
 	if img := os.Getenv("KIND_E2E_NODE_IMAGE"); img != "" {
 		createOpts = append(createOpts, cluster.CreateWithNodeImage(img))
 	}
+	// The members get KIND_E2E_CONFIG as it is; the hub, with its API server's audit log on.
+	memberOpts := createOpts
+	hubOpts := append(slices.Clip(createOpts), cluster.CreateWithV1Alpha4Config(hubClusterConfig(t)))
 	if cfg := os.Getenv("KIND_E2E_CONFIG"); cfg != "" {
-		createOpts = append(createOpts, cluster.CreateWithConfigFile(cfg))
+		memberOpts = append(memberOpts, cluster.CreateWithConfigFile(cfg))
 	}
 	step := time.Now()
 	created := make(chan error, len(names))
 	for _, name := range names {
 		t.Logf("creating kind cluster %s", name)
+		opts := memberOpts
+		if name == hubName {
+			opts = hubOpts
+		}
 		go func() {
-			if err := provider.Create(name, createOpts...); err != nil {
+			if err := provider.Create(name, opts...); err != nil {
 				created <- fmt.Errorf("creating kind cluster %s: %w", name, err)
 				return
 			}
@@ -289,6 +300,9 @@ func TestKindFleet(t *testing.T) {
 	}).WithTimeout(healTimeout).WithPolling(interval).Should(Succeed(), "kubectl get mc, kubectl get fleet")
 	t.Logf("kubectl get mc:\n%s", nodeKubectl(g, hubNode, "get", "mc"))
 	t.Logf("kubectl get fleet:\n%s", nodeKubectl(g, hubNode, "get", "fleet"))
+	hubcs, err := kubernetes.NewForConfig(hubCfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	checkMetricsAccess(t, hubcs, hubNode)
 
 	// A FleetBundle placed by label: config/samples' web goes to the members labelled env=prod,
 	// among those of the ClusterSet global bound to its namespace (config/samples too).
@@ -336,6 +350,7 @@ func TestKindFleet(t *testing.T) {
 		return cm.Data[configbundlev1alpha1.MessageKey]
 	}).WithTimeout(healTimeout).WithPolling(time.Second).Should(Equal(want), "the new leader heals")
 	waitForRollout(t, hubc)
+	checkNoRefusal(t, hubNode)
 	t.Logf("kind e2e test done in %s (clusters included)", time.Since(began).Round(time.Second))
 }
 

@@ -39,7 +39,7 @@ import (
 
 // The chart config/chart/configbundle-hub is generated from config/default, config/sharded and
 // config/prometheus by hack/helmgen (`make helm`). These tests run the real helm binary on it
-// (built by hack/helmbin.sh from the Go module proxy, named by $HELM): it lints, it is what the
+// (built by hack/offline/helmbin.sh from the Go module proxy, named by $HELM): it lints, it is what the
 // generator makes of the kustomizations now, it renders exactly their objects, and a real API
 // server accepts what it renders.
 
@@ -68,9 +68,9 @@ func helmBinary(t *testing.T) string {
 	t.Helper()
 	h := os.Getenv("HELM")
 	if h == "" {
-		t.Fatal("HELM is not set: it must name the helm binary (v3.22.0). `bash hack/helmbin.sh` builds it from the Go " +
+		t.Fatal("HELM is not set: it must name the helm binary (v3.22.0). `bash hack/offline/helmbin.sh` builds it from the Go " +
 			"module proxy (cached) and prints its path; `make test` sets HELM from it. For example: " +
-			"HELM=$(bash hack/helmbin.sh) go test ./test/manifests/ -run 'Helm|Chart'")
+			"HELM=$(bash hack/offline/helmbin.sh) go test ./test/manifests/ -run 'Helm|Chart'")
 	}
 	return h
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -59,11 +58,6 @@ type Options struct {
 	// the server's side. The reviews of the authentication and authorization APIs, creates that
 	// store nothing, are not logged. Defaults to false.
 	AuditWrites bool
-
-	// ListenAddress is the IP address the kube-apiserver binds and serves on, named in its
-	// serving certificate and its client configs: an address of this host that others reach
-	// it at (pods of a test cluster, say). Defaults to 127.0.0.1.
-	ListenAddress string
 
 	// Output receives the control-plane processes' stdout/stderr, one line at a time, each
 	// prefixed with "<name>/<binary>: ". Writes are serialized, so any io.Writer will do.
@@ -271,7 +265,7 @@ func start(ctx context.Context, name string, opts Options, out *output) (_ *Cont
 }
 
 // environment is the envtest environment of etcd and kube-apiserver, with etcd's data in
-// etcdDir, the kube-apiserver on Options.ListenAddress and with Options.AuditWrites.
+// etcdDir, the kube-apiserver with Options.AuditWrites.
 func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) (*envtest.Environment, error) {
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(opts.CRDs))
 	for _, crd := range opts.CRDs {
@@ -286,13 +280,6 @@ func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) (*
 		CertDir: c.certDir,
 		Out:     apiOut,
 		Err:     apiErr,
-	}
-	if opts.ListenAddress != "" {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		apiServer.Address, apiServer.Port = opts.ListenAddress, strconv.Itoa(port)
 	}
 	// Thousands of objects deleted in one request (a test's cleanup) are deleted by parallel workers.
 	apiServer.Configure().Set("delete-collection-workers", "8")

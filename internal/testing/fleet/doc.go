@@ -1,5 +1,5 @@
 // Package fleet is the one fleet fixture of the binary harnesses (test/e2e, test/sharded,
-// test/monitoring, test/incluster, internal/demo, hack/bench): a hub control plane and member
+// test/monitoring, internal/demo, hack/bench): a hub control plane and member
 // control planes on loopback (package controlplane), regular or slim members on one shared
 // etcd, typed and dynamic clients of each, the Secret namespace, and hub processes and sharded
 // replicas run from the hub binary (package hubprocess), started, stopped and restarted by

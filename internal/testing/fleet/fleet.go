@@ -44,10 +44,6 @@ type Options struct {
 	// Shared, if set, starts a shared etcd for slim members, which AddSlimMembers adds.
 	// Defaults to nil: no shared etcd.
 	Shared *controlplane.SharedOptions
-	// HubConfig and HubKubeconfig name an existing hub cluster (a real cluster, say): Start
-	// then starts no hub control plane and creates no Secret namespace. Defaults to none.
-	HubConfig     *rest.Config
-	HubKubeconfig string
 	// SecretNamespace is the hub's namespace of member Secrets. Defaults to
 	// hubv1alpha1.DefaultSecretNamespace.
 	SecretNamespace string
@@ -84,7 +80,7 @@ type Member struct {
 
 // Fleet is a running fleet; Close stops all of it.
 type Fleet struct {
-	// HubPlane is the hub's control plane; nil with Options.HubConfig.
+	// HubPlane is the hub's control plane.
 	HubPlane *controlplane.ControlPlane
 	// HubConfig and HubKubeconfig reach the hub cluster.
 	HubConfig     *rest.Config
@@ -146,39 +142,30 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, retErr error) {
 
 // startPlanes starts the hub's and the members' control planes at once, and the clients.
 func (f *Fleet) startPlanes(ctx context.Context) error {
-	var planes []controlplane.Plane
-	if f.opts.HubConfig == nil {
-		hubOpts := f.opts.Hub
-		if hubOpts.CRDs == nil {
-			crds, err := config.HubCRDs()
-			if err != nil {
-				return fmt.Errorf("reading the hub CRDs: %w", err)
-			}
-			hubOpts.CRDs = crds
+	hubOpts := f.opts.Hub
+	if hubOpts.CRDs == nil {
+		crds, err := config.HubCRDs()
+		if err != nil {
+			return fmt.Errorf("reading the hub CRDs: %w", err)
 		}
-		planes = controlplane.Named(hubOpts, HubName)
+		hubOpts.CRDs = crds
 	}
-	cps, err := controlplane.Start(ctx, append(planes, f.opts.Members...)...)
+	cps, err := controlplane.Start(ctx, append(controlplane.Named(hubOpts, HubName), f.opts.Members...)...)
 	if err != nil {
 		return fmt.Errorf("starting control planes: %w", err)
 	}
 	f.planes = cps
-	f.HubConfig, f.HubKubeconfig = f.opts.HubConfig, f.opts.HubKubeconfig
-	if f.opts.HubConfig == nil {
-		f.HubPlane, cps = cps[0], cps[1:]
-		f.HubConfig, f.HubKubeconfig = f.HubPlane.Config, f.HubPlane.KubeconfigPath
-	}
+	f.HubPlane, cps = cps[0], cps[1:]
+	f.HubConfig, f.HubKubeconfig = f.HubPlane.Config, f.HubPlane.KubeconfigPath
 	if f.Hub, f.HubDynamic, err = f.clients(f.clientConfig(f.HubConfig)); err != nil {
 		return fmt.Errorf("creating the hub's clients: %w", err)
 	}
-	if f.HubPlane != nil {
-		err := f.Hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.opts.SecretNamespace}})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating the Secret namespace: %w", err)
-		}
-		if err := f.installTenancy(ctx); err != nil {
-			return fmt.Errorf("installing the tenancy model: %w", err)
-		}
+	err = f.Hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.opts.SecretNamespace}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the Secret namespace: %w", err)
+	}
+	if err := f.installTenancy(ctx); err != nil {
+		return fmt.Errorf("installing the tenancy model: %w", err)
 	}
 	for _, cp := range cps {
 		if _, err := f.addMember(cp); err != nil {

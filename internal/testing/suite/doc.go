@@ -8,5 +8,5 @@
 // planes its members, with an uncached client of each. Members plays the spoke provider for
 // the controllers that need one (placement.Members, fleet.Members) over that provider: a test
 // sets each member's State. The binary harnesses (test/e2e, test/sharded, test/monitoring,
-// test/incluster, hack/bench, internal/demo) run the hub binary on internal/testing/fleet.
+// hack/bench, internal/demo) run the hub binary on internal/testing/fleet.
 package suite

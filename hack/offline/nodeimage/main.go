@@ -3,7 +3,7 @@
 // binaries built from the Go module proxy and C source, without Docker or a registry, into one
 // docker-archive tar that the node's containerd imports as it boots (ctr images import).
 //
-// Every image but kube-proxy is its binary alone on scratch, as internal/ociimage packs it;
+// Every image but kube-proxy is its binary alone on scratch, as hack/offline/ociimage packs it;
 // kube-proxy also carries the iptables userland (iptables-nft, its libraries and extensions),
 // given as a directory tree with --kube-proxy-extra. The images run as root, as kubeadm's
 // manifests expect of them (pause as 65535, as upstream's).
@@ -27,7 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"configbundle.dev/hub/internal/ociimage"
+	"configbundle.dev/hub/hack/offline/ociimage"
 )
 
 // spec is one image: its name, its binary and where the binary goes, its user, and a directory

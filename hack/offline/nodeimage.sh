@@ -3,46 +3,61 @@
 # hack/kind, and prints its name. No registry is needed: the image is assembled offline.
 #
 #   - a Debian rootfs from Debian's packages (debootstrap): systemd, Debian's containerd 1.6 and
-#     runc, iptables, conntrack, iproute2, the CNI plugins, ...;
+#     runc, iptables, conntrack, iproute2, the CNI plugins, curl (as kind's base image has it), ...;
 #   - kind's node files (entrypoint, kubelet units, ...) from the sigs.k8s.io/kind module, with
-#     the files of hack/kind/node over them (containerd's config for Debian's paths, a bridge CNI,
+#     the files of hack/offline/node over them (containerd's config for Debian's paths, a bridge CNI,
 #     the kubelet's flags for this cgroup v1 machine, the service that imports the images);
 #   - kubelet, kubectl, kubeadm, and the images kubeadm runs (kube-apiserver,
 #     kube-controller-manager, kube-scheduler, kube-proxy, etcd, CoreDNS, pause), built from the
-#     Go module proxy (hack/testbin.sh node, hack/kind/nodebin.sh) and pause.c, packed by
-#     hack/kind/nodeimage into /kind/images/images.tar, which the node imports as it boots.
+#     Go module proxy (hack/offline/testbin.sh node, hack/offline/nodebin.sh) and pause.c, packed
+#     by hack/offline/nodeimage into /kind/images/images.tar, which the node imports as it boots.
+#     The versions are hack/offline/versions.sh's: etcd is the binary the tests run too.
 #
 # The image is cached as a tar outside the checkout, keyed by everything that goes into it
 # (versions, package list, the files above and this script), as
 # ${XDG_CACHE_HOME:-~/.cache}/configbundle-hub/kind/node-KEY.tar, and loaded with `docker load`
 # under the name configbundle.dev/kind-node:KUBE_VERSION-KEY. A daemon that has
 # the image already makes this return at once; a cold build takes about 10 minutes on two
-# cores after `hack/testbin.sh node` (most of it building kubeadm, etcd and CoreDNS). Run as root.
+# cores after `hack/offline/testbin.sh node` (most of it building kubeadm and CoreDNS). Run as root.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
-KUBE_VERSION=${KUBE_VERSION:-v1.36.3}
-# The versions kubeadm $KUBE_VERSION names in `kubeadm config images list`.
-export ETCD_VERSION=${KIND_ETCD_VERSION:-v3.6.8} COREDNS_VERSION=${KIND_COREDNS_VERSION:-v1.14.2}
+# shellcheck source=hack/offline/versions.sh
+. hack/offline/versions.sh
+# Exported: testbin.sh and nodebin.sh build these.
+export KUBE_VERSION ETCD_VERSION COREDNS_VERSION
 ETCD_TAG=${ETCD_VERSION#v}-0
-PAUSE_TAG=3.10.2
 KIND_VERSION=$(go list -m -f '{{.Version}}' sigs.k8s.io/kind)
 SUITE=bookworm
 MIRROR=${KIND_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,iptables,nftables,conntrack,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,ca-certificates,procps,containernetworking-plugins,socat
+PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,iptables,nftables,conntrack,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,ca-certificates,procps,containernetworking-plugins,socat,curl
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub/kind
 say() { printf 'nodeimage: %s\n' "$*" >&2; }
+
+# go_module_dir MODULE[@VERSION] prints the directory of a module (go.mod's version unless one is
+# given) in the module cache, downloading it first: `go list -m -f '{{.Dir}}'` prints nothing for
+# a module not downloaded yet, as on a fresh clone on a new machine.
+go_module_dir() {
+  local json dir
+  json=$(go mod download -json "$1") || true
+  dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' <<<"$json")
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    echo "nodeimage.sh: go mod download $1 gave no module directory: $(sed -n 's/.*"Error": "\(.*\)".*/\1/p' <<<"$json")" >&2
+    return 1
+  fi
+  echo "$dir"
+}
 
 [ "$(id -u)" = 0 ] || { echo "nodeimage.sh: run as root (debootstrap, chroot, image ownership)" >&2; exit 1; }
 
 # The key: every input, by content.
 inputs="kube=$KUBE_VERSION etcd=$ETCD_VERSION coredns=$COREDNS_VERSION pause=$PAUSE_TAG kind=$KIND_VERSION suite=$SUITE packages=$PACKAGES"
-key=$( { echo "$inputs"; cat hack/kind/nodeimage.sh hack/kind/nodebin.sh hack/kind/nodeimage/*.go \
-  internal/ociimage/ociimage.go internal/ociimage/layer.go internal/ociimage/elf.go;
-  find hack/kind/node -type f | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-12)
+key=$( { echo "$inputs"; cat hack/offline/nodeimage.sh hack/offline/nodebin.sh hack/offline/nodeimage/*.go \
+  hack/offline/ociimage/ociimage.go hack/offline/ociimage/layer.go hack/offline/ociimage/elf.go;
+  find hack/offline/node -type f | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-12)
 ref=configbundle.dev/kind-node:$KUBE_VERSION-$key
 tarfile=$cache/node-$KUBE_VERSION-$key.tar
 
@@ -55,8 +70,8 @@ mkdir -p "$cache"
 if [ ! -f "$tarfile" ]; then
   start=$SECONDS
   say "building the kind node image $ref ($inputs)"
-  kube_dir=$(TESTBIN_QUIET=1 nice -n 19 bash hack/testbin.sh node)
-  nodebin=$(nice -n 19 bash hack/kind/nodebin.sh)
+  kube_dir=$(TESTBIN_QUIET=1 nice -n 19 bash hack/offline/testbin.sh node)
+  nodebin=$(nice -n 19 bash hack/offline/nodebin.sh)
   work=$(mktemp -d "$cache/build.XXXXXX")
   trap 'rm -rf "$work"' EXIT
   rootfs=$work/rootfs
@@ -81,7 +96,7 @@ if [ ! -f "$tarfile" ]; then
   tar -C "$rootfs" --numeric-owner -xpf "$base"
 
   # kind's node files (as kind's images/base/Dockerfile copies them), then ours over them.
-  kindfiles=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/images/base/files
+  kindfiles=$(go_module_dir sigs.k8s.io/kind)/images/base/files
   install -m 0755 "$kindfiles"/usr/local/bin/* "$rootfs/usr/local/bin/"
   mkdir -p "$rootfs/kind/bin" "$rootfs/etc/systemd/system/kubelet.service.d" "$rootfs/etc/sysctl.d"
   install -m 0644 "$kindfiles/kind/README.txt" "$rootfs/kind/"
@@ -92,8 +107,8 @@ if [ ! -f "$tarfile" ]; then
     install -m 0644 "$kindfiles/etc/systemd/system/$f" "$rootfs/etc/systemd/system/"
   done
   install -m 0644 "$kindfiles"/etc/systemd/system/kubelet.service.d/* "$rootfs/etc/systemd/system/kubelet.service.d/"
-  (cd hack/kind/node && find . -type f) | while read -r f; do
-    install -D -m 0644 "hack/kind/node/$f" "$rootfs/$f"
+  (cd hack/offline/node && find . -type f) | while read -r f; do
+    install -D -m 0644 "hack/offline/node/$f" "$rootfs/$f"
   done
   chmod 0755 "$rootfs"/kind/bin/*
   # As kind's Dockerfile: only the units the node needs start.
@@ -112,7 +127,7 @@ if [ ! -f "$tarfile" ]; then
   install -m 0755 "$kube_dir/kubelet" "$kube_dir/kubectl" "$nodebin/kubeadm" "$rootfs/usr/bin/"
 
   # pause, from Kubernetes' pause.c.
-  kmod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  kmod=$(go_module_dir "k8s.io/kubernetes@$KUBE_VERSION")
   gcc -Os -static -DVERSION="$PAUSE_TAG-configbundle" -o "$work/pause" "$kmod/build/pause/linux/pause.c"
 
   # kube-proxy's iptables userland: iptables-nft from the rootfs, its libraries and extensions.
@@ -131,8 +146,8 @@ if [ ! -f "$tarfile" ]; then
   done
 
   say "packing the images kubeadm runs"
-  nice -n 19 go run ./hack/kind/nodeimage --out "$rootfs/kind/images/images.tar" --kube-version "$KUBE_VERSION" \
-    --kube-dir "$kube_dir" --etcd "$nodebin/etcd" --etcd-tag "$ETCD_TAG" --coredns "$nodebin/coredns" \
+  nice -n 19 go run ./hack/offline/nodeimage --out "$rootfs/kind/images/images.tar" --kube-version "$KUBE_VERSION" \
+    --kube-dir "$kube_dir" --etcd "$kube_dir/etcd" --etcd-tag "$ETCD_TAG" --coredns "$nodebin/coredns" \
     --coredns-tag "$COREDNS_VERSION" --pause "$work/pause" --pause-tag "$PAUSE_TAG" --kube-proxy-extra "$extra" >&2
 
   tar -C "$rootfs" --numeric-owner -cf "$tarfile.tmp" .
@@ -156,7 +171,7 @@ cat >"$load/config.json" <<JSON
  "config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","container=docker"],
   "Entrypoint":["/usr/local/bin/entrypoint","/sbin/init"],"StopSignal":"SIGRTMIN+3",
   "Labels":{"dev.configbundle.kind-node.inputs":"$inputs"}},
- "rootfs":{"type":"layers","diff_ids":["$diffid"]},"history":[{"created_by":"hack/kind/nodeimage.sh"}]}
+ "rootfs":{"type":"layers","diff_ids":["$diffid"]},"history":[{"created_by":"hack/offline/nodeimage.sh"}]}
 JSON
 printf '[{"Config":"config.json","RepoTags":["%s"],"Layers":["layer.tar"]}]\n' "$ref" >"$load/manifest.json"
 tar -C "$load" --dereference -cf - manifest.json config.json layer.tar | docker load >/dev/null

@@ -2,8 +2,8 @@
 # testbin.sh builds the control-plane binaries the tests and the demo run (etcd,
 # kube-apiserver, kube-controller-manager) from the Go module proxy, once, into a
 # cache outside the checkout, and prints the directory that holds them. `testbin.sh node`
-# also builds what a real node needs (kube-scheduler, kubelet, kube-proxy, kubectl) for the
-# single-node cluster of `make test-cluster`.
+# also builds what the kind node image of nodeimage.sh needs (kube-scheduler, kubelet,
+# kube-proxy, kubectl).
 #
 # Nothing is downloaded but Go modules: each binary is built from a throwaway module
 # that requires the upstream module at the pinned version. A cold build takes about
@@ -12,13 +12,13 @@
 # Environment:
 #   TESTBIN_DIR          where the binaries go
 #                        (default ${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub/testbin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION)
-#   KUBE_VERSION         k8s.io/kubernetes version (default v1.36.3)
-#   ETCD_VERSION         go.etcd.io/etcd/server/v3 version (default v3.6.6)
+#   KUBE_VERSION         k8s.io/kubernetes version (default: hack/offline/versions.sh)
+#   ETCD_VERSION         go.etcd.io/etcd/server/v3 version (default: hack/offline/versions.sh)
 #   TESTBIN_QUIET=1      no progress lines on stderr
 set -euo pipefail
 
-KUBE_VERSION=${KUBE_VERSION:-v1.36.3}
-ETCD_VERSION=${ETCD_VERSION:-v3.6.6}
+# shellcheck source=hack/offline/versions.sh
+. "$(dirname "$0")/versions.sh"
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub
 TESTBIN_DIR=${TESTBIN_DIR:-$cache_root/testbin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION}
 
@@ -52,7 +52,15 @@ esac
 build_kube() {
   local bins=()
   for b in "${kube_binaries[@]}"; do
-    [ -x "$TESTBIN_DIR/$b" ] || bins+=("$b")
+    [ -x "$TESTBIN_DIR/$b" ] && continue
+    # A binary of this Kubernetes version that a directory of another etcd version holds.
+    local built
+    built=$(find "$cache_root/testbin" -mindepth 2 -maxdepth 2 -path "*/k8s-$KUBE_VERSION-etcd-*/$b" -perm -u+x 2>/dev/null | head -n 1)
+    if [ -n "$built" ]; then
+      cp "$built" "$TESTBIN_DIR/$b.tmp" && mv "$TESTBIN_DIR/$b.tmp" "$TESTBIN_DIR/$b"
+    else
+      bins+=("$b")
+    fi
   done
   [ ${#bins[@]} -eq 0 ] && return 0
   local mod="$work/kube"

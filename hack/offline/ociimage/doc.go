@@ -1,7 +1,9 @@
 // Package ociimage builds a container image of one static Linux binary without Docker and
 // writes it as a docker-archive tar (the format of `docker save`), which `docker load`, `kind
 // load image-archive` and `ctr -n k8s.io images import` accept. `make image` builds the hub's
-// image with it (see hack/image); a test cluster builds its pause image with it.
+// image with it (see hack/image); the offline kind node image packs its images with it
+// (hack/offline/nodeimage). It exists because this machine reaches no registry: with one, the
+// Dockerfile (`make docker-build`) builds the same image from gcr.io/distroless/static:nonroot.
 //
 // The image has the layout of the Dockerfile's: a base layer, then a layer with the binary. With
 // BaseDistrolessNonroot the base layer holds the files of gcr.io/distroless/static:nonroot that

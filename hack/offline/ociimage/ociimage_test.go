@@ -23,7 +23,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"configbundle.dev/hub/internal/ociimage"
+	"configbundle.dev/hub/hack/offline/ociimage"
 )
 
 const (

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# nodebin.sh builds, once, the binaries of the kind node image that hack/testbin.sh does not:
-# kubeadm (KUBE_VERSION), etcd (ETCD_VERSION, the version kubeadm's image list names) and CoreDNS
-# (COREDNS_VERSION, likewise), from the Go module proxy, into a cache outside the checkout, and
-# prints that directory. Afterwards it returns at once.
+# nodebin.sh builds, once, the binaries of the kind node image that hack/offline/testbin.sh does
+# not: kubeadm (KUBE_VERSION) and CoreDNS (COREDNS_VERSION, the version kubeadm's image list
+# names), from the Go module proxy, into a cache outside the checkout, and prints that directory.
+# Versions: hack/offline/versions.sh. Afterwards it returns at once.
 set -euo pipefail
 
-KUBE_VERSION=${KUBE_VERSION:-v1.36.3}
-ETCD_VERSION=${ETCD_VERSION:-v3.6.8}
-COREDNS_VERSION=${COREDNS_VERSION:-v1.14.2}
+# shellcheck source=hack/offline/versions.sh
+. "$(dirname "$0")/versions.sh"
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub
-dir=${KIND_NODEBIN_DIR:-$cache_root/kind/bin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION-coredns-$COREDNS_VERSION}
+dir=${KIND_NODEBIN_DIR:-$cache_root/kind/bin/k8s-$KUBE_VERSION-coredns-$COREDNS_VERSION}
 say() { printf '%s\n' "$*" >&2; }
 
 mkdir -p "$dir"
@@ -34,15 +33,6 @@ if [ ! -x "$dir/kubeadm" ]; then
   say "building kubeadm $KUBE_VERSION (about 4 minutes the first time)"
   go build -mod=mod -trimpath -ldflags="$ldflags" -o "$dir/kubeadm.tmp" k8s.io/kubernetes/cmd/kubeadm
   mv "$dir/kubeadm.tmp" "$dir/kubeadm"
-fi
-
-if [ ! -x "$dir/etcd" ]; then
-  mkdir -p "$work/etcd" && cd "$work/etcd"
-  go mod init configbundle.dev/nodebin-etcd >/dev/null 2>&1
-  go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION"
-  say "building etcd $ETCD_VERSION (about 2 minutes the first time)"
-  go build -mod=mod -trimpath -ldflags="-s -w" -o "$dir/etcd.tmp" go.etcd.io/etcd/server/v3
-  mv "$dir/etcd.tmp" "$dir/etcd"
 fi
 
 if [ ! -x "$dir/coredns" ]; then

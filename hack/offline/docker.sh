@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docker.sh up|down: the Docker daemon of hack/kind.
+# docker.sh up|down: the Docker daemon of hack/kind (make kind-up, make test-kind).
 #
 # up prints the environment (`export DOCKER_HOST=...` or nothing) under which `docker` reaches a
 # daemon that can run a privileged container, which is what a kind node is:
@@ -10,7 +10,7 @@
 #     its own socket, exec root and pidfile under /run/configbundle-kind-docker, its data root
 #     under ${XDG_CACHE_HOME:-~/.cache}/configbundle-hub/kind/docker (kept: it holds the imported
 #     node image, which makes the next run warm), no docker0 bridge, no change to ip_forward, and
-#     hack/kind/runc-nosysresource as its default runtime: this machine lacks CAP_SYS_RESOURCE,
+#     hack/offline/runc-nosysresource as its default runtime: this machine lacks CAP_SYS_RESOURCE,
 #     which Docker 20.10 gives every privileged container.
 # down stops the daemon that up started, if any, and removes what it left: its iptables chains,
 # its state under /run. A daemon it did not start is left alone.
@@ -66,7 +66,7 @@ up() {
   mkdir -p "$state" "$data"
   # Debian's dockerd starts its own containerd, under the exec root.
   setsid dockerd --host "$sock" --data-root "$data" --exec-root "$state/exec" --pidfile "$state/dockerd.pid" \
-    --add-runtime "kind-runc=$root/hack/kind/runc-nosysresource" --default-runtime kind-runc \
+    --add-runtime "kind-runc=$root/hack/offline/runc-nosysresource" --default-runtime kind-runc \
     --bridge none --ip-forward=false --storage-driver overlay2 >"$state/dockerd.log" 2>&1 </dev/null &
   for _ in $(seq 60); do
     DOCKER_HOST=$sock docker info >/dev/null 2>&1 && break
