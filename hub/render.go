@@ -16,6 +16,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/placement"
 )
 
@@ -125,16 +126,16 @@ func render(ctx context.Context, c client.Reader, key types.NamespacedName, only
 // placesNothing returns why the hub places nothing of fb in any member, as its Ready condition
 // says (InvalidSelector, InvalidTemplate, NameTooLong), or nil.
 func placesNothing(fb *hubv1alpha1.FleetBundle) error {
-	if _, err := placement.Selects(fb.Spec.ClusterSelector, nil); err != nil {
+	if _, err := fleetbundle.Selects(fb.Spec.ClusterSelector, nil); err != nil {
 		return fmt.Errorf("%s: %w; the hub places nothing until it is fixed", hubv1alpha1.InvalidSelectorReason, err)
 	}
 	d := placement.DefinitionOf(fb)
 	if err := d.Check(); err != nil {
 		return fmt.Errorf("%s: %w; the hub places, changes and removes nothing in any member until it is fixed", hubv1alpha1.InvalidTemplateReason, err)
 	}
-	if !placement.LabelFits(client.ObjectKeyFromObject(fb)) {
+	if !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) {
 		return fmt.Errorf("%s: %q is longer than the %d characters of a label value; the hub places nothing", hubv1alpha1.NameTooLongReason,
-			placement.LabelValue(client.ObjectKeyFromObject(fb)), hubv1alpha1.MaxFleetBundleLabelValue)
+			fleetbundle.LabelValue(client.ObjectKeyFromObject(fb)), hubv1alpha1.MaxFleetBundleLabelValue)
 	}
 	return nil
 }

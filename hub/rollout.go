@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/placement"
 )
@@ -438,7 +439,7 @@ func readRevisions(ctx context.Context, c client.Client, key types.NamespacedNam
 		return nil, nil, fleetBundleError(key, err)
 	}
 	list := &appsv1.ControllerRevisionList{}
-	if err := c.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{hubv1alpha1.FleetBundleLabel: placement.LabelValue(key)}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(key)}); err != nil {
 		return nil, nil, fmt.Errorf("listing the revisions of FleetBundle %s: %w", key, err)
 	}
 	var revs []fleetBundleRevision

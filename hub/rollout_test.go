@@ -29,8 +29,8 @@ import (
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/fleet"
+	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
-	"configbundle.dev/hub/pkg/placement"
 )
 
 // Timeouts of the rollout tests, generous for a loaded two-core machine.
@@ -404,7 +404,7 @@ func (h *rolloutHub) addRevision(t *testing.T, fb *hubv1alpha1.FleetBundle, n in
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: fb.Namespace, Name: fmt.Sprintf("%s-%d", fb.Name, n),
-			Labels: map[string]string{hubv1alpha1.FleetBundleLabel: placement.LabelValue(client.ObjectKeyFromObject(fb))},
+			Labels: map[string]string{hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(client.ObjectKeyFromObject(fb))},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: hubv1alpha1.GroupVersion.String(), Kind: "FleetBundle", Name: fb.Name, UID: fb.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),

@@ -15,35 +15,6 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-func TestSelects(t *testing.T) {
-	prod := map[string]string{"env": "prod", "region": "eu"}
-	for _, tc := range []struct {
-		name     string
-		selector *metav1.LabelSelector
-		labels   map[string]string
-		want     bool
-		wantErr  bool
-	}{
-		{name: "absent selects none", selector: nil, labels: prod, want: false},
-		{name: "empty selects every member", selector: &metav1.LabelSelector{}, labels: nil, want: true},
-		{name: "matchLabels matches", selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, labels: prod, want: true},
-		{name: "matchLabels differs", selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}, labels: prod, want: false},
-		{name: "expression In", selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "region", Operator: metav1.LabelSelectorOpIn, Values: []string{"eu", "us"}}}}, labels: prod, want: true},
-		{name: "expression DoesNotExist", selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "env", Operator: metav1.LabelSelectorOpDoesNotExist}}}, labels: prod, want: false},
-		{name: "invalid operator", selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "env", Operator: "Near"}}}, labels: prod, wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := Selects(tc.selector, tc.labels)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Errorf("Selects = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
-			}
-		})
-	}
-}
-
 func fleetBundle(message string) *hubv1alpha1.FleetBundle {
 	return &hubv1alpha1.FleetBundle{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: "uid-1", Generation: 3},
@@ -151,26 +122,6 @@ func TestOwnershipAndDrift(t *testing.T) {
 				t.Errorf("Drift (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestLabelValue(t *testing.T) {
-	key := types.NamespacedName{Namespace: "team", Name: "web.v2"}
-	if got, ok := FleetBundleOf(LabelValue(key)); !ok || got != key {
-		t.Errorf("FleetBundleOf(LabelValue(%v)) = %v, %v", key, got, ok)
-	}
-	for _, v := range []string{"", "nodot", ".name", "ns."} {
-		if _, ok := FleetBundleOf(v); ok {
-			t.Errorf("FleetBundleOf(%q) names a FleetBundle", v)
-		}
-	}
-	fits := types.NamespacedName{Namespace: "ns", Name: string(make([]byte, 60))}
-	if !LabelFits(fits) {
-		t.Errorf("a 63-character value does not fit")
-	}
-	fits.Name += "x"
-	if LabelFits(fits) {
-		t.Errorf("a 64-character value fits")
 	}
 }
 

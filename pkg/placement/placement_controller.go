@@ -29,6 +29,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/statusbudget"
 )
 
@@ -189,7 +190,7 @@ func (r *Reconciler) clusterID(name multicluster.ClusterName) string {
 // places reports whether a FleetBundle places a bundle in a member: it is not being deleted, its
 // name fits in FleetBundleLabel, and it selects the member (boundary is where it may place).
 func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster, boundary Boundary) bool {
-	if !fb.DeletionTimestamp.IsZero() || !LabelFits(client.ObjectKeyFromObject(fb)) {
+	if !fb.DeletionTimestamp.IsZero() || !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) {
 		return false
 	}
 	return boundary.Selects(fb, mc.Labels)

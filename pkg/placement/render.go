@@ -11,6 +11,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 )
 
 // Definition is what a FleetBundle's revision holds: its template, how it is rendered and its
@@ -204,7 +205,7 @@ func (d *Definition) merge(m Member) (mergedValues, error) {
 	}
 	for i := range d.Overrides {
 		o := &d.Overrides[i]
-		ok, err := Selects(&o.ClusterSelector, m.Labels)
+		ok, err := fleetbundle.Selects(&o.ClusterSelector, m.Labels)
 		if err != nil {
 			return mergedValues{}, fmt.Errorf("spec.overrides[%s].clusterSelector: %w", o.Name, err)
 		}

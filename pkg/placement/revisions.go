@@ -19,6 +19,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 )
 
 // Every distinct definition (template, templateEngine, overrides) of a FleetBundle is a revision, numbered 1, 2, 3... in the order the
@@ -66,7 +67,7 @@ func ownedBy(o metav1.Object, uid types.UID) bool {
 func listRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle) ([]Revision, error) {
 	list := &appsv1.ControllerRevisionList{}
 	err := reader.List(ctx, list, client.InNamespace(fb.Namespace),
-		client.MatchingLabels{hubv1alpha1.FleetBundleLabel: LabelValue(client.ObjectKeyFromObject(fb))})
+		client.MatchingLabels{hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(client.ObjectKeyFromObject(fb))})
 	if err != nil {
 		return nil, fmt.Errorf("listing the FleetBundle's ControllerRevisions: %w", err)
 	}
@@ -120,7 +121,7 @@ func newControllerRevision(fb *hubv1alpha1.FleetBundle, n int64, fieldOwner stri
 		ObjectMeta: metav1.ObjectMeta{
 			Name: RevisionName(fb.Name, n), Namespace: fb.Namespace,
 			Labels: map[string]string{
-				hubv1alpha1.FleetBundleLabel: LabelValue(client.ObjectKeyFromObject(fb)),
+				hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(client.ObjectKeyFromObject(fb)),
 				hubv1alpha1.ManagedByLabel:   fieldOwner,
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(fb, hubv1alpha1.GroupVersion.WithKind("FleetBundle"))},

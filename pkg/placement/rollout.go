@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 )
 
 // A staged rollout is decided in two places from the same facts. The fleetbundle-status
@@ -195,7 +196,7 @@ func StageNames(s *hubv1alpha1.RolloutStrategy) []string {
 // selects it, else the implicit last one (len(s.Stages)). An invalid selector selects nobody.
 func StageOf(s *hubv1alpha1.RolloutStrategy, memberLabels map[string]string) int {
 	for i, st := range s.Stages {
-		if ok, err := Selects(st.ClusterSelector, memberLabels); err == nil && ok {
+		if ok, err := fleetbundle.Selects(st.ClusterSelector, memberLabels); err == nil && ok {
 			return i
 		}
 	}
@@ -309,7 +310,7 @@ func (d *decision) startStage(i int) {
 
 // event records an Event of the revision in stage.
 func (d *decision) event(typ, reason, stage, format string, args ...any) {
-	d.out.Events = append(d.out.Events, RolloutEvent{Type: typ, Reason: reason, Note: truncate(fmt.Sprintf(format, args...)),
+	d.out.Events = append(d.out.Events, RolloutEvent{Type: typ, Reason: reason, Note: fleetbundle.Truncate(fmt.Sprintf(format, args...)),
 		Revision: d.in.Update, Stage: stage})
 }
 
@@ -333,21 +334,21 @@ func (d *decision) failed() bool {
 	names := sortedKeys(t.Failed)
 	first := t.Failed[names[0]]
 	what := fmt.Sprintf("%d members failed revision %d (maxFailures %d): %s; %s: %s: %s", t.FailedCount, u, tolerated,
-		listNames(names), first.Cluster, first.Reason, first.Message)
+		fleetbundle.ListNames(names), first.Cluster, first.Reason, first.Message)
 	if t.FailedCount == 1 {
 		what = fmt.Sprintf("member %s failed revision %d (maxFailures %d): %s: %s", first.Cluster, u, tolerated, first.Reason, first.Message)
 	}
 	c := d.in.Status.CurrentRevision
 	if d.s.OnFailure == hubv1alpha1.OnFailureRollback && c > 0 {
 		d.ro.FailedRevision, d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = u, hubv1alpha1.RolloutRolledBack, "", nil
-		d.ro.Message = truncate(fmt.Sprintf("Rolled back to revision %d: %s", c, what))
+		d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Rolled back to revision %d: %s", c, what))
 		d.event(corev1.EventTypeWarning, hubv1alpha1.RolledBackEvent, d.ro.Stage, "Revision %d rolled back to revision %d in stage %s: %s", u, c, d.ro.Stage, what)
 		return true
 	}
 	d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutHalted, nil
-	d.ro.Message = truncate(fmt.Sprintf("Halted in stage %s: %s; no further member is updated until the failures clear or the template changes", d.ro.Stage, what))
+	d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Halted in stage %s: %s; no further member is updated until the failures clear or the template changes", d.ro.Stage, what))
 	if c == 0 && d.s.OnFailure == hubv1alpha1.OnFailureRollback {
-		d.ro.Message = truncate(fmt.Sprintf("Halted in stage %s (revision %d is the first: nothing to roll back to): %s", d.ro.Stage, u, what))
+		d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Halted in stage %s (revision %d is the first: nothing to roll back to): %s", d.ro.Stage, u, what))
 	}
 	if d.prevPhase != hubv1alpha1.RolloutHalted {
 		d.event(corev1.EventTypeWarning, hubv1alpha1.RolloutHaltedEvent, d.ro.Stage, "Revision %d halted in stage %s: %s", u, d.ro.Stage, what)
@@ -434,7 +435,7 @@ func (d *decision) stageDone(i int) bool {
 			d.ro.Phase = hubv1alpha1.RolloutProgressing
 		}
 		slices.Sort(joining)
-		d.ro.Message = truncate(fmt.Sprintf("Stage %s: waiting for %s to join", stage, listNames(joining)))
+		d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Stage %s: waiting for %s to join", stage, fleetbundle.ListNames(joining)))
 		return false
 	case len(members) > 0 && eligible == 0:
 		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
@@ -445,7 +446,7 @@ func (d *decision) stageDone(i int) bool {
 		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
 		d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in %d of %d Ready members", stage, u, done, eligible)
 		if len(count.Waiting) > 0 {
-			d.ro.Message = truncate(d.ro.Message + "; waiting for " + listNames(count.Waiting))
+			d.ro.Message = fleetbundle.Truncate(d.ro.Message + "; waiting for " + fleetbundle.ListNames(count.Waiting))
 		}
 		return false
 	}
@@ -463,7 +464,7 @@ func (d *decision) stageDone(i int) bool {
 		}
 	}
 	if len(members) > 0 {
-		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, stage, "Revision %d: stage %s completed: %s", u, stage, listNames(memberNames(members)))
+		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, stage, "Revision %d: stage %s completed: %s", u, stage, fleetbundle.ListNames(memberNames(members)))
 	}
 	return true
 }
@@ -530,15 +531,6 @@ func scaled(v *intstr.IntOrString, total int, def intstr.IntOrString, atLeastOne
 		n = max(n, 1)
 	}
 	return max(n, 0)
-}
-
-// listNames names up to five members, and how many more there are.
-func listNames(names []string) string {
-	const most = 5
-	if len(names) <= most {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
 }
 
 func memberNames(ms []RolloutMember) []string {

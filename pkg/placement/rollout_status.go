@@ -12,6 +12,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 )
 
 // rolloutState is a FleetBundle's revisions and the decision of where its rollout stands.
@@ -41,7 +42,7 @@ func (s *rolloutState) byNumber() map[int64]Revision {
 // the sum of the replicas' counts; nil: the replicas have not caught up with the status, and the
 // rollout stays where the status says until they have.
 func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []RolloutMember, now time.Time, tally *Tally) (*rolloutState, error) {
-	if !LabelFits(client.ObjectKeyFromObject(fb)) || templateError(fb) != nil { // it places nothing: no revision can carry its label, or render
+	if !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) || templateError(fb) != nil { // it places nothing: no revision can carry its label, or render
 		return &rolloutState{next: fb.DeepCopy(), decision: RolloutDecision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
 	}
 	revs, err := listRevisions(ctx, r.hub, fb)
@@ -92,13 +93,13 @@ func (r *StatusReconciler) rolloutMembers(fb *hubv1alpha1.FleetBundle, selected 
 			if ready != nil && v.Bundle.Status.ObservedGeneration == v.Bundle.Generation {
 				m.BundleReady = ready.Status == metav1.ConditionTrue
 				if ready.Status == metav1.ConditionFalse {
-					m.Failure = &hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: ready.Reason, Message: truncate(ready.Message)}
+					m.Failure = &hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: ready.Reason, Message: fleetbundle.Truncate(ready.Message)}
 				}
 			}
 		}
 		// A member that refused the revision fails it, as long as it does not take it.
 		if u := fb.Status.UpdateRevision; u != 0 && m.Held != u && r.ledger.refusedRevision(pair{member: v.Name, fb: key}) == u {
-			f := hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: v.Placement.Reason, Message: truncate(v.Placement.Message)}
+			f := hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: v.Placement.Reason, Message: fleetbundle.Truncate(v.Placement.Message)}
 			if f.Reason == "" {
 				f.Reason, f.Message = hubv1alpha1.PlacementFailedReason, fmt.Sprintf("member %s refused revision %d", v.Name, u)
 			}

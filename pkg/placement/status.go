@@ -11,10 +11,8 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 )
-
-// maxMessageBytes is the longest message of a failedClusters entry.
-const maxMessageBytes = 1024
 
 // MemberView is what the status of a FleetBundle needs to know of one selected member.
 type MemberView struct {
@@ -40,7 +38,7 @@ type MemberView struct {
 // placement's failure, then the placed bundle's Ready condition.
 func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBundle, m MemberView) Health {
 	fail := func(o Outcome) Health {
-		return Health{Cluster: m.Name, Failure: &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: o.Reason, Message: truncate(o.Message)}}
+		return Health{Cluster: m.Name, Failure: &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: o.Reason, Message: fleetbundle.Truncate(o.Message)}}
 	}
 	switch {
 	case m.NotReady.Reason != "":
@@ -59,7 +57,7 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 	case ready.Status == metav1.ConditionTrue:
 		res.Ready = res.Applied
 	case ready.Status == metav1.ConditionFalse:
-		res.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: ready.Reason, Message: truncate(ready.Message)}
+		res.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: ready.Reason, Message: fleetbundle.Truncate(ready.Message)}
 	}
 	return res
 }
@@ -80,7 +78,7 @@ func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []M
 		desired, renderErr := desiredFor(fb, revs, spec, m)
 		h := judge(fb, desired, m)
 		if renderErr != nil && h.Failure == nil {
-			h.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.RenderFailedReason, Message: truncate(renderErr.Error())}
+			h.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.RenderFailedReason, Message: fleetbundle.Truncate(renderErr.Error())}
 			h.Ready = false
 		}
 		if f, ok := failed[m.Name]; ok && h.Failure == nil {
@@ -229,21 +227,21 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, boundary Boundary, st hubv1alph
 	n := st.Clusters
 	active := n.Selected - n.Paused
 	switch {
-	case !LabelFits(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}):
+	case !fleetbundle.LabelFits(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}):
 		c.Reason = hubv1alpha1.NameTooLongReason
 		c.Message = fmt.Sprintf("%q is longer than %d characters, the most a label value holds: nothing is placed; recreate the FleetBundle with a shorter name",
-			LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}), hubv1alpha1.MaxFleetBundleLabelValue)
+			fleetbundle.LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}), hubv1alpha1.MaxFleetBundleLabelValue)
 	case selectorError(fb.Spec.ClusterSelector) != nil:
 		c.Reason = hubv1alpha1.InvalidSelectorReason
-		c.Message = truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", selectorError(fb.Spec.ClusterSelector)))
+		c.Message = fleetbundle.Truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", selectorError(fb.Spec.ClusterSelector)))
 	case templateError(fb) != nil:
 		c.Reason = hubv1alpha1.InvalidTemplateReason
-		c.Message = truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", templateError(fb)))
+		c.Message = fleetbundle.Truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", templateError(fb)))
 	case !boundary.HasBound():
-		c.Reason, c.Message = hubv1alpha1.NoClusterSetBindingReason, truncate(boundary.Unbound())
+		c.Reason, c.Message = hubv1alpha1.NoClusterSetBindingReason, fleetbundle.Truncate(boundary.Unbound())
 	case n.Selected == 0: // vacuously Ready: nothing to place, nothing to wait for
 		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.NoClustersSelectedReason
-		c.Message = fmt.Sprintf("The clusterSelector selects no member of the ClusterSets bound to namespace %s (%s): nothing is placed", fb.Namespace, listNames(boundary.Bound))
+		c.Message = fmt.Sprintf("The clusterSelector selects no member of the ClusterSets bound to namespace %s (%s): nothing is placed", fb.Namespace, fleetbundle.ListNames(boundary.Bound))
 		if fb.Spec.ClusterSelector == nil {
 			c.Message = "No clusterSelector: no member is selected ({} selects every member); nothing is placed"
 		}
@@ -254,12 +252,12 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, boundary Boundary, st hubv1alph
 	case n.Failed > 0:
 		first := st.FailedClusters[0]
 		c.Reason = hubv1alpha1.ClustersFailedReason
-		c.Message = truncate(fmt.Sprintf("%d of %d selected members failed; %s: %s: %s", n.Failed, n.Selected, first.Cluster, first.Reason, first.Message))
+		c.Message = fleetbundle.Truncate(fmt.Sprintf("%d of %d selected members failed; %s: %s: %s", n.Failed, n.Selected, first.Cluster, first.Reason, first.Message))
 	case fb.Spec.Rollout != nil && st.CurrentRevision != st.UpdateRevision:
 		c.Reason = hubv1alpha1.ProgressingReason
 		c.Message = fmt.Sprintf("Revision %d is rolling out: updated in %d of %d selected members%s", st.UpdateRevision, n.Updated, n.Selected, pausedNote(n))
 		if st.Rollout != nil && st.Rollout.Message != "" {
-			c.Message = truncate(c.Message + "; " + st.Rollout.Message)
+			c.Message = fleetbundle.Truncate(c.Message + "; " + st.Rollout.Message)
 		}
 	case active == 0: // every selected member is paused
 		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.AllReadyReason
@@ -286,13 +284,4 @@ func pausedNote(n hubv1alpha1.PlacementCounts) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%d paused, keeping what they hold)", n.Paused)
-}
-
-// truncate shortens a message to maxMessageBytes, on a UTF-8 boundary.
-func truncate(s string) string {
-	if len(s) <= maxMessageBytes {
-		return s
-	}
-	s = strings.ToValidUTF8(s[:maxMessageBytes-3], "")
-	return s + "..."
 }

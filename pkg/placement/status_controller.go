@@ -30,6 +30,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/statusbudget"
 )
 
@@ -369,7 +370,7 @@ func statusRequests(fbs []client.ObjectKey) []mcreconcile.Request {
 func (r *StatusReconciler) placedToFleetBundle(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []mcreconcile.Request {
 		key := client.ObjectKeyFromObject(o)
-		if fb, ok := FleetBundleOf(o.GetLabels()[hubv1alpha1.FleetBundleLabel]); !ok || fb != key {
+		if fb, ok := fleetbundle.KeyOf(o.GetLabels()[hubv1alpha1.FleetBundleLabel]); !ok || fb != key {
 			return nil
 		}
 		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: key}}}
