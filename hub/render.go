@@ -18,6 +18,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // newRenderCommand returns `hub render`: what a FleetBundle places in each member, rendered by
@@ -75,7 +76,7 @@ the spec (status.updateRevision) renders to.`,
 
 // renderTarget is a member to render for, and whether the FleetBundle selects it.
 type renderTarget struct {
-	member   placement.Member
+	member   template.Member
 	selected bool
 }
 
@@ -129,7 +130,7 @@ func placesNothing(fb *hubv1alpha1.FleetBundle) error {
 	if _, err := fleetbundle.Selects(fb.Spec.ClusterSelector, nil); err != nil {
 		return fmt.Errorf("%s: %w; the hub places nothing until it is fixed", hubv1alpha1.InvalidSelectorReason, err)
 	}
-	d := placement.DefinitionOf(fb)
+	d := template.DefinitionOf(fb)
 	if err := d.Check(); err != nil {
 		return fmt.Errorf("%s: %w; the hub places, changes and removes nothing in any member until it is fixed", hubv1alpha1.InvalidTemplateReason, err)
 	}
@@ -164,7 +165,7 @@ func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBu
 	for _, mc := range members {
 		selected := boundary.Selects(fb, mc.Labels)
 		if selected || only != "" {
-			targets = append(targets, renderTarget{member: placement.Member{Name: mc.Name, Labels: mc.Labels}, selected: selected})
+			targets = append(targets, renderTarget{member: template.Member{Name: mc.Name, Labels: mc.Labels}, selected: selected})
 		}
 	}
 	slices.SortFunc(targets, func(a, b renderTarget) int { return strings.Compare(a.member.Name, b.member.Name) })

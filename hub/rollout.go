@@ -35,6 +35,7 @@ import (
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // maxHistoryMessage is the most characters of a template's message `hub rollout history` shows.
@@ -425,9 +426,9 @@ metadata and spec, and its templateEngine and overrides when set), or exits 1 if
 type fleetBundleRevision struct {
 	number   int64
 	created  time.Time
-	data     []byte                // the definition as JSON
-	template *placement.Definition // nil if data does not decode
-	err      error                 // why data does not decode
+	data     []byte               // the definition as JSON
+	template *template.Definition // nil if data does not decode
+	err      error                // why data does not decode
 }
 
 // readRevisions reads the FleetBundle key and its revisions, sorted by number: the
@@ -589,8 +590,8 @@ func undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 		if rev.template == nil {
 			return failed(rev.err)
 		}
-		current := placement.DefinitionOf(fb)
-		if skipped = placement.TemplateHash(&current) == placement.TemplateHash(rev.template); skipped {
+		current := template.DefinitionOf(fb)
+		if skipped = template.Hash(&current) == template.Hash(rev.template); skipped {
 			return nil
 		}
 		patch := client.MergeFromWithOptions(fb.DeepCopy(), client.MergeFromWithOptimisticLock{})

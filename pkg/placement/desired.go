@@ -11,6 +11,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // selectorError returns why a FleetBundle's selector is invalid, or nil.
@@ -34,7 +35,7 @@ func specError(fb *hubv1alpha1.FleetBundle) error {
 func templateError(fb *hubv1alpha1.FleetBundle) error {
 	key := checkKey{uid: fb.UID, generation: fb.Generation}
 	if fb.UID == "" || fb.Generation == 0 { // not read from an API server: nothing identifies its spec
-		d := DefinitionOf(fb)
+		d := template.DefinitionOf(fb)
 		return d.Check()
 	}
 	definitionChecks.mu.Lock()
@@ -43,7 +44,7 @@ func templateError(fb *hubv1alpha1.FleetBundle) error {
 	if ok {
 		return err
 	}
-	d := DefinitionOf(fb)
+	d := template.DefinitionOf(fb)
 	err = d.Check()
 	definitionChecks.mu.Lock()
 	defer definitionChecks.mu.Unlock()
@@ -70,27 +71,11 @@ type checkKey struct {
 	generation int64
 }
 
-// TemplateHash identifies a definition's content: the placed bundles carry it in
-// FleetBundleTemplateHashAnnotation.
-func TemplateHash(d *Definition) string {
-	return fleetbundle.Hash(hashedDefinition{Metadata: d.Metadata, Spec: d.Spec, TemplateEngine: d.TemplateEngine, Overrides: d.Overrides})
-}
-
-// hashedDefinition is what TemplateHash hashes: a template with its metadata always encoded, as
-// ConfigBundleTemplate was before its metadata became omitzero, and templateEngine and overrides
-// only when set, so that a hub upgrade changes no hash, and so rewrites no placed bundle.
-type hashedDefinition struct {
-	Metadata       hubv1alpha1.TemplateMetadata          `json:"metadata"`
-	Spec           configbundlev1alpha1.ConfigBundleSpec `json:"spec"`
-	TemplateEngine hubv1alpha1.TemplateEngine            `json:"templateEngine,omitempty"`
-	Overrides      []hubv1alpha1.TemplateOverride        `json:"overrides,omitempty"`
-}
-
 // Desired renders the ConfigBundle a FleetBundle places in a member from its spec, without a
 // revision (DesiredOf).
-func Desired(fb *hubv1alpha1.FleetBundle, m Member) (*configbundlev1alpha1.ConfigBundle, error) {
-	d := DefinitionOf(fb)
-	return DesiredOf(fb, Revision{Definition: d, Hash: TemplateHash(&d)}, m)
+func Desired(fb *hubv1alpha1.FleetBundle, m template.Member) (*configbundlev1alpha1.ConfigBundle, error) {
+	d := template.DefinitionOf(fb)
+	return DesiredOf(fb, Revision{Definition: d, Hash: template.Hash(&d)}, m)
 }
 
 // DesiredOf renders the ConfigBundle a FleetBundle places in a member from one of its revisions
@@ -99,8 +84,8 @@ func Desired(fb *hubv1alpha1.FleetBundle, m Member) (*configbundlev1alpha1.Confi
 // numbered revision) FleetBundleRevisionAnnotation and (for a definition rendered per member)
 // FleetBundleRenderHashAnnotation, and the rendered spec. The hub's label and annotations win
 // over a template's of the same key. The error is the member's RenderFailed.
-func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision, m Member) (*configbundlev1alpha1.ConfigBundle, error) {
-	rendered, err := r.Definition.render(m, r.Hash)
+func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision, m template.Member) (*configbundlev1alpha1.ConfigBundle, error) {
+	rendered, err := r.Definition.RenderCached(m, r.Hash)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,6 @@
 package placement
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +9,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/template"
 )
 
 func fleetBundle(message string) *hubv1alpha1.FleetBundle {
@@ -33,17 +30,17 @@ func fleetBundle(message string) *hubv1alpha1.FleetBundle {
 
 func TestDesired(t *testing.T) {
 	fb := fleetBundle("hello")
-	got, err := Desired(fb, Member{Name: "m1"})
+	got, err := Desired(fb, template.Member{Name: "m1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := DefinitionOf(fb)
+	def := template.DefinitionOf(fb)
 	want := &configbundlev1alpha1.ConfigBundle{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "team", Name: "web",
 			Labels: map[string]string{"app": "web", hubv1alpha1.FleetBundleLabel: "team.web"},
 			Annotations: map[string]string{"owner": "team", hubv1alpha1.FleetBundleUIDAnnotation: "uid-1",
-				hubv1alpha1.FleetBundleTemplateHashAnnotation: TemplateHash(&def)},
+				hubv1alpha1.FleetBundleTemplateHashAnnotation: template.Hash(&def)},
 		},
 		Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello"},
 	}
@@ -54,8 +51,8 @@ func TestDesired(t *testing.T) {
 		t.Errorf("Desired changed the FleetBundle's template")
 	}
 	hash := func(fb *hubv1alpha1.FleetBundle) string {
-		d := DefinitionOf(fb)
-		return TemplateHash(&d)
+		d := template.DefinitionOf(fb)
+		return template.Hash(&d)
 	}
 	if hash(fb) == hash(fleetBundle("other")) {
 		t.Errorf("two templates have the same hash")
@@ -82,7 +79,7 @@ func TestDesired(t *testing.T) {
 func TestOwnershipAndDrift(t *testing.T) {
 	fb := fleetBundle("hello")
 	key := types.NamespacedName{Namespace: "team", Name: "web"}
-	desired, err := Desired(fb, Member{Name: "m1"})
+	desired, err := Desired(fb, template.Member{Name: "m1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,50 +119,5 @@ func TestOwnershipAndDrift(t *testing.T) {
 				t.Errorf("Drift (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestTemplateHashIsStable: the hash of a template is what it was before the template's metadata
-// became omitzero (the template encoded with "metadata":{}), so that a hub upgrade rewrites no
-// placed bundle.
-func TestTemplateHashIsStable(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		template hubv1alpha1.ConfigBundleTemplate
-		encoded  string // as encoding/json encoded ConfigBundleTemplate with metadata omitempty
-	}{
-		{name: "no metadata", template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello"}},
-			encoded: `{"metadata":{},"spec":{"message":"hello","immutable":false}}`},
-		{name: "labels", template: hubv1alpha1.ConfigBundleTemplate{
-			Metadata: hubv1alpha1.TemplateMetadata{Labels: map[string]string{"b": "2", "a": "1"}},
-			Spec:     configbundlev1alpha1.ConfigBundleSpec{Message: "x", Immutable: true}},
-			encoded: `{"metadata":{"labels":{"a":"1","b":"2"}},"spec":{"message":"x","immutable":true}}`},
-		{name: "empty data", template: hubv1alpha1.ConfigBundleTemplate{
-			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x", Data: map[string]configbundlev1alpha1.DataValue{}}},
-			encoded: `{"metadata":{},"spec":{"message":"x","immutable":false}}`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sum := sha256.Sum256([]byte(tc.encoded))
-			if got, want := TemplateHash(&Definition{ConfigBundleTemplate: tc.template}), hex.EncodeToString(sum[:8]); got != want {
-				t.Errorf("TemplateHash = %s, want %s (the hash of %s)", got, want, tc.encoded)
-			}
-		})
-	}
-}
-
-// TestTemplateMetadataOmitted: a FleetBundle without spec.template.metadata encodes without it
-// (omitzero), so that the hub's types never add "metadata: {}" to a user's spec.
-func TestTemplateMetadataOmitted(t *testing.T) {
-	fb := &hubv1alpha1.FleetBundle{Spec: hubv1alpha1.FleetBundleSpec{Template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "m"}}}}
-	raw, err := json.Marshal(fb.Spec.Template)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := string(raw), `{"spec":{"message":"m","immutable":false}}`; got != want {
-		t.Errorf("template encodes as %s, want %s", got, want)
-	}
-	fb.Spec.Template.Metadata.Labels = map[string]string{"a": "1"}
-	if raw, _ := json.Marshal(fb.Spec.Template); !strings.Contains(string(raw), `"metadata":{"labels":{"a":"1"}}`) {
-		t.Errorf("template with labels encodes as %s", raw)
 	}
 }

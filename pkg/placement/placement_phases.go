@@ -18,6 +18,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // errStale marks a write the API server refused because the hub acted on a state that is no
@@ -171,8 +172,8 @@ func (s *scope) target(current *configbundlev1alpha1.ConfigBundle) int64 {
 }
 
 // memberOf is what a template sees of the pair's member.
-func (s *scope) memberOf() Member {
-	return Member{Name: s.pair.member, Labels: s.memberCluster.Labels}
+func (s *scope) memberOf() template.Member {
+	return template.Member{Name: s.pair.member, Labels: s.memberCluster.Labels}
 }
 
 // uid is the FleetBundle's uid, or "" if it is gone.

@@ -20,6 +20,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // Every distinct definition (template, templateEngine, overrides) of a FleetBundle is a revision, numbered 1, 2, 3... in the order the
@@ -31,8 +32,8 @@ import (
 type Revision struct {
 	// Number is the revision's number (ControllerRevision .revision).
 	Number int64
-	// Definition is the definition.
-	Definition Definition
+	// template.Definition is the definition.
+	Definition template.Definition
 	// Hash is TemplateHash of Definition.
 	Hash string
 	// Name and UID are those of its ControllerRevision.
@@ -51,7 +52,7 @@ func RevisionOf(cr *appsv1.ControllerRevision) (Revision, error) {
 	if err := json.Unmarshal(cr.Data.Raw, &r.Definition); err != nil {
 		return Revision{}, fmt.Errorf("decoding the definition of ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
-	r.Hash = TemplateHash(&r.Definition)
+	r.Hash = template.Hash(&r.Definition)
 	return r, nil
 }
 
@@ -87,8 +88,8 @@ func listRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.Fl
 // revisionOfTemplate returns the revision of the FleetBundle's definition among revs, and false
 // if it has none yet.
 func revisionOfTemplate(fb *hubv1alpha1.FleetBundle, revs []Revision) (Revision, bool) {
-	d := DefinitionOf(fb)
-	hash := TemplateHash(&d)
+	d := template.DefinitionOf(fb)
+	hash := template.Hash(&d)
 	for _, r := range revs {
 		if r.Hash == hash {
 			return r, true
@@ -112,7 +113,7 @@ func nextRevision(fb *hubv1alpha1.FleetBundle, revs []Revision) int64 {
 
 // newControllerRevision is the ControllerRevision of a FleetBundle's definition as revision n.
 func newControllerRevision(fb *hubv1alpha1.FleetBundle, n int64, fieldOwner string) (*appsv1.ControllerRevision, error) {
-	d := DefinitionOf(fb)
+	d := template.DefinitionOf(fb)
 	raw, err := json.Marshal(&d)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the definition: %w", err)

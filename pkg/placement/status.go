@@ -12,6 +12,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // MemberView is what the status of a FleetBundle needs to know of one selected member.
@@ -96,11 +97,11 @@ func specRevision(fb *hubv1alpha1.FleetBundle) *Revision {
 	if fb.Status.UpdateRevision != 0 {
 		return nil
 	}
-	r := &Revision{Definition: DefinitionOf(fb)}
+	r := &Revision{Definition: template.DefinitionOf(fb)}
 	if templateError(fb) != nil {
 		return nil
 	}
-	r.Hash = TemplateHash(&r.Definition)
+	r.Hash = template.Hash(&r.Definition)
 	return r
 }
 
@@ -114,7 +115,7 @@ func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, spec *Revi
 	if OwnershipOf(m.Bundle, key, fb.UID) == Own {
 		held = heldRevision(m.Bundle)
 	}
-	member := Member{Name: m.Name, Labels: m.Labels}
+	member := template.Member{Name: m.Name, Labels: m.Labels}
 	switch n := TargetRevision(fb, m.Name, m.Labels, held); {
 	case fb.Status.UpdateRevision == 0 && spec != nil:
 		return DesiredOf(fb, *spec, member)
