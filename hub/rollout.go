@@ -34,7 +34,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
-	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/template"
 )
 
@@ -450,7 +450,7 @@ func readRevisions(ctx context.Context, c client.Client, key types.NamespacedNam
 			continue
 		}
 		rev := fleetBundleRevision{number: cr.Revision, created: cr.CreationTimestamp.Time, data: cr.Data.Raw}
-		if r, err := placement.RevisionOf(cr); err != nil {
+		if r, err := rollout.RevisionOf(cr); err != nil {
 			rev.err = fmt.Errorf("ControllerRevision %s holds no definition: %w", cr.Name, err)
 		} else {
 			rev.template = &r.Definition

@@ -11,6 +11,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/template"
 )
 
@@ -75,7 +76,7 @@ type checkKey struct {
 // revision (DesiredOf).
 func Desired(fb *hubv1alpha1.FleetBundle, m template.Member) (*configbundlev1alpha1.ConfigBundle, error) {
 	d := template.DefinitionOf(fb)
-	return DesiredOf(fb, Revision{Definition: d, Hash: template.Hash(&d)}, m)
+	return DesiredOf(fb, rollout.Revision{Definition: d, Hash: template.Hash(&d)}, m)
 }
 
 // DesiredOf renders the ConfigBundle a FleetBundle places in a member from one of its revisions
@@ -84,7 +85,7 @@ func Desired(fb *hubv1alpha1.FleetBundle, m template.Member) (*configbundlev1alp
 // numbered revision) FleetBundleRevisionAnnotation and (for a definition rendered per member)
 // FleetBundleRenderHashAnnotation, and the rendered spec. The hub's label and annotations win
 // over a template's of the same key. The error is the member's RenderFailed.
-func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision, m template.Member) (*configbundlev1alpha1.ConfigBundle, error) {
+func DesiredOf(fb *hubv1alpha1.FleetBundle, r rollout.Revision, m template.Member) (*configbundlev1alpha1.ConfigBundle, error) {
 	rendered, err := r.Definition.RenderCached(m, r.Hash)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/statusbudget"
 )
 
@@ -150,7 +151,7 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 		return nil, fmt.Errorf("getting member %q: %w", req.ClusterName, err)
 	}
 	if r.clusterID(req.ClusterName) != id {
-		return nil, fmt.Errorf("member %q: %w: its cluster changed while it was read", req.ClusterName, errStale)
+		return nil, fmt.Errorf("member %q: %w: its cluster changed while it was read", req.ClusterName, rollout.ErrStale)
 	}
 	s := &scope{pair: pair{member: string(req.ClusterName), fb: req.NamespacedName}, member: member, cluster: id, r: r}
 	mc := &hubv1alpha1.MemberCluster{}
@@ -198,10 +199,10 @@ func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster, boundary
 
 // revision reads revision n of the pair's FleetBundle: from the hub's cache, or from the API
 // server if the cache has not seen it yet (the status that names it can arrive first).
-func (r *Reconciler) revision(ctx context.Context, fb *hubv1alpha1.FleetBundle, n int64) (*Revision, error) {
-	rev, err := revisionTemplate(ctx, r.hub, fb, n)
+func (r *Reconciler) revision(ctx context.Context, fb *hubv1alpha1.FleetBundle, n int64) (*rollout.Revision, error) {
+	rev, err := rollout.ReadRevision(ctx, r.hub, fb, n)
 	if apierrors.IsNotFound(err) {
-		rev, err = revisionTemplate(ctx, r.manager.GetLocalManager().GetAPIReader(), fb, n)
+		rev, err = rollout.ReadRevision(ctx, r.manager.GetLocalManager().GetAPIReader(), fb, n)
 	}
 	return rev, err
 }

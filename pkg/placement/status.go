@@ -12,6 +12,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/template"
 )
 
@@ -49,7 +50,7 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 	case OwnershipOf(m.Bundle, types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}, fb.UID) != Own:
 		return Health{Cluster: m.Name}
 	}
-	held := heldRevision(m.Bundle)
+	held := rollout.HeldRevision(m.Bundle)
 	res := Health{Cluster: m.Name, Applied: desired != nil && len(Drift(desired, m.Bundle)) == 0,
 		Updated: held != 0 && held == fb.Status.UpdateRevision}
 	ready := meta.FindStatusCondition(m.Bundle.Status.Conditions, configbundlev1alpha1.ReadyCondition)
@@ -68,7 +69,7 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 // the rollout's failures (by member) that no object records (ProgressDeadlineExceeded): what its
 // status and its Events are computed from. A FleetBundle whose status names no revision yet is
 // judged against its spec's template.
-func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []MemberView, failed map[string]hubv1alpha1.ClusterFailure) []Health {
+func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]rollout.Revision, selected []MemberView, failed map[string]hubv1alpha1.ClusterFailure) []Health {
 	spec := specRevision(fb)
 	hs := make([]Health, 0, len(selected))
 	for _, m := range selected {
@@ -93,11 +94,11 @@ func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []M
 // specRevision is the spec's definition as a revision without a number, what members are judged
 // against while the status names no revision yet; nil once it names one, or if the definition
 // renders for no member (InvalidTemplate: the FleetBundle says so, not each member).
-func specRevision(fb *hubv1alpha1.FleetBundle) *Revision {
+func specRevision(fb *hubv1alpha1.FleetBundle) *rollout.Revision {
 	if fb.Status.UpdateRevision != 0 {
 		return nil
 	}
-	r := &Revision{Definition: template.DefinitionOf(fb)}
+	r := &rollout.Revision{Definition: template.DefinitionOf(fb)}
 	if templateError(fb) != nil {
 		return nil
 	}
@@ -109,14 +110,14 @@ func specRevision(fb *hubv1alpha1.FleetBundle) *Revision {
 // gives it (TargetRevision; revs holds them by number), or from the spec (spec) if the status
 // names no revision yet; nil if none is decided, or if it does not render for the member (the
 // error).
-func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, spec *Revision, m MemberView) (*configbundlev1alpha1.ConfigBundle, error) {
+func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]rollout.Revision, spec *rollout.Revision, m MemberView) (*configbundlev1alpha1.ConfigBundle, error) {
 	key := types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}
 	held := int64(0)
 	if OwnershipOf(m.Bundle, key, fb.UID) == Own {
-		held = heldRevision(m.Bundle)
+		held = rollout.HeldRevision(m.Bundle)
 	}
 	member := template.Member{Name: m.Name, Labels: m.Labels}
-	switch n := TargetRevision(fb, m.Name, m.Labels, held); {
+	switch n := rollout.TargetRevision(fb, m.Name, m.Labels, held); {
 	case fb.Status.UpdateRevision == 0 && spec != nil:
 		return DesiredOf(fb, *spec, member)
 	case fb.Status.UpdateRevision == 0:

@@ -31,6 +31,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/statusbudget"
 )
 
@@ -153,11 +154,11 @@ func (r *StatusReconciler) writeStatus(ctx context.Context, fb *hubv1alpha1.Flee
 			// action: the recorder makes one series of the Events alike in those, never one of
 			// two revisions' or two stages'.
 			related := &corev1.ObjectReference{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "ControllerRevision",
-				Namespace: fb.Namespace, Name: RevisionName(fb.Name, e.Revision)}
+				Namespace: fb.Namespace, Name: rollout.RevisionName(fb.Name, e.Revision)}
 			r.transitions.recorder.Eventf(fleetBundleReference(fb), related, e.Type, e.Reason, e.Stage, "%s", e.Note)
 		}
 	}
-	if err := pruneRevisions(ctx, r.hub, ro.next, ro.revisions, ro.held); err != nil {
+	if err := rollout.PruneRevisions(ctx, r.hub, ro.next, ro.revisions, ro.held); err != nil {
 		return ctrl.Result{}, written, err
 	}
 	return ctrl.Result{RequeueAfter: ro.decision.RequeueAfter}, written, nil
@@ -212,7 +213,7 @@ func (r *StatusReconciler) heldWhilePaused(ctx context.Context, mc *hubv1alpha1.
 		return 0
 	}
 	if b := r.cachedBundle(ctx, mc.Name, key); OwnershipOf(b, key, uid) == Own {
-		return heldRevision(b)
+		return rollout.HeldRevision(b)
 	}
 	return 0
 }
