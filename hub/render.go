@@ -19,6 +19,7 @@ import (
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/placement"
 	"configbundle.dev/hub/pkg/template"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // newRenderCommand returns `hub render`: what a FleetBundle places in each member, rendered by
@@ -91,7 +92,7 @@ func render(ctx context.Context, c client.Reader, key types.NamespacedName, only
 	if err := placesNothing(fb); err != nil {
 		return failed(fmt.Errorf("FleetBundle %s: %w", key, err))
 	}
-	boundary, err := placement.ReadBoundary(ctx, c, fb)
+	boundary, err := tenancy.ReadBoundary(ctx, c, fb)
 	if err != nil {
 		return failed(err)
 	}
@@ -143,7 +144,7 @@ func placesNothing(fb *hubv1alpha1.FleetBundle) error {
 
 // renderTargets returns the members fb selects within its boundary (the ClusterSets bound to its
 // namespace), sorted by name; with only, that MemberCluster alone, selected or not.
-func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, boundary placement.Boundary, only string) ([]renderTarget, error) {
+func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, only string) ([]renderTarget, error) {
 	var members []hubv1alpha1.MemberCluster
 	if only != "" {
 		mc := &hubv1alpha1.MemberCluster{}

@@ -1,6 +1,6 @@
 // Package placement places FleetBundles: it turns one FleetBundle on the hub into a ConfigBundle
 // in every member cluster whose MemberCluster its selector selects among the members of the
-// ClusterSets bound to its namespace (Boundary, in clustersets.go), keeps those ConfigBundles as
+// ClusterSets bound to its namespace (tenancy.Boundary, in clustersets.go), keeps those ConfigBundles as
 // the template says (restoring them when someone edits or deletes them, never touching a
 // ConfigBundle the hub did not place), removes them from members that stop matching and when the
 // FleetBundle is deleted, and reports where the bundle stands in each member on the

@@ -32,6 +32,7 @@ import (
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/statusbudget"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // What placement needs in each member cluster, besides the ConfigBundle reconciler's rules:
@@ -173,7 +174,7 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 		return nil, nil // reported on the FleetBundle; its fix is a spec change, which brings the pair back
 	}
 	s.fb = fb
-	boundary, err := ReadBoundary(ctx, r.hub, fb)
+	boundary, err := tenancy.ReadBoundary(ctx, r.hub, fb)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func (r *Reconciler) clusterID(name multicluster.ClusterName) string {
 
 // places reports whether a FleetBundle places a bundle in a member: it is not being deleted, its
 // name fits in FleetBundleLabel, and it selects the member (boundary is where it may place).
-func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster, boundary Boundary) bool {
+func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster, boundary tenancy.Boundary) bool {
 	if !fb.DeletionTimestamp.IsZero() || !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) {
 		return false
 	}
@@ -218,7 +219,7 @@ func (r *Reconciler) fleetBundleToPairs(_ multicluster.ClusterName, _ cluster.Cl
 // bind it with every member.
 func (r *Reconciler) clusterSetToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return withEveryMember(ctx, r.hub, fleetBundlesOfSet(ctx, r.hub, o.GetName()))
+		return withEveryMember(ctx, r.hub, tenancy.FleetBundlesOfSet(ctx, r.hub, o.GetName()))
 	})
 }
 
@@ -226,7 +227,7 @@ func (r *Reconciler) clusterSetToPairs(_ multicluster.ClusterName, _ cluster.Clu
 // every member.
 func (r *Reconciler) bindingToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return withEveryMember(ctx, r.hub, fleetBundlesIn(ctx, r.hub, o.GetNamespace()))
+		return withEveryMember(ctx, r.hub, tenancy.FleetBundlesIn(ctx, r.hub, o.GetNamespace()))
 	})
 }
 

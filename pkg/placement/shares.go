@@ -24,6 +24,7 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/rollout"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // With sharded replicas, no replica sees every member: each writes its share of a FleetBundle's
@@ -36,7 +37,7 @@ import (
 // the elected replica, the totals and the finalizer.
 func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
 	pending := r.ledger.pendingHeals(fb.UID)
-	boundary, err := ReadBoundary(ctx, r.hub, fb)
+	boundary, err := tenancy.ReadBoundary(ctx, r.hub, fb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -152,7 +153,7 @@ func Share(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, prev 
 
 // shareFrom is Share from the judgement of each of mine (judgeAll).
 func shareFrom(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, health []Health, prev *hubv1alpha1.FleetBundleReplicaStatus, pendingHeals int64) hubv1alpha1.FleetBundleReplicaStatus {
-	st := statusOf(fb, Boundary{}, health, 0, metav1.Time{}) // its counts; the totals' Ready is the elected replica's
+	st := statusOf(fb, tenancy.Boundary{}, health, 0, metav1.Time{}) // its counts; the totals' Ready is the elected replica's
 	share := hubv1alpha1.FleetBundleReplicaStatus{
 		Replica: replica, ObservedGeneration: fb.Generation,
 		Clusters: st.Clusters, FailedClusters: st.FailedClusters, Heals: pendingHeals,
@@ -174,7 +175,7 @@ func shareFrom(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, h
 // FleetBundle's generation, the first failed members of all, the heals of all, and the Ready
 // condition of the sum. A selected member in no share (its replica is gone, its new one has
 // not reported yet) is neither ready nor failed: the FleetBundle is Progressing until it is.
-func Totals(fb *hubv1alpha1.FleetBundle, boundary Boundary, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int32, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+func Totals(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int32, now metav1.Time) hubv1alpha1.FleetBundleStatus {
 	st := hubv1alpha1.FleetBundleStatus{
 		ObservedGeneration: fb.Generation,
 		Replicas:           shares,
@@ -204,7 +205,7 @@ func Totals(fb *hubv1alpha1.FleetBundle, boundary Boundary, shares []hubv1alpha1
 // reconcileTotals (on the elected replica) adds the finalizer, writes the totals of the live
 // replicas' shares and drops the others, or releases a FleetBundle being deleted; boundary is
 // where the FleetBundle may place.
-func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) (ctrl.Result, error) {
+func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) (ctrl.Result, error) {
 	setFleetBundleMetrics(fb)
 	live := r.opts.Replica.LiveReplicas()
 	var shares []hubv1alpha1.FleetBundleReplicaStatus
@@ -237,7 +238,7 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 // boundary), whoever manages it: its name, its stage, whether it is paused, and whether its
 // MemberCluster is Ready (a paused one counts as not Ready, and not joining: the rollout skips
 // it).
-func (r *StatusReconciler) memberNames(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) ([]rollout.Member, error) {
+func (r *StatusReconciler) memberNames(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) ([]rollout.Member, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing MemberClusters: %w", err)

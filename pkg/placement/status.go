@@ -14,6 +14,7 @@ import (
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/template"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // MemberView is what the status of a FleetBundle needs to know of one selected member.
@@ -132,12 +133,12 @@ func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]rollout.Revision, sp
 // ComputeStatus computes a FleetBundle's status from where it may place (boundary), its selected
 // members (in any order) and the heals not yet counted in its status, at now. Conditions keep
 // their lastTransitionTime unless their status changes.
-func ComputeStatus(fb *hubv1alpha1.FleetBundle, boundary Boundary, selected []MemberView, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+func ComputeStatus(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, selected []MemberView, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
 	return statusOf(fb, boundary, judgeAll(fb, nil, selected, nil), pendingHeals, now)
 }
 
 // statusOf is ComputeStatus from the judgement of each selected member (judgeAll).
-func statusOf(fb *hubv1alpha1.FleetBundle, boundary Boundary, health []Health, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+func statusOf(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, health []Health, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
 	st := hubv1alpha1.FleetBundleStatus{
 		ObservedGeneration: fb.Generation,
 		Heals:              fb.Status.Heals + pendingHeals,
@@ -172,7 +173,7 @@ func statusOf(fb *hubv1alpha1.FleetBundle, boundary Boundary, health []Health, p
 
 // finish sets the first failures (sorted by member name) and the Ready condition, at now, of a
 // status whose counts are computed.
-func finish(fb *hubv1alpha1.FleetBundle, boundary Boundary, st *hubv1alpha1.FleetBundleStatus, failures []hubv1alpha1.ClusterFailure, now metav1.Time) {
+func finish(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, st *hubv1alpha1.FleetBundleStatus, failures []hubv1alpha1.ClusterFailure, now metav1.Time) {
 	slices.SortFunc(failures, func(a, b hubv1alpha1.ClusterFailure) int { return strings.Compare(a.Cluster, b.Cluster) })
 	if len(failures) > hubv1alpha1.MaxFailedClusters {
 		failures = failures[:hubv1alpha1.MaxFailedClusters]
@@ -224,7 +225,7 @@ func rolloutConditions(fb *hubv1alpha1.FleetBundle) (progressing, stalled metav1
 // readyCondition is the Ready condition of a status whose counts are computed, for a
 // FleetBundle that may place within boundary. Paused members are counted apart: Ready compares
 // the Ready members with the selected members that are not paused.
-func readyCondition(fb *hubv1alpha1.FleetBundle, boundary Boundary, st hubv1alpha1.FleetBundleStatus) metav1.Condition {
+func readyCondition(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, st hubv1alpha1.FleetBundleStatus) metav1.Condition {
 	c := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, ObservedGeneration: fb.Generation}
 	n := st.Clusters
 	active := n.Selected - n.Paused

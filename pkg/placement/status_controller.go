@@ -33,6 +33,7 @@ import (
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/statusbudget"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // conflictRetry is how soon a status is computed again after a write lost to a newer version:
@@ -107,7 +108,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 		return r.patchFinalizers(ctx, fb) // the update comes back as an event
 	}
 	pending := r.ledger.pendingHeals(fb.UID)
-	boundary, err := ReadBoundary(ctx, r.hub, fb)
+	boundary, err := tenancy.ReadBoundary(ctx, r.hub, fb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -178,7 +179,7 @@ func readyChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
 // boundary) that this replica manages (every one, unless sharded), and the revisions that paused
 // members it does not select hold: a paused member keeps what it holds, healed from that
 // revision, so that revision is not pruned.
-func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) ([]MemberView, []int64, error) {
+func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) ([]MemberView, []int64, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
 		return nil, nil, fmt.Errorf("listing MemberClusters: %w", err)
@@ -345,7 +346,7 @@ func (r *StatusReconciler) toEveryFleetBundle(_ multicluster.ClusterName, _ clus
 // namespaces that bind it.
 func (r *StatusReconciler) clusterSetToFleetBundles(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return statusRequests(fleetBundlesOfSet(ctx, r.hub, o.GetName()))
+		return statusRequests(tenancy.FleetBundlesOfSet(ctx, r.hub, o.GetName()))
 	})
 }
 
@@ -353,7 +354,7 @@ func (r *StatusReconciler) clusterSetToFleetBundles(_ multicluster.ClusterName, 
 // namespace.
 func (r *StatusReconciler) bindingToFleetBundles(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return statusRequests(fleetBundlesIn(ctx, r.hub, o.GetNamespace()))
+		return statusRequests(tenancy.FleetBundlesIn(ctx, r.hub, o.GetNamespace()))
 	})
 }
 

@@ -1,4 +1,4 @@
-package placement
+package tenancy
 
 import (
 	"context"
@@ -149,8 +149,8 @@ func namespacesBinding(ctx context.Context, hub client.Reader, set string) ([]st
 	return slices.Compact(ns), nil
 }
 
-// fleetBundlesIn returns the FleetBundles of the namespaces ns.
-func fleetBundlesIn(ctx context.Context, hub client.Reader, ns ...string) []client.ObjectKey {
+// FleetBundlesIn returns the FleetBundles of the namespaces ns.
+func FleetBundlesIn(ctx context.Context, hub client.Reader, ns ...string) []client.ObjectKey {
 	var keys []client.ObjectKey
 	for _, n := range ns {
 		list := &hubv1alpha1.FleetBundleList{}
@@ -164,12 +164,12 @@ func fleetBundlesIn(ctx context.Context, hub client.Reader, ns ...string) []clie
 	return keys
 }
 
-// fleetBundlesOfSet returns the FleetBundles that a change of a ClusterSet may move: those of the
+// FleetBundlesOfSet returns the FleetBundles that a change of a ClusterSet may move: those of the
 // namespaces that bind it.
-func fleetBundlesOfSet(ctx context.Context, hub client.Reader, set string) []client.ObjectKey {
+func FleetBundlesOfSet(ctx context.Context, hub client.Reader, set string) []client.ObjectKey {
 	ns, err := namespacesBinding(ctx, hub, set)
 	if err != nil {
 		return nil
 	}
-	return fleetBundlesIn(ctx, hub, ns...)
+	return FleetBundlesIn(ctx, hub, ns...)
 }
