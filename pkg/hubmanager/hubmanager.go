@@ -45,6 +45,7 @@ import (
 	"configbundle.dev/hub/pkg/placement"
 	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/sharding"
+	"configbundle.dev/hub/pkg/tenancy"
 	"configbundle.dev/hub/pkg/version"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -336,6 +337,9 @@ func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, o
 		Unreported:               unreported(reconciler),
 		Replica:                  replica,
 	}); err != nil {
+		return err
+	}
+	if err := tenancy.SetupWithManager(mgr.GetLocalManager(), replica); err != nil {
 		return err
 	}
 	return placement.SetupWithManager(mgr, provider, placement.Options{
