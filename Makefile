@@ -39,7 +39,7 @@ generate: ## Generate deepcopy code with controller-gen.
 manifests: ## Generate CRDs and RBAC with controller-gen.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=configbundle-member paths=./pkg/configbundle/... paths=./pkg/placement/... paths=./spoke-provider/... output:rbac:artifacts:config=config/rbac/member
-	$(CONTROLLER_GEN) rbac:roleName=configbundle-hub paths=./pkg/fleet/... paths=./pkg/hubmanager/... output:rbac:artifacts:config=config/rbac/hub
+	$(CONTROLLER_GEN) rbac:roleName=configbundle-hub paths=./pkg/fleet/... paths=./pkg/tenancy/... paths=./pkg/hubmanager/... output:rbac:artifacts:config=config/rbac/hub
 
 .PHONY: fmt
 fmt: ## Run gofmt.

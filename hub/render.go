@@ -16,7 +16,10 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/template"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // newRenderCommand returns `hub render`: what a FleetBundle places in each member, rendered by
@@ -74,7 +77,7 @@ the spec (status.updateRevision) renders to.`,
 
 // renderTarget is a member to render for, and whether the FleetBundle selects it.
 type renderTarget struct {
-	member   placement.Member
+	member   template.Member
 	selected bool
 }
 
@@ -89,7 +92,7 @@ func render(ctx context.Context, c client.Reader, key types.NamespacedName, only
 	if err := placesNothing(fb); err != nil {
 		return failed(fmt.Errorf("FleetBundle %s: %w", key, err))
 	}
-	boundary, err := placement.ReadBoundary(ctx, c, fb)
+	boundary, err := tenancy.ReadBoundary(ctx, c, fb)
 	if err != nil {
 		return failed(err)
 	}
@@ -125,23 +128,23 @@ func render(ctx context.Context, c client.Reader, key types.NamespacedName, only
 // placesNothing returns why the hub places nothing of fb in any member, as its Ready condition
 // says (InvalidSelector, InvalidTemplate, NameTooLong), or nil.
 func placesNothing(fb *hubv1alpha1.FleetBundle) error {
-	if _, err := placement.Selects(fb.Spec.ClusterSelector, nil); err != nil {
+	if _, err := fleetbundle.Selects(fb.Spec.ClusterSelector, nil); err != nil {
 		return fmt.Errorf("%s: %w; the hub places nothing until it is fixed", hubv1alpha1.InvalidSelectorReason, err)
 	}
-	d := placement.DefinitionOf(fb)
+	d := template.DefinitionOf(fb)
 	if err := d.Check(); err != nil {
 		return fmt.Errorf("%s: %w; the hub places, changes and removes nothing in any member until it is fixed", hubv1alpha1.InvalidTemplateReason, err)
 	}
-	if !placement.LabelFits(client.ObjectKeyFromObject(fb)) {
+	if !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) {
 		return fmt.Errorf("%s: %q is longer than the %d characters of a label value; the hub places nothing", hubv1alpha1.NameTooLongReason,
-			placement.LabelValue(client.ObjectKeyFromObject(fb)), hubv1alpha1.MaxFleetBundleLabelValue)
+			fleetbundle.LabelValue(client.ObjectKeyFromObject(fb)), hubv1alpha1.MaxFleetBundleLabelValue)
 	}
 	return nil
 }
 
 // renderTargets returns the members fb selects within its boundary (the ClusterSets bound to its
 // namespace), sorted by name; with only, that MemberCluster alone, selected or not.
-func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, boundary placement.Boundary, only string) ([]renderTarget, error) {
+func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, only string) ([]renderTarget, error) {
 	var members []hubv1alpha1.MemberCluster
 	if only != "" {
 		mc := &hubv1alpha1.MemberCluster{}
@@ -163,7 +166,7 @@ func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBu
 	for _, mc := range members {
 		selected := boundary.Selects(fb, mc.Labels)
 		if selected || only != "" {
-			targets = append(targets, renderTarget{member: placement.Member{Name: mc.Name, Labels: mc.Labels}, selected: selected})
+			targets = append(targets, renderTarget{member: template.Member{Name: mc.Name, Labels: mc.Labels}, selected: selected})
 		}
 	}
 	slices.SortFunc(targets, func(a, b renderTarget) int { return strings.Compare(a.member.Name, b.member.Name) })

@@ -18,6 +18,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // renderReader is the user `hub render` runs as in the tests: it may get and list FleetBundles,
@@ -166,7 +167,7 @@ func envIn(envs ...string) *metav1.LabelSelector {
 
 // goTemplate is a GoTemplate spec of the message and the labels, for the members sel selects.
 func goTemplate(sel *metav1.LabelSelector, message string, labels map[string]string) hubv1alpha1.FleetBundleSpec {
-	return hubv1alpha1.FleetBundleSpec{ClusterSelector: sel, TemplateEngine: hubv1alpha1.TemplateEngineGoTemplate, Template: template(message, labels)}
+	return hubv1alpha1.FleetBundleSpec{ClusterSelector: sel, TemplateEngine: hubv1alpha1.TemplateEngineGoTemplate, Template: messageTemplate(message, labels)}
 }
 
 // documents splits render's stdout into its documents, by member: each must start with a
@@ -188,7 +189,7 @@ func documents(t *testing.T, stdout string) (members []string, docs map[string]s
 
 // bundleOf decodes a document and checks it is what the hub places: placement.Desired's
 // ConfigBundle for the member.
-func bundleOf(t *testing.T, doc string, fb *hubv1alpha1.FleetBundle, m placement.Member) *configbundlev1alpha1.ConfigBundle {
+func bundleOf(t *testing.T, doc string, fb *hubv1alpha1.FleetBundle, m template.Member) *configbundlev1alpha1.ConfigBundle {
 	t.Helper()
 	b := &configbundlev1alpha1.ConfigBundle{}
 	if err := yaml.UnmarshalStrict([]byte(doc), b); err != nil {
@@ -255,15 +256,15 @@ func (h *renderHub) testPerMember(t *testing.T) {
 		{"eu-1", "eu", "endpoint=https://api.eu.example.com cluster=eu-1", "debug", "team-eu"},
 		{"us-1", "us", "endpoint=https://api.us.example.com cluster=us-1", "info", ""},
 	} {
-		b := bundleOf(t, docs[tc.member], fb, placement.Member{Name: tc.member, Labels: map[string]string{"env": "prod", "region": tc.region}})
+		b := bundleOf(t, docs[tc.member], fb, template.Member{Name: tc.member, Labels: map[string]string{"env": "prod", "region": tc.region}})
 		if b.Spec.Message != tc.message || b.Labels["region"] != tc.region || b.Spec.Data["LOG_LEVEL"] != configbundlev1alpha1.DataValue(tc.logLevel) ||
 			b.Annotations["owner"] != tc.owner || b.Labels[hubv1alpha1.FleetBundleLabel] != "default.regional" {
 			t.Errorf("member %s: %+v; want message %q, label region=%s, LOG_LEVEL=%s, owner %q", tc.member, b, tc.message, tc.region, tc.logLevel, tc.owner)
 		}
 	}
 	uid := fb.UID
-	d := placement.DefinitionOf(fb)
-	us1, err := placement.Desired(fb, placement.Member{Name: "us-1", Labels: map[string]string{"env": "prod", "region": "us"}})
+	d := template.DefinitionOf(fb)
+	us1, err := placement.Desired(fb, template.Member{Name: "us-1", Labels: map[string]string{"env": "prod", "region": "us"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ spec:
     LOG_LEVEL: info
   immutable: false
   message: endpoint=https://api.us.example.com cluster=us-1
-`, us1.Annotations[hubv1alpha1.FleetBundleRenderHashAnnotation], placement.TemplateHash(&d), uid)
+`, us1.Annotations[hubv1alpha1.FleetBundleRenderHashAnnotation], template.Hash(&d), uid)
 	if !strings.HasSuffix(stdout, "\n---\n"+want) {
 		t.Errorf("hub render regional printed\n%s\nwant it to end with ---, then\n%s", stdout, want)
 	}
@@ -311,7 +312,7 @@ func (h *renderHub) testRenderFailed(t *testing.T) {
 		t.Errorf("dev-1 failed but printed:\n%s", doc)
 	}
 	for _, region := range []string{"eu", "us"} {
-		b := bundleOf(t, docs[region+"-1"], fb, placement.Member{Name: region + "-1", Labels: map[string]string{"env": "prod", "region": region}})
+		b := bundleOf(t, docs[region+"-1"], fb, template.Member{Name: region + "-1", Labels: map[string]string{"env": "prod", "region": region}})
 		if b.Spec.Message != "region="+region {
 			t.Errorf("member %s-1: message %q, want region=%s", region, b.Spec.Message, region)
 		}
@@ -385,7 +386,7 @@ func (h *renderHub) testNone(t *testing.T) {
 	for _, engine := range []hubv1alpha1.TemplateEngine{hubv1alpha1.TemplateEngineNone, ""} {
 		name := "literal-" + strings.ToLower(string(engine)+"unset")
 		fb := h.createFleetBundle(t, name, hubv1alpha1.FleetBundleSpec{
-			ClusterSelector: &metav1.LabelSelector{}, TemplateEngine: engine, Template: template("cluster={{ .Cluster.Name }}", nil),
+			ClusterSelector: &metav1.LabelSelector{}, TemplateEngine: engine, Template: messageTemplate("cluster={{ .Cluster.Name }}", nil),
 		})
 		code, stdout, stderr := h.render(t, name)
 		members, docs := documents(t, stdout)
@@ -393,7 +394,7 @@ func (h *renderHub) testNone(t *testing.T) {
 			t.Fatalf("hub render %s: exit %d, stderr %q, stdout:\n%s\nwant every member", name, code, stderr, stdout)
 		}
 		for _, m := range members {
-			b := bundleOf(t, docs[m], fb, placement.Member{Name: m})
+			b := bundleOf(t, docs[m], fb, template.Member{Name: m})
 			if b.Spec.Message != "cluster={{ .Cluster.Name }}" || b.Annotations[hubv1alpha1.FleetBundleRenderHashAnnotation] != "" {
 				t.Errorf("%s, member %s: message %q, annotations %v; want {{ placed literally, no render hash", name, m, b.Spec.Message, b.Annotations)
 			}
@@ -404,7 +405,7 @@ func (h *renderHub) testNone(t *testing.T) {
 // testNoneSelected: a FleetBundle that selects no member prints nothing, says so, exit 0.
 func (h *renderHub) testNoneSelected(t *testing.T) {
 	h.createFleetBundle(t, "nobody", goTemplate(envIn("none"), "x", nil))
-	h.createFleetBundle(t, "unselective", hubv1alpha1.FleetBundleSpec{Template: template("x", nil)}) // no clusterSelector
+	h.createFleetBundle(t, "unselective", hubv1alpha1.FleetBundleSpec{Template: messageTemplate("x", nil)}) // no clusterSelector
 	for _, name := range []string{"nobody", "unselective"} {
 		code, stdout, stderr := h.render(t, name)
 		if code != exitOK || stdout != "" || stderr != "FleetBundle default/"+name+" selects no MemberCluster (spec.clusterSelector, among the members of the ClusterSets bound to namespace default): nothing to render\n" {

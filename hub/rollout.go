@@ -32,8 +32,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
-	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/rollout"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // maxHistoryMessage is the most characters of a template's message `hub rollout history` shows.
@@ -424,9 +426,9 @@ metadata and spec, and its templateEngine and overrides when set), or exits 1 if
 type fleetBundleRevision struct {
 	number   int64
 	created  time.Time
-	data     []byte                // the definition as JSON
-	template *placement.Definition // nil if data does not decode
-	err      error                 // why data does not decode
+	data     []byte               // the definition as JSON
+	template *template.Definition // nil if data does not decode
+	err      error                // why data does not decode
 }
 
 // readRevisions reads the FleetBundle key and its revisions, sorted by number: the
@@ -438,7 +440,7 @@ func readRevisions(ctx context.Context, c client.Client, key types.NamespacedNam
 		return nil, nil, fleetBundleError(key, err)
 	}
 	list := &appsv1.ControllerRevisionList{}
-	if err := c.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{hubv1alpha1.FleetBundleLabel: placement.LabelValue(key)}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(key)}); err != nil {
 		return nil, nil, fmt.Errorf("listing the revisions of FleetBundle %s: %w", key, err)
 	}
 	var revs []fleetBundleRevision
@@ -448,7 +450,7 @@ func readRevisions(ctx context.Context, c client.Client, key types.NamespacedNam
 			continue
 		}
 		rev := fleetBundleRevision{number: cr.Revision, created: cr.CreationTimestamp.Time, data: cr.Data.Raw}
-		if r, err := placement.RevisionOf(cr); err != nil {
+		if r, err := rollout.RevisionOf(cr); err != nil {
 			rev.err = fmt.Errorf("ControllerRevision %s holds no definition: %w", cr.Name, err)
 		} else {
 			rev.template = &r.Definition
@@ -588,8 +590,8 @@ func undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 		if rev.template == nil {
 			return failed(rev.err)
 		}
-		current := placement.DefinitionOf(fb)
-		if skipped = placement.TemplateHash(&current) == placement.TemplateHash(rev.template); skipped {
+		current := template.DefinitionOf(fb)
+		if skipped = template.Hash(&current) == template.Hash(rev.template); skipped {
 			return nil
 		}
 		patch := client.MergeFromWithOptions(fb.DeepCopy(), client.MergeFromWithOptimisticLock{})

@@ -29,8 +29,8 @@ import (
 	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/fleet"
+	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
-	"configbundle.dev/hub/pkg/placement"
 )
 
 // Timeouts of the rollout tests, generous for a loaded two-core machine.
@@ -366,8 +366,8 @@ func (h *rolloutHub) run(t *testing.T, sub, name string, args ...string) (code i
 	return run(t, append([]string{"rollout", sub, name, "--hub-kubeconfig", h.cp.KubeconfigPath}, args...)...)
 }
 
-// template returns a template of the message.
-func template(message string, labels map[string]string) hubv1alpha1.ConfigBundleTemplate {
+// messageTemplate returns a template of the message.
+func messageTemplate(message string, labels map[string]string) hubv1alpha1.ConfigBundleTemplate {
 	return hubv1alpha1.ConfigBundleTemplate{
 		Metadata: hubv1alpha1.TemplateMetadata{Labels: labels},
 		Spec:     configbundlev1alpha1.ConfigBundleSpec{Message: message},
@@ -404,7 +404,7 @@ func (h *rolloutHub) addRevision(t *testing.T, fb *hubv1alpha1.FleetBundle, n in
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: fb.Namespace, Name: fmt.Sprintf("%s-%d", fb.Name, n),
-			Labels: map[string]string{hubv1alpha1.FleetBundleLabel: placement.LabelValue(client.ObjectKeyFromObject(fb))},
+			Labels: map[string]string{hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(client.ObjectKeyFromObject(fb))},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: hubv1alpha1.GroupVersion.String(), Kind: "FleetBundle", Name: fb.Name, UID: fb.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
@@ -457,16 +457,16 @@ func TestRolloutCommands(t *testing.T) {
 }
 
 func (h *rolloutHub) testHistory(t *testing.T) {
-	fb := h.createFleetBundle(t, "history", template("v3", nil), true)
-	h.addRevision(t, fb, 1, template("v1", nil))
-	h.addRevision(t, fb, 3, template("v3", nil))
-	h.addRevision(t, fb, 2, template("v2: a message longer than forty characters, shortened", map[string]string{"tier": "web"}))
-	other := h.createFleetBundle(t, "history-other", template("other", nil), false)
-	h.addRevision(t, other, 4, template("other", nil))
+	fb := h.createFleetBundle(t, "history", messageTemplate("v3", nil), true)
+	h.addRevision(t, fb, 1, messageTemplate("v1", nil))
+	h.addRevision(t, fb, 3, messageTemplate("v3", nil))
+	h.addRevision(t, fb, 2, messageTemplate("v2: a message longer than forty characters, shortened", map[string]string{"tier": "web"}))
+	other := h.createFleetBundle(t, "history-other", messageTemplate("other", nil), false)
+	h.addRevision(t, other, 4, messageTemplate("other", nil))
 	// A revision of an earlier FleetBundle "history", since deleted: another uid's.
 	gone := fb.DeepCopy()
 	gone.UID = "0e9d2b5a-0000-4000-8000-000000000000"
-	h.addRevision(t, gone, 9, template("of the FleetBundle deleted", nil))
+	h.addRevision(t, gone, 9, messageTemplate("of the FleetBundle deleted", nil))
 	h.setStatus(t, fb.Name, rolloutAt(3, 2, hubv1alpha1.RolloutProgressing, ""))
 
 	code, stdout, stderr := h.run(t, "history", fb.Name)
@@ -502,7 +502,7 @@ func (h *rolloutHub) testHistory(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(stdout), &got); err != nil {
 		t.Fatalf("hub rollout history --revision 2 printed no template: %v\n%s", err, stdout)
 	}
-	if wantTmpl := template("v2: a message longer than forty characters, shortened", map[string]string{"tier": "web"}); !equality.Semantic.DeepEqual(got, wantTmpl) {
+	if wantTmpl := messageTemplate("v2: a message longer than forty characters, shortened", map[string]string{"tier": "web"}); !equality.Semantic.DeepEqual(got, wantTmpl) {
 		t.Errorf("hub rollout history --revision 2 printed\n%s\nwant the template %+v", stdout, wantTmpl)
 	}
 
@@ -522,7 +522,7 @@ func (h *rolloutHub) testHistory(t *testing.T) {
 		}
 	}
 
-	empty := h.createFleetBundle(t, "history-empty", template("new", nil), false)
+	empty := h.createFleetBundle(t, "history-empty", messageTemplate("new", nil), false)
 	code, stdout, _ = h.run(t, "history", empty.Name)
 	if code != exitOK || !strings.Contains(stdout, "No revisions kept yet") {
 		t.Errorf("hub rollout history of a FleetBundle without revisions: exit %d, stdout %q; want exit 0 saying so", code, stdout)
@@ -530,9 +530,9 @@ func (h *rolloutHub) testHistory(t *testing.T) {
 }
 
 func (h *rolloutHub) testUndo(t *testing.T) {
-	v1 := template("v1", nil)
-	v2 := template("v2", map[string]string{"tier": "web"})
-	v3 := template("v3", map[string]string{"tier": "api", "canary": "true"})
+	v1 := messageTemplate("v1", nil)
+	v2 := messageTemplate("v2", map[string]string{"tier": "web"})
+	v3 := messageTemplate("v3", map[string]string{"tier": "api", "canary": "true"})
 	v3.Metadata.Annotations = map[string]string{"note": "v3 only"}
 	fb := h.createFleetBundle(t, "undo", v3, true)
 	h.addRevision(t, fb, 1, v1)
@@ -590,7 +590,7 @@ func (h *rolloutHub) testUndo(t *testing.T) {
 				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), changed); err != nil {
 					return err
 				}
-				changed.Spec.Template = template("changed meanwhile", nil)
+				changed.Spec.Template = messageTemplate("changed meanwhile", nil)
 				if err := c.Update(ctx, changed); err != nil {
 					return err
 				}
@@ -630,7 +630,7 @@ func (h *rolloutHub) testUndo(t *testing.T) {
 }
 
 func (h *rolloutHub) testPauseResume(t *testing.T) {
-	fb := h.createFleetBundle(t, "pause", template("v1", nil), true)
+	fb := h.createFleetBundle(t, "pause", messageTemplate("v1", nil), true)
 	pausedIs := func(want bool) {
 		t.Helper()
 		got := &hubv1alpha1.FleetBundle{}
@@ -657,7 +657,7 @@ func (h *rolloutHub) testPauseResume(t *testing.T) {
 		pausedIs(step.paused)
 	}
 
-	plain := h.createFleetBundle(t, "pause-plain", template("v1", nil), false)
+	plain := h.createFleetBundle(t, "pause-plain", messageTemplate("v1", nil), false)
 	for _, sub := range []string{"pause", "resume"} {
 		code, stdout, stderr := h.run(t, sub, plain.Name)
 		if want := "FleetBundle default/pause-plain has no rollout to " + sub; code != exitFailure || stdout != "" || !strings.Contains(stderr, want) {
@@ -678,26 +678,26 @@ func (h *rolloutHub) testPauseResume(t *testing.T) {
 }
 
 func (h *rolloutHub) testStatus(t *testing.T) {
-	complete := h.createFleetBundle(t, "status-complete", template("v2", nil), true)
+	complete := h.createFleetBundle(t, "status-complete", messageTemplate("v2", nil), true)
 	h.setStatus(t, complete.Name, rolloutAt(2, 2, hubv1alpha1.RolloutComplete, ""))
 
-	halted := h.createFleetBundle(t, "status-halted", template("v2", nil), true)
+	halted := h.createFleetBundle(t, "status-halted", messageTemplate("v2", nil), true)
 	h.setStatus(t, halted.Name, func(st *hubv1alpha1.FleetBundleStatus) {
 		rolloutAt(2, 1, hubv1alpha1.RolloutHalted, "1 member failed, maxFailures is 0: canary-1")(st)
 		st.Clusters.Failed = 1
 		st.FailedClusters = []hubv1alpha1.ClusterFailure{{Cluster: "canary-1", Reason: "CreateFailed", Message: "denied by ValidatingAdmissionPolicy"}}
 	})
 
-	rolledBack := h.createFleetBundle(t, "status-rolledback", template("v2", nil), true)
+	rolledBack := h.createFleetBundle(t, "status-rolledback", messageTemplate("v2", nil), true)
 	h.setStatus(t, rolledBack.Name, func(st *hubv1alpha1.FleetBundleStatus) {
 		rolloutAt(2, 1, hubv1alpha1.RolloutRolledBack, "rolled back revision 2: canary-1 failed")(st)
 		st.Rollout.FailedRevision = 2
 	})
 
-	progressing := h.createFleetBundle(t, "status-progressing", template("v2", nil), true)
+	progressing := h.createFleetBundle(t, "status-progressing", messageTemplate("v2", nil), true)
 	h.setStatus(t, progressing.Name, rolloutAt(2, 1, hubv1alpha1.RolloutSoaking, "canary soaks until 10:00:30"))
 
-	plain := h.createFleetBundle(t, "status-plain", template("v2", nil), false)
+	plain := h.createFleetBundle(t, "status-plain", messageTemplate("v2", nil), false)
 	h.setStatus(t, plain.Name, func(st *hubv1alpha1.FleetBundleStatus) {
 		st.UpdateRevision, st.CurrentRevision = 1, 1
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionTrue,
@@ -705,7 +705,7 @@ func (h *rolloutHub) testStatus(t *testing.T) {
 	})
 
 	// The hub has not observed the last change of a complete one.
-	stale := h.createFleetBundle(t, "status-stale", template("v1", nil), true)
+	stale := h.createFleetBundle(t, "status-stale", messageTemplate("v1", nil), true)
 	h.setStatus(t, stale.Name, rolloutAt(1, 1, hubv1alpha1.RolloutComplete, ""))
 	staleFB := &hubv1alpha1.FleetBundle{}
 	if err := h.c.Get(t.Context(), client.ObjectKeyFromObject(stale), staleFB); err != nil {
@@ -805,7 +805,7 @@ func waitForOutput(t *testing.T, out *syncBuffer, want string) {
 // testStatusWatch: `hub rollout status` follows the rollout, a line per change, until it
 // completes, halts, or the FleetBundle is deleted.
 func (h *rolloutHub) testStatusWatch(t *testing.T) {
-	fb := h.createFleetBundle(t, "watch", template("v2", nil), true)
+	fb := h.createFleetBundle(t, "watch", messageTemplate("v2", nil), true)
 	h.setStatus(t, fb.Name, rolloutAt(2, 1, hubv1alpha1.RolloutProgressing, "updating canary-1"))
 	stdout, stderr, wait := h.startStatus(fb.Name)
 	waitForOutput(t, stdout, "phase Progressing")
@@ -833,7 +833,7 @@ func (h *rolloutHub) testStatusWatch(t *testing.T) {
 	}
 
 	// A rollout that halts while watched.
-	halts := h.createFleetBundle(t, "watch-halts", template("v2", nil), true)
+	halts := h.createFleetBundle(t, "watch-halts", messageTemplate("v2", nil), true)
 	h.setStatus(t, halts.Name, rolloutAt(2, 1, hubv1alpha1.RolloutProgressing, "updating canary-1"))
 	stdout, stderr, wait = h.startStatus(halts.Name)
 	waitForOutput(t, stdout, "phase Progressing")
@@ -848,7 +848,7 @@ func (h *rolloutHub) testStatusWatch(t *testing.T) {
 	}
 
 	// A FleetBundle deleted while watched.
-	deleted := h.createFleetBundle(t, "watch-deleted", template("v2", nil), true)
+	deleted := h.createFleetBundle(t, "watch-deleted", messageTemplate("v2", nil), true)
 	h.setStatus(t, deleted.Name, rolloutAt(2, 1, hubv1alpha1.RolloutPaused, "paused"))
 	stdout, stderr, wait = h.startStatus(deleted.Name)
 	waitForOutput(t, stdout, "phase Paused")

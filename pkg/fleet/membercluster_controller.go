@@ -38,12 +38,6 @@ import (
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=memberclusters/status;fleets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// What the hub needs of the tenancy model: it reads ClusterSets and ClusterSetBindings (placement
-// selects among the members of the sets bound to a FleetBundle's namespace) and writes their
-// status.
-// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=clustersets;clustersetbindings,verbs=get;list;watch
-// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=clustersets/status;clustersetbindings/status,verbs=get;update;patch
-
 // conflictRetry is how soon a status is computed again after a write lost to a newer version:
 // the cache is about to catch up, this is no error.
 const conflictRetry = 100 * time.Millisecond
@@ -68,8 +62,7 @@ type MemberClusterReconciler struct {
 	writes statusbudget.Budget[string]
 }
 
-// SetupWithManager builds the MemberCluster and Fleet controllers, and those of the ClusterSet
-// and ClusterSetBinding statuses. secretNamespace is the namespace of the kubeconfig Secrets.
+// SetupWithManager builds the MemberCluster and Fleet controllers. secretNamespace is the namespace of the kubeconfig Secrets.
 func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace string, opts Options) error {
 	opts.defaults()
 	r := &MemberClusterReconciler{
@@ -101,10 +94,7 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 	if err != nil {
 		return fmt.Errorf("building the membercluster controller: %w", err)
 	}
-	if err := setupFleet(mgr.GetLocalManager(), opts); err != nil {
-		return err
-	}
-	return setupClusterSets(mgr.GetLocalManager(), opts)
+	return setupFleet(mgr.GetLocalManager(), opts)
 }
 
 // stateChanges enqueues a member whenever the provider's view of it changes.

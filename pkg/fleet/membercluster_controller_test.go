@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -155,4 +156,54 @@ func TestMemberClusterGoesWithItsMember(t *testing.T) {
 		HaveField("Status.Conditions", haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason))))
 
 	leave(g, memberA) // fails unless the MemberCluster is deleted
+}
+
+// setPaused sets a member's spec.paused, as `hub pause` and `hub resume` do.
+func setPaused(g Gomega, name string, paused bool) {
+	patch := []byte(`{"spec":{"paused":false}}`)
+	if paused {
+		patch = []byte(`{"spec":{"paused":true}}`)
+	}
+	g.Expect(hub.Patch(context.Background(), &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// TestPausedMember: a paused member is Paused=True with a Normal Event Paused, its Ready
+// untouched, and counted in the Fleet's clusters.paused; resumed, it is Paused=False with a
+// Normal Event Resumed. A member that starts unpaused gets no such Event.
+//
+// The member is none of the suite's (its bundles are not counted): no Event of an earlier test
+// is about it.
+func TestPausedMember(t *testing.T) {
+	g, name := NewWithT(t), "member-paused"
+	join(t, name, connected(name, 0))
+	g.Eventually(memberStatus(name)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Conditions", And(
+		haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason),
+		haveCondition(hubv1alpha1.PausedCondition, metav1.ConditionFalse, hubv1alpha1.NotPausedReason))))
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Clusters", hubv1alpha1.ClusterCounts{Total: 1, Ready: 1}))
+
+	// The first status write records the member's Connected Event after any Event of its Paused
+	// condition: once it is there, a member starting unpaused has had none.
+	g.Eventually(memberEvents(name)).WithTimeout(timeout).WithPolling(interval).Should(
+		ContainElement(HavePrefix("Normal " + hubv1alpha1.ConnectedReason)))
+	g.Expect(memberEvents(name)(g)).NotTo(ContainElement(Or(
+		HavePrefix("Normal "+hubv1alpha1.PausedReason+" "), HavePrefix("Normal "+hubv1alpha1.ResumedReason+" "))))
+
+	setPaused(g, name, true)
+	g.Eventually(memberStatus(name)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Conditions", And(
+		haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason),
+		haveCondition(hubv1alpha1.PausedCondition, metav1.ConditionTrue, hubv1alpha1.PausedReason))))
+	g.Eventually(memberEvents(name)).WithTimeout(timeout).WithPolling(interval).Should(
+		ContainElement(And(HavePrefix("Normal "+hubv1alpha1.PausedReason+" "), ContainSubstring("Member "+name+" paused"))))
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("Clusters", hubv1alpha1.ClusterCounts{Total: 1, Ready: 1, Paused: 1}), haveReason(hubv1alpha1.AllReadyReason)))
+
+	setPaused(g, name, false)
+	g.Eventually(memberStatus(name)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Conditions",
+		haveCondition(hubv1alpha1.PausedCondition, metav1.ConditionFalse, hubv1alpha1.NotPausedReason)))
+	g.Eventually(memberEvents(name)).WithTimeout(timeout).WithPolling(interval).Should(
+		ContainElement(And(HavePrefix("Normal "+hubv1alpha1.ResumedReason+" "), ContainSubstring("Member "+name+" resumed"))))
+	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Clusters", hubv1alpha1.ClusterCounts{Total: 1, Ready: 1}))
 }

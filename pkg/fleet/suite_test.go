@@ -163,15 +163,8 @@ func fleetStatus(g Gomega) hubv1alpha1.FleetStatus {
 	return f.Status
 }
 
-// haveCondition matches a list of conditions holding one of type t with status and reason.
-func haveCondition(t string, status metav1.ConditionStatus, reason string) OmegaMatcher {
-	return WithTransform(func(cs []metav1.Condition) string {
-		if c := meta.FindStatusCondition(cs, t); c != nil {
-			return string(c.Status) + "/" + c.Reason
-		}
-		return ""
-	}, Equal(string(status)+"/"+reason))
-}
+// haveCondition matches conditions holding one of type t with status and reason.
+var haveCondition = suite.HaveCondition
 
 // memberEvents polls the Events on a member's MemberCluster, as "type reason note".
 func memberEvents(name string) func(Gomega) []string {

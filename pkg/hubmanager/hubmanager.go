@@ -42,8 +42,10 @@ import (
 	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/sharding"
 	"configbundle.dev/hub/pkg/sharding/election"
+	"configbundle.dev/hub/pkg/tenancy"
 	"configbundle.dev/hub/pkg/version"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
@@ -337,6 +339,9 @@ func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, o
 	}); err != nil {
 		return err
 	}
+	if err := tenancy.SetupWithManager(mgr.GetLocalManager(), replica); err != nil {
+		return err
+	}
 	return placement.SetupWithManager(mgr, provider, placement.Options{
 		NotConnectedRetry: provider.Options().ProbeInterval,
 		Replica:           replica,
@@ -429,7 +434,7 @@ func newElection(cfg *rest.Config, opts Options, closeConns func()) (*election.L
 func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovider.Provider, opts Options, replica sharding.Replica, lock *election.Lock) (mcmanager.Manager, error) {
 	cacheOpts := cache.Options{}
 	provider.SecretCacheOptions(&cacheOpts)
-	placement.RevisionCacheOptions(&cacheOpts)
+	rollout.RevisionCacheOptions(&cacheOpts)
 	// The manager elects a leader with --leader-elect only, through lock: sharded replicas
 	// elect the one that does the hub-wide work with a fence of their coordinator (newElection),
 	// whose loss must not end the manager as a lost election of controller-runtime does.

@@ -1,46 +1,23 @@
 package placement
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/rollout"
+	"configbundle.dev/hub/pkg/template"
 )
-
-// LabelValue is the value of FleetBundleLabel on the bundles a FleetBundle places:
-// "<namespace>.<name>". A namespace holds no dot, so the value names one FleetBundle.
-func LabelValue(fb types.NamespacedName) string {
-	return fb.Namespace + "." + fb.Name
-}
-
-// FleetBundleOf is the FleetBundle a FleetBundleLabel value names, and false if it names none.
-func FleetBundleOf(value string) (types.NamespacedName, bool) {
-	ns, name, ok := strings.Cut(value, ".")
-	if !ok || ns == "" || name == "" {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
-}
-
-// LabelFits reports whether a FleetBundle's FleetBundleLabel value fits in a label value.
-func LabelFits(fb types.NamespacedName) bool {
-	return len(LabelValue(fb)) <= hubv1alpha1.MaxFleetBundleLabelValue
-}
 
 // selectorError returns why a FleetBundle's selector is invalid, or nil.
 func selectorError(selector *metav1.LabelSelector) error {
-	_, err := Selects(selector, nil)
+	_, err := fleetbundle.Selects(selector, nil)
 	return err
 }
 
@@ -59,7 +36,7 @@ func specError(fb *hubv1alpha1.FleetBundle) error {
 func templateError(fb *hubv1alpha1.FleetBundle) error {
 	key := checkKey{uid: fb.UID, generation: fb.Generation}
 	if fb.UID == "" || fb.Generation == 0 { // not read from an API server: nothing identifies its spec
-		d := DefinitionOf(fb)
+		d := template.DefinitionOf(fb)
 		return d.Check()
 	}
 	definitionChecks.mu.Lock()
@@ -68,7 +45,7 @@ func templateError(fb *hubv1alpha1.FleetBundle) error {
 	if ok {
 		return err
 	}
-	d := DefinitionOf(fb)
+	d := template.DefinitionOf(fb)
 	err = d.Check()
 	definitionChecks.mu.Lock()
 	defer definitionChecks.mu.Unlock()
@@ -95,50 +72,11 @@ type checkKey struct {
 	generation int64
 }
 
-// Selects reports whether a FleetBundle's selector selects a member with these labels, with
-// Kubernetes semantics: an absent selector selects none, an empty one every member.
-func Selects(selector *metav1.LabelSelector, memberLabels map[string]string) (bool, error) {
-	if selector == nil {
-		return false, nil
-	}
-	s, err := metav1.LabelSelectorAsSelector(selector)
-	if err != nil {
-		return false, fmt.Errorf("invalid clusterSelector: %w", err)
-	}
-	return s.Matches(labels.Set(memberLabels)), nil
-}
-
-// TemplateHash identifies a definition's content: the placed bundles carry it in
-// FleetBundleTemplateHashAnnotation.
-func TemplateHash(d *Definition) string {
-	return hashOf(hashedDefinition{Metadata: d.Metadata, Spec: d.Spec, TemplateEngine: d.TemplateEngine, Overrides: d.Overrides})
-}
-
-// hashOf is a short hash of v's JSON encoding.
-func hashOf(v any) string {
-	raw, err := json.Marshal(v) // map keys are sorted: the same content, the same bytes
-	if err != nil {
-		panic(fmt.Sprintf("marshalling for a hash: %v", err)) // plain maps and strings cannot fail
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:8])
-}
-
-// hashedDefinition is what TemplateHash hashes: a template with its metadata always encoded, as
-// ConfigBundleTemplate was before its metadata became omitzero, and templateEngine and overrides
-// only when set, so that a hub upgrade changes no hash, and so rewrites no placed bundle.
-type hashedDefinition struct {
-	Metadata       hubv1alpha1.TemplateMetadata          `json:"metadata"`
-	Spec           configbundlev1alpha1.ConfigBundleSpec `json:"spec"`
-	TemplateEngine hubv1alpha1.TemplateEngine            `json:"templateEngine,omitempty"`
-	Overrides      []hubv1alpha1.TemplateOverride        `json:"overrides,omitempty"`
-}
-
 // Desired renders the ConfigBundle a FleetBundle places in a member from its spec, without a
 // revision (DesiredOf).
-func Desired(fb *hubv1alpha1.FleetBundle, m Member) (*configbundlev1alpha1.ConfigBundle, error) {
-	d := DefinitionOf(fb)
-	return DesiredOf(fb, Revision{Definition: d, Hash: TemplateHash(&d)}, m)
+func Desired(fb *hubv1alpha1.FleetBundle, m template.Member) (*configbundlev1alpha1.ConfigBundle, error) {
+	d := template.DefinitionOf(fb)
+	return DesiredOf(fb, rollout.Revision{Definition: d, Hash: template.Hash(&d)}, m)
 }
 
 // DesiredOf renders the ConfigBundle a FleetBundle places in a member from one of its revisions
@@ -147,20 +85,20 @@ func Desired(fb *hubv1alpha1.FleetBundle, m Member) (*configbundlev1alpha1.Confi
 // numbered revision) FleetBundleRevisionAnnotation and (for a definition rendered per member)
 // FleetBundleRenderHashAnnotation, and the rendered spec. The hub's label and annotations win
 // over a template's of the same key. The error is the member's RenderFailed.
-func DesiredOf(fb *hubv1alpha1.FleetBundle, r Revision, m Member) (*configbundlev1alpha1.ConfigBundle, error) {
-	rendered, err := r.Definition.render(m, r.Hash)
+func DesiredOf(fb *hubv1alpha1.FleetBundle, r rollout.Revision, m template.Member) (*configbundlev1alpha1.ConfigBundle, error) {
+	rendered, err := r.Definition.RenderCached(m, r.Hash)
 	if err != nil {
 		return nil, err
 	}
 	renderHash := ""
 	if r.Definition.PerMember() {
-		renderHash = hashOf(rendered) // of the rendering alone, before the hub's label and annotations join it
+		renderHash = fleetbundle.Hash(rendered) // of the rendering alone, before the hub's label and annotations join it
 	}
 	lbls := rendered.Labels
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
-	lbls[hubv1alpha1.FleetBundleLabel] = LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name})
+	lbls[hubv1alpha1.FleetBundleLabel] = fleetbundle.LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name})
 	annotations := rendered.Annotations
 	if annotations == nil {
 		annotations = map[string]string{}
@@ -203,7 +141,7 @@ func OwnershipOf(b *configbundlev1alpha1.ConfigBundle, fb types.NamespacedName, 
 	switch {
 	case b == nil:
 		return Absent
-	case b.Labels[hubv1alpha1.FleetBundleLabel] != LabelValue(fb) || b.Annotations[hubv1alpha1.FleetBundleUIDAnnotation] == "":
+	case b.Labels[hubv1alpha1.FleetBundleLabel] != fleetbundle.LabelValue(fb) || b.Annotations[hubv1alpha1.FleetBundleUIDAnnotation] == "":
 		return Foreign
 	case types.UID(b.Annotations[hubv1alpha1.FleetBundleUIDAnnotation]) != uid:
 		return Stale

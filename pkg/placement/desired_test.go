@@ -1,10 +1,6 @@
 package placement
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,36 +9,8 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/template"
 )
-
-func TestSelects(t *testing.T) {
-	prod := map[string]string{"env": "prod", "region": "eu"}
-	for _, tc := range []struct {
-		name     string
-		selector *metav1.LabelSelector
-		labels   map[string]string
-		want     bool
-		wantErr  bool
-	}{
-		{name: "absent selects none", selector: nil, labels: prod, want: false},
-		{name: "empty selects every member", selector: &metav1.LabelSelector{}, labels: nil, want: true},
-		{name: "matchLabels matches", selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, labels: prod, want: true},
-		{name: "matchLabels differs", selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}, labels: prod, want: false},
-		{name: "expression In", selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "region", Operator: metav1.LabelSelectorOpIn, Values: []string{"eu", "us"}}}}, labels: prod, want: true},
-		{name: "expression DoesNotExist", selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "env", Operator: metav1.LabelSelectorOpDoesNotExist}}}, labels: prod, want: false},
-		{name: "invalid operator", selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "env", Operator: "Near"}}}, labels: prod, wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := Selects(tc.selector, tc.labels)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Errorf("Selects = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
-			}
-		})
-	}
-}
 
 func fleetBundle(message string) *hubv1alpha1.FleetBundle {
 	return &hubv1alpha1.FleetBundle{
@@ -62,17 +30,17 @@ func fleetBundle(message string) *hubv1alpha1.FleetBundle {
 
 func TestDesired(t *testing.T) {
 	fb := fleetBundle("hello")
-	got, err := Desired(fb, Member{Name: "m1"})
+	got, err := Desired(fb, template.Member{Name: "m1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := DefinitionOf(fb)
+	def := template.DefinitionOf(fb)
 	want := &configbundlev1alpha1.ConfigBundle{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "team", Name: "web",
 			Labels: map[string]string{"app": "web", hubv1alpha1.FleetBundleLabel: "team.web"},
 			Annotations: map[string]string{"owner": "team", hubv1alpha1.FleetBundleUIDAnnotation: "uid-1",
-				hubv1alpha1.FleetBundleTemplateHashAnnotation: TemplateHash(&def)},
+				hubv1alpha1.FleetBundleTemplateHashAnnotation: template.Hash(&def)},
 		},
 		Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello"},
 	}
@@ -83,8 +51,8 @@ func TestDesired(t *testing.T) {
 		t.Errorf("Desired changed the FleetBundle's template")
 	}
 	hash := func(fb *hubv1alpha1.FleetBundle) string {
-		d := DefinitionOf(fb)
-		return TemplateHash(&d)
+		d := template.DefinitionOf(fb)
+		return template.Hash(&d)
 	}
 	if hash(fb) == hash(fleetBundle("other")) {
 		t.Errorf("two templates have the same hash")
@@ -111,7 +79,7 @@ func TestDesired(t *testing.T) {
 func TestOwnershipAndDrift(t *testing.T) {
 	fb := fleetBundle("hello")
 	key := types.NamespacedName{Namespace: "team", Name: "web"}
-	desired, err := Desired(fb, Member{Name: "m1"})
+	desired, err := Desired(fb, template.Member{Name: "m1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,70 +119,5 @@ func TestOwnershipAndDrift(t *testing.T) {
 				t.Errorf("Drift (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestLabelValue(t *testing.T) {
-	key := types.NamespacedName{Namespace: "team", Name: "web.v2"}
-	if got, ok := FleetBundleOf(LabelValue(key)); !ok || got != key {
-		t.Errorf("FleetBundleOf(LabelValue(%v)) = %v, %v", key, got, ok)
-	}
-	for _, v := range []string{"", "nodot", ".name", "ns."} {
-		if _, ok := FleetBundleOf(v); ok {
-			t.Errorf("FleetBundleOf(%q) names a FleetBundle", v)
-		}
-	}
-	fits := types.NamespacedName{Namespace: "ns", Name: string(make([]byte, 60))}
-	if !LabelFits(fits) {
-		t.Errorf("a 63-character value does not fit")
-	}
-	fits.Name += "x"
-	if LabelFits(fits) {
-		t.Errorf("a 64-character value fits")
-	}
-}
-
-// TestTemplateHashIsStable: the hash of a template is what it was before the template's metadata
-// became omitzero (the template encoded with "metadata":{}), so that a hub upgrade rewrites no
-// placed bundle.
-func TestTemplateHashIsStable(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		template hubv1alpha1.ConfigBundleTemplate
-		encoded  string // as encoding/json encoded ConfigBundleTemplate with metadata omitempty
-	}{
-		{name: "no metadata", template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello"}},
-			encoded: `{"metadata":{},"spec":{"message":"hello","immutable":false}}`},
-		{name: "labels", template: hubv1alpha1.ConfigBundleTemplate{
-			Metadata: hubv1alpha1.TemplateMetadata{Labels: map[string]string{"b": "2", "a": "1"}},
-			Spec:     configbundlev1alpha1.ConfigBundleSpec{Message: "x", Immutable: true}},
-			encoded: `{"metadata":{"labels":{"a":"1","b":"2"}},"spec":{"message":"x","immutable":true}}`},
-		{name: "empty data", template: hubv1alpha1.ConfigBundleTemplate{
-			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x", Data: map[string]configbundlev1alpha1.DataValue{}}},
-			encoded: `{"metadata":{},"spec":{"message":"x","immutable":false}}`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sum := sha256.Sum256([]byte(tc.encoded))
-			if got, want := TemplateHash(&Definition{ConfigBundleTemplate: tc.template}), hex.EncodeToString(sum[:8]); got != want {
-				t.Errorf("TemplateHash = %s, want %s (the hash of %s)", got, want, tc.encoded)
-			}
-		})
-	}
-}
-
-// TestTemplateMetadataOmitted: a FleetBundle without spec.template.metadata encodes without it
-// (omitzero), so that the hub's types never add "metadata: {}" to a user's spec.
-func TestTemplateMetadataOmitted(t *testing.T) {
-	fb := &hubv1alpha1.FleetBundle{Spec: hubv1alpha1.FleetBundleSpec{Template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "m"}}}}
-	raw, err := json.Marshal(fb.Spec.Template)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := string(raw), `{"spec":{"message":"m","immutable":false}}`; got != want {
-		t.Errorf("template encodes as %s, want %s", got, want)
-	}
-	fb.Spec.Template.Metadata.Labels = map[string]string{"a": "1"}
-	if raw, _ := json.Marshal(fb.Spec.Template); !strings.Contains(string(raw), `"metadata":{"labels":{"a":"1"}}`) {
-		t.Errorf("template with labels encodes as %s", raw)
 	}
 }

@@ -29,7 +29,10 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/statusbudget"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // What placement needs in each member cluster, besides the ConfigBundle reconciler's rules:
@@ -149,7 +152,7 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 		return nil, fmt.Errorf("getting member %q: %w", req.ClusterName, err)
 	}
 	if r.clusterID(req.ClusterName) != id {
-		return nil, fmt.Errorf("member %q: %w: its cluster changed while it was read", req.ClusterName, errStale)
+		return nil, fmt.Errorf("member %q: %w: its cluster changed while it was read", req.ClusterName, rollout.ErrStale)
 	}
 	s := &scope{pair: pair{member: string(req.ClusterName), fb: req.NamespacedName}, member: member, cluster: id, r: r}
 	mc := &hubv1alpha1.MemberCluster{}
@@ -171,7 +174,7 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 		return nil, nil // reported on the FleetBundle; its fix is a spec change, which brings the pair back
 	}
 	s.fb = fb
-	boundary, err := ReadBoundary(ctx, r.hub, fb)
+	boundary, err := tenancy.ReadBoundary(ctx, r.hub, fb)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +191,8 @@ func (r *Reconciler) clusterID(name multicluster.ClusterName) string {
 
 // places reports whether a FleetBundle places a bundle in a member: it is not being deleted, its
 // name fits in FleetBundleLabel, and it selects the member (boundary is where it may place).
-func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster, boundary Boundary) bool {
-	if !fb.DeletionTimestamp.IsZero() || !LabelFits(client.ObjectKeyFromObject(fb)) {
+func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster, boundary tenancy.Boundary) bool {
+	if !fb.DeletionTimestamp.IsZero() || !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) {
 		return false
 	}
 	return boundary.Selects(fb, mc.Labels)
@@ -197,10 +200,10 @@ func places(fb *hubv1alpha1.FleetBundle, mc *hubv1alpha1.MemberCluster, boundary
 
 // revision reads revision n of the pair's FleetBundle: from the hub's cache, or from the API
 // server if the cache has not seen it yet (the status that names it can arrive first).
-func (r *Reconciler) revision(ctx context.Context, fb *hubv1alpha1.FleetBundle, n int64) (*Revision, error) {
-	rev, err := revisionTemplate(ctx, r.hub, fb, n)
+func (r *Reconciler) revision(ctx context.Context, fb *hubv1alpha1.FleetBundle, n int64) (*rollout.Revision, error) {
+	rev, err := rollout.ReadRevision(ctx, r.hub, fb, n)
 	if apierrors.IsNotFound(err) {
-		rev, err = revisionTemplate(ctx, r.manager.GetLocalManager().GetAPIReader(), fb, n)
+		rev, err = rollout.ReadRevision(ctx, r.manager.GetLocalManager().GetAPIReader(), fb, n)
 	}
 	return rev, err
 }
@@ -216,7 +219,7 @@ func (r *Reconciler) fleetBundleToPairs(_ multicluster.ClusterName, _ cluster.Cl
 // bind it with every member.
 func (r *Reconciler) clusterSetToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return withEveryMember(ctx, r.hub, fleetBundlesOfSet(ctx, r.hub, o.GetName()))
+		return withEveryMember(ctx, r.hub, tenancy.FleetBundlesOfSet(ctx, r.hub, o.GetName()))
 	})
 }
 
@@ -224,7 +227,7 @@ func (r *Reconciler) clusterSetToPairs(_ multicluster.ClusterName, _ cluster.Clu
 // every member.
 func (r *Reconciler) bindingToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return withEveryMember(ctx, r.hub, fleetBundlesIn(ctx, r.hub, o.GetNamespace()))
+		return withEveryMember(ctx, r.hub, tenancy.FleetBundlesIn(ctx, r.hub, o.GetNamespace()))
 	})
 }
 

@@ -18,12 +18,9 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/rollout"
+	"configbundle.dev/hub/pkg/template"
 )
-
-// errStale marks a write the API server refused because the hub acted on a state that is no
-// longer there (409 Conflict, AlreadyExists, NotFound on an update or a delete): the pair is
-// converged once more on a live read.
-var errStale = errors.New("acted on a stale read")
 
 // scope is one reconcile of one pair.
 type scope struct {
@@ -50,7 +47,7 @@ type scope struct {
 // server holds if the first write was refused as stale.
 func (s *scope) converge(ctx context.Context) (ctrl.Result, error) {
 	res, err := s.step(ctx, s.member.GetClient())
-	if errors.Is(err, errStale) {
+	if errors.Is(err, rollout.ErrStale) {
 		res, err = s.step(ctx, s.member.GetAPIReader())
 	}
 	return res, err
@@ -77,7 +74,7 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 		case s.r.ledger.wasRemoved(s.pair, current.UID):
 			// The hub removed it moments ago and the cache has not seen it go: never take it for
 			// the hub's placement (it would count a heal once it is gone).
-			return ctrl.Result{}, fmt.Errorf("reading the placed bundle: %w: the hub removed bundle uid %s", errStale, current.UID)
+			return ctrl.Result{}, fmt.Errorf("reading the placed bundle: %w: the hub removed bundle uid %s", rollout.ErrStale, current.UID)
 		}
 	}
 	if s.memberCluster.Spec.Paused {
@@ -130,7 +127,7 @@ func (s *scope) healHeld(ctx context.Context, current *configbundlev1alpha1.Conf
 	if ownership != Own || s.fb == nil || !s.fb.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	held := heldRevision(current)
+	held := rollout.HeldRevision(current)
 	if held == 0 {
 		return nil
 	}
@@ -162,7 +159,7 @@ var renderingAnnotations = []string{hubv1alpha1.FleetBundleTemplateHashAnnotatio
 // none). A member that refused updateRevision keeps being given it, with the controller's
 // back-off, while the rollout is halted: the halt holds until the member takes it.
 func (s *scope) target(current *configbundlev1alpha1.ConfigBundle) int64 {
-	n := TargetRevision(s.fb, s.pair.member, s.memberCluster.Labels, heldRevision(current))
+	n := rollout.TargetRevision(s.fb, s.pair.member, s.memberCluster.Labels, rollout.HeldRevision(current))
 	u, ro := s.fb.Status.UpdateRevision, s.fb.Status.Rollout
 	if n != u && u != 0 && ro != nil && ro.Phase == hubv1alpha1.RolloutHalted && s.r.ledger.refusedRevision(s.pair) == u {
 		return u
@@ -171,8 +168,8 @@ func (s *scope) target(current *configbundlev1alpha1.ConfigBundle) int64 {
 }
 
 // memberOf is what a template sees of the pair's member.
-func (s *scope) memberOf() Member {
-	return Member{Name: s.pair.member, Labels: s.memberCluster.Labels}
+func (s *scope) memberOf() template.Member {
+	return template.Member{Name: s.pair.member, Labels: s.memberCluster.Labels}
 }
 
 // uid is the FleetBundle's uid, or "" if it is gone.
@@ -197,7 +194,7 @@ func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.Config
 	err := s.member.GetClient().Delete(ctx, current, client.Preconditions{UID: &current.UID})
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		return fmt.Errorf("removing the placed bundle: %w: %w", errStale, err)
+		return fmt.Errorf("removing the placed bundle: %w: %w", rollout.ErrStale, err)
 	case err != nil:
 		s.outcome = failed("removing", err)
 		return fmt.Errorf("removing the placed bundle: %w", err)
@@ -215,19 +212,19 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 	err := s.member.GetClient().Create(ctx, b, client.FieldOwner(s.r.opts.FieldOwner))
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		return ctrl.Result{}, fmt.Errorf("placing the bundle: %w: %w", errStale, err)
+		return ctrl.Result{}, fmt.Errorf("placing the bundle: %w: %w", rollout.ErrStale, err)
 	case apierrors.IsNotFound(err):
 		s.outcome = Outcome{Reason: hubv1alpha1.NamespaceMissingReason, Message: fmt.Sprintf(
 			"namespace %s does not exist in member %s: the hub does not create namespaces; the bundle is placed once it exists", b.Namespace, s.pair.member)}
-		s.r.ledger.noteRefused(s.pair, heldRevision(b))
+		s.r.ledger.noteRefused(s.pair, rollout.HeldRevision(b))
 		return ctrl.Result{RequeueAfter: s.r.opts.NamespaceMissingRetry}, nil
 	case err != nil:
 		s.outcome = failed("creating", err)
-		s.r.ledger.noteRefused(s.pair, heldRevision(b))
+		s.r.ledger.noteRefused(s.pair, rollout.HeldRevision(b))
 		return ctrl.Result{}, terminalIfInvalid(fmt.Errorf("placing the bundle: %w", err))
 	}
 	s.observePlacementLatency()
-	s.r.ledger.noteWritten(s.pair, heldRevision(b), time.Now())
+	s.r.ledger.noteWritten(s.pair, rollout.HeldRevision(b), time.Now())
 	if s.r.ledger.wasPlaced(s.pair, s.placement()) {
 		s.heal(ctx, []string{"deleted"})
 	}
@@ -254,14 +251,14 @@ func (s *scope) update(ctx context.Context, current *configbundlev1alpha1.Config
 	err := s.member.GetClient().Update(ctx, b, client.FieldOwner(s.r.opts.FieldOwner))
 	switch {
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-		return fmt.Errorf("updating the placed bundle: %w: %w", errStale, err)
+		return fmt.Errorf("updating the placed bundle: %w: %w", rollout.ErrStale, err)
 	case err != nil:
 		s.outcome = failed("updating", err)
-		s.r.ledger.noteRefused(s.pair, heldRevision(b))
+		s.r.ledger.noteRefused(s.pair, rollout.HeldRevision(b))
 		return terminalIfInvalid(fmt.Errorf("updating the placed bundle: %w", err))
 	}
 	s.r.ledger.setPlaced(s.pair, s.placement())
-	s.r.ledger.noteWritten(s.pair, heldRevision(b), time.Now())
+	s.r.ledger.noteWritten(s.pair, rollout.HeldRevision(b), time.Now())
 	if !templateChanged {
 		s.heal(ctx, drift)
 	} else {

@@ -12,7 +12,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/fleet"
-	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/fleetbundle"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -31,7 +31,7 @@ func TestPlacementFollowsLabelsAndTemplate(t *testing.T) {
 		g.Eventually(message(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v1"), m)
 	}
 	b := placed(memberA, fb)(g)
-	g.Expect(b.Labels).To(Equal(map[string]string{"team": "platform", hubv1alpha1.FleetBundleLabel: placement.LabelValue(client.ObjectKeyFromObject(fb))}))
+	g.Expect(b.Labels).To(Equal(map[string]string{"team": "platform", hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(client.ObjectKeyFromObject(fb))}))
 	g.Expect(b.Annotations).To(And(HaveKeyWithValue("owner", "platform@example.com"), HaveKey(hubv1alpha1.FleetBundleUIDAnnotation)))
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2, Updated: 2}),

@@ -12,6 +12,8 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/rollout"
 )
 
 // rolloutState is a FleetBundle's revisions and the decision of where its rollout stands.
@@ -19,16 +21,16 @@ type rolloutState struct {
 	// next is the FleetBundle with the decided revisions and rollout in its status.
 	next *hubv1alpha1.FleetBundle
 	// revisions are its revisions, oldest first.
-	revisions []Revision
+	revisions []rollout.Revision
 	// held are the revisions the members hold.
 	held map[int64]bool
 	// decision is where its rollout stands.
-	decision RolloutDecision
+	decision rollout.Decision
 }
 
 // byNumber returns the revisions by number.
-func (s *rolloutState) byNumber() map[int64]Revision {
-	m := make(map[int64]Revision, len(s.revisions))
+func (s *rolloutState) byNumber() map[int64]rollout.Revision {
+	m := make(map[int64]rollout.Revision, len(s.revisions))
 	for _, r := range s.revisions {
 		m[r.Number] = r
 	}
@@ -40,22 +42,22 @@ func (s *rolloutState) byNumber() map[int64]Revision {
 // With sharded replicas, members know only their names, stages and readiness, and tally is
 // the sum of the replicas' counts; nil: the replicas have not caught up with the status, and the
 // rollout stays where the status says until they have.
-func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []RolloutMember, now time.Time, tally *Tally) (*rolloutState, error) {
-	if !LabelFits(client.ObjectKeyFromObject(fb)) || templateError(fb) != nil { // it places nothing: no revision can carry its label, or render
-		return &rolloutState{next: fb.DeepCopy(), decision: RolloutDecision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
+func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []rollout.Member, now time.Time, tally *rollout.Tally) (*rolloutState, error) {
+	if !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) || templateError(fb) != nil { // it places nothing: no revision can carry its label, or render
+		return &rolloutState{next: fb.DeepCopy(), decision: rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
 	}
-	revs, err := listRevisions(ctx, r.hub, fb)
+	revs, err := rollout.ListRevisions(ctx, r.hub, fb)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := revisionOfTemplate(fb, revs); !ok {
+	if _, ok := rollout.RevisionOfTemplate(fb, revs); !ok {
 		// The cache may not have seen a revision created moments ago: ask the API server before
 		// making another.
-		if revs, err = listRevisions(ctx, r.manager.GetLocalManager().GetAPIReader(), fb); err != nil {
+		if revs, err = rollout.ListRevisions(ctx, r.manager.GetLocalManager().GetAPIReader(), fb); err != nil {
 			return nil, err
 		}
 	}
-	update, revs, err := ensureRevision(ctx, r.hub, fb, revs, r.opts.FieldOwner)
+	update, revs, err := rollout.EnsureRevision(ctx, r.hub, fb, revs, r.opts.FieldOwner)
 	if err != nil {
 		return nil, err
 	}
@@ -65,10 +67,10 @@ func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetB
 	}
 	sharded := r.opts.Replica.Sharded()
 	if sharded && tally == nil && fb.Spec.Rollout != nil && fb.Status.Rollout != nil && fb.Status.UpdateRevision == update.Number {
-		st.decision = RolloutDecision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout.DeepCopy()}
+		st.decision = rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout.DeepCopy()}
 		return st, nil // the replicas count again for the status last written
 	}
-	st.decision = Decide(RolloutInput{Strategy: fb.Spec.Rollout, Status: fb.Status, Update: update.Number, Members: members, Now: now, Tally: tally})
+	st.decision = rollout.Decide(rollout.Input{Strategy: fb.Spec.Rollout, Status: fb.Status, Update: update.Number, Members: members, Now: now, Tally: tally})
 	st.next.Status.UpdateRevision, st.next.Status.CurrentRevision = update.Number, st.decision.Current
 	st.next.Status.Rollout = st.decision.Rollout
 	return st, nil
@@ -77,28 +79,28 @@ func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetB
 // rolloutMembers is what a rollout needs to know of each selected member, from what the status
 // knows of it, at now. A paused member is not Ready (the rollout skips it) and still says the
 // revision it holds, which is kept.
-func (r *StatusReconciler) rolloutMembers(fb *hubv1alpha1.FleetBundle, selected []MemberView, now time.Time) []RolloutMember {
+func (r *StatusReconciler) rolloutMembers(fb *hubv1alpha1.FleetBundle, selected []MemberView, now time.Time) []rollout.Member {
 	key := client.ObjectKeyFromObject(fb)
-	members := make([]RolloutMember, 0, len(selected))
+	members := make([]rollout.Member, 0, len(selected))
 	for _, v := range selected {
-		m := RolloutMember{Name: v.Name, Ready: !v.Paused && v.NotReady.Reason == "", Joining: !v.Paused && joining(v.NotReady.Reason), Paused: v.Paused}
+		m := rollout.Member{Name: v.Name, Ready: !v.Paused && v.NotReady.Reason == "", Joining: !v.Paused && joining(v.NotReady.Reason), Paused: v.Paused}
 		if fb.Spec.Rollout != nil {
-			m.Stage = StageOf(fb.Spec.Rollout, v.Labels)
+			m.Stage = rollout.StageOf(fb.Spec.Rollout, v.Labels)
 		}
 		if OwnershipOf(v.Bundle, key, fb.UID) == Own {
-			m.Held = heldRevision(v.Bundle)
+			m.Held = rollout.HeldRevision(v.Bundle)
 			m.UpdatedAt = r.ledger.heldSince(pair{member: v.Name, fb: key}, m.Held, now)
 			ready := meta.FindStatusCondition(v.Bundle.Status.Conditions, configbundlev1alpha1.ReadyCondition)
 			if ready != nil && v.Bundle.Status.ObservedGeneration == v.Bundle.Generation {
 				m.BundleReady = ready.Status == metav1.ConditionTrue
 				if ready.Status == metav1.ConditionFalse {
-					m.Failure = &hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: ready.Reason, Message: truncate(ready.Message)}
+					m.Failure = &hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: ready.Reason, Message: fleetbundle.Truncate(ready.Message)}
 				}
 			}
 		}
 		// A member that refused the revision fails it, as long as it does not take it.
 		if u := fb.Status.UpdateRevision; u != 0 && m.Held != u && r.ledger.refusedRevision(pair{member: v.Name, fb: key}) == u {
-			f := hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: v.Placement.Reason, Message: truncate(v.Placement.Message)}
+			f := hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: v.Placement.Reason, Message: fleetbundle.Truncate(v.Placement.Message)}
 			if f.Reason == "" {
 				f.Reason, f.Message = hubv1alpha1.PlacementFailedReason, fmt.Sprintf("member %s refused revision %d", v.Name, u)
 			}

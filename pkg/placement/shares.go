@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/rollout"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // With sharded replicas, no replica sees every member: each writes its share of a FleetBundle's
@@ -34,7 +37,7 @@ import (
 // the elected replica, the totals and the finalizer.
 func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.FleetBundle) (ctrl.Result, error) {
 	pending := r.ledger.pendingHeals(fb.UID)
-	boundary, err := ReadBoundary(ctx, r.hub, fb)
+	boundary, err := tenancy.ReadBoundary(ctx, r.hub, fb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -42,7 +45,7 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	revs, err := listRevisions(ctx, r.hub, fb)
+	revs, err := rollout.ListRevisions(ctx, r.hub, fb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -87,17 +90,17 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 
 // shareTally counts this replica's members for the rollout the FleetBundle's status names; nil
 // without one.
-func shareTally(fb *hubv1alpha1.FleetBundle, mine []RolloutMember, now time.Time) *Tally {
+func shareTally(fb *hubv1alpha1.FleetBundle, mine []rollout.Member, now time.Time) *rollout.Tally {
 	s, ro := fb.Spec.Rollout, fb.Status.Rollout
 	if s == nil || ro == nil || fb.Status.UpdateRevision == 0 {
 		return nil
 	}
-	t := TallyMembers(s, fb.Status.UpdateRevision, slices.Index(StageNames(s), ro.Stage), ro.AdmittedThrough, mine, now)
+	t := rollout.TallyMembers(s, fb.Status.UpdateRevision, slices.Index(rollout.StageNames(s), ro.Stage), ro.AdmittedThrough, mine, now)
 	return &t
 }
 
 // replicaRollout is a replica's share of a rollout, from its tally.
-func replicaRollout(fb *hubv1alpha1.FleetBundle, t *Tally) *hubv1alpha1.ReplicaRolloutStatus {
+func replicaRollout(fb *hubv1alpha1.FleetBundle, t *rollout.Tally) *hubv1alpha1.ReplicaRolloutStatus {
 	if t == nil {
 		return nil
 	}
@@ -106,7 +109,7 @@ func replicaRollout(fb *hubv1alpha1.FleetBundle, t *Tally) *hubv1alpha1.ReplicaR
 	for _, c := range t.Stages {
 		out.Stages = append(out.Stages, hubv1alpha1.StageTally{Done: c.Done, InFlight: c.InFlight})
 	}
-	for _, name := range sortedKeys(t.Failed) {
+	for _, name := range slices.Sorted(maps.Keys(t.Failed)) {
 		if len(out.FailedClusters) == hubv1alpha1.MaxFailedClusters {
 			break
 		}
@@ -118,12 +121,12 @@ func replicaRollout(fb *hubv1alpha1.FleetBundle, t *Tally) *hubv1alpha1.ReplicaR
 // SumTallies sums the live replicas' counts of the rollout the FleetBundle's status names, or
 // returns nil if a share counted another revision, stage or admittedThrough, or counted none
 // (the replicas have not caught up with the status yet: nothing may be decided from them).
-func SumTallies(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus) *Tally {
+func SumTallies(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus) *rollout.Tally {
 	s, ro := fb.Spec.Rollout, fb.Status.Rollout
 	if s == nil || ro == nil || len(shares) == 0 {
 		return nil
 	}
-	t := &Tally{Failed: map[string]hubv1alpha1.ClusterFailure{}, Stages: make([]StageCount, len(s.Stages)+1)}
+	t := &rollout.Tally{Failed: map[string]hubv1alpha1.ClusterFailure{}, Stages: make([]rollout.StageCount, len(s.Stages)+1)}
 	for _, share := range shares {
 		sr := share.Rollout
 		if sr == nil || share.ObservedGeneration != fb.Generation || sr.UpdateRevision != fb.Status.UpdateRevision ||
@@ -150,7 +153,7 @@ func Share(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, prev 
 
 // shareFrom is Share from the judgement of each of mine (judgeAll).
 func shareFrom(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, health []Health, prev *hubv1alpha1.FleetBundleReplicaStatus, pendingHeals int64) hubv1alpha1.FleetBundleReplicaStatus {
-	st := statusOf(fb, Boundary{}, health, 0, metav1.Time{}) // its counts; the totals' Ready is the elected replica's
+	st := statusOf(fb, tenancy.Boundary{}, health, 0, metav1.Time{}) // its counts; the totals' Ready is the elected replica's
 	share := hubv1alpha1.FleetBundleReplicaStatus{
 		Replica: replica, ObservedGeneration: fb.Generation,
 		Clusters: st.Clusters, FailedClusters: st.FailedClusters, Heals: pendingHeals,
@@ -172,7 +175,7 @@ func shareFrom(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, h
 // FleetBundle's generation, the first failed members of all, the heals of all, and the Ready
 // condition of the sum. A selected member in no share (its replica is gone, its new one has
 // not reported yet) is neither ready nor failed: the FleetBundle is Progressing until it is.
-func Totals(fb *hubv1alpha1.FleetBundle, boundary Boundary, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int32, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+func Totals(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int32, now metav1.Time) hubv1alpha1.FleetBundleStatus {
 	st := hubv1alpha1.FleetBundleStatus{
 		ObservedGeneration: fb.Generation,
 		Replicas:           shares,
@@ -202,7 +205,7 @@ func Totals(fb *hubv1alpha1.FleetBundle, boundary Boundary, shares []hubv1alpha1
 // reconcileTotals (on the elected replica) adds the finalizer, writes the totals of the live
 // replicas' shares and drops the others, or releases a FleetBundle being deleted; boundary is
 // where the FleetBundle may place.
-func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) (ctrl.Result, error) {
+func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) (ctrl.Result, error) {
 	setFleetBundleMetrics(fb)
 	live := r.opts.Replica.LiveReplicas()
 	var shares []hubv1alpha1.FleetBundleReplicaStatus
@@ -235,21 +238,21 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 // boundary), whoever manages it: its name, its stage, whether it is paused, and whether its
 // MemberCluster is Ready (a paused one counts as not Ready, and not joining: the rollout skips
 // it).
-func (r *StatusReconciler) memberNames(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) ([]RolloutMember, error) {
+func (r *StatusReconciler) memberNames(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) ([]rollout.Member, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing MemberClusters: %w", err)
 	}
-	var members []RolloutMember
+	var members []rollout.Member
 	for _, mc := range list.Items {
 		if !boundary.Selects(fb, mc.Labels) {
 			continue
 		}
 		ready := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
-		m := RolloutMember{Name: mc.Name, Ready: !mc.Spec.Paused && ready != nil && ready.Status == metav1.ConditionTrue,
+		m := rollout.Member{Name: mc.Name, Ready: !mc.Spec.Paused && ready != nil && ready.Status == metav1.ConditionTrue,
 			Joining: !mc.Spec.Paused && (ready == nil || joining(ready.Reason)), Paused: mc.Spec.Paused}
 		if fb.Spec.Rollout != nil {
-			m.Stage = StageOf(fb.Spec.Rollout, mc.Labels)
+			m.Stage = rollout.StageOf(fb.Spec.Rollout, mc.Labels)
 		}
 		members = append(members, m)
 	}

@@ -11,10 +11,11 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/rollout"
+	"configbundle.dev/hub/pkg/template"
+	"configbundle.dev/hub/pkg/tenancy"
 )
-
-// maxMessageBytes is the longest message of a failedClusters entry.
-const maxMessageBytes = 1024
 
 // MemberView is what the status of a FleetBundle needs to know of one selected member.
 type MemberView struct {
@@ -40,7 +41,7 @@ type MemberView struct {
 // placement's failure, then the placed bundle's Ready condition.
 func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBundle, m MemberView) Health {
 	fail := func(o Outcome) Health {
-		return Health{Cluster: m.Name, Failure: &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: o.Reason, Message: truncate(o.Message)}}
+		return Health{Cluster: m.Name, Failure: &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: o.Reason, Message: fleetbundle.Truncate(o.Message)}}
 	}
 	switch {
 	case m.NotReady.Reason != "":
@@ -50,7 +51,7 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 	case OwnershipOf(m.Bundle, types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}, fb.UID) != Own:
 		return Health{Cluster: m.Name}
 	}
-	held := heldRevision(m.Bundle)
+	held := rollout.HeldRevision(m.Bundle)
 	res := Health{Cluster: m.Name, Applied: desired != nil && len(Drift(desired, m.Bundle)) == 0,
 		Updated: held != 0 && held == fb.Status.UpdateRevision}
 	ready := meta.FindStatusCondition(m.Bundle.Status.Conditions, configbundlev1alpha1.ReadyCondition)
@@ -59,7 +60,7 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 	case ready.Status == metav1.ConditionTrue:
 		res.Ready = res.Applied
 	case ready.Status == metav1.ConditionFalse:
-		res.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: ready.Reason, Message: truncate(ready.Message)}
+		res.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: ready.Reason, Message: fleetbundle.Truncate(ready.Message)}
 	}
 	return res
 }
@@ -69,7 +70,7 @@ func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBund
 // the rollout's failures (by member) that no object records (ProgressDeadlineExceeded): what its
 // status and its Events are computed from. A FleetBundle whose status names no revision yet is
 // judged against its spec's template.
-func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []MemberView, failed map[string]hubv1alpha1.ClusterFailure) []Health {
+func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]rollout.Revision, selected []MemberView, failed map[string]hubv1alpha1.ClusterFailure) []Health {
 	spec := specRevision(fb)
 	hs := make([]Health, 0, len(selected))
 	for _, m := range selected {
@@ -80,7 +81,7 @@ func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []M
 		desired, renderErr := desiredFor(fb, revs, spec, m)
 		h := judge(fb, desired, m)
 		if renderErr != nil && h.Failure == nil {
-			h.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.RenderFailedReason, Message: truncate(renderErr.Error())}
+			h.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.RenderFailedReason, Message: fleetbundle.Truncate(renderErr.Error())}
 			h.Ready = false
 		}
 		if f, ok := failed[m.Name]; ok && h.Failure == nil {
@@ -94,15 +95,15 @@ func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, selected []M
 // specRevision is the spec's definition as a revision without a number, what members are judged
 // against while the status names no revision yet; nil once it names one, or if the definition
 // renders for no member (InvalidTemplate: the FleetBundle says so, not each member).
-func specRevision(fb *hubv1alpha1.FleetBundle) *Revision {
+func specRevision(fb *hubv1alpha1.FleetBundle) *rollout.Revision {
 	if fb.Status.UpdateRevision != 0 {
 		return nil
 	}
-	r := &Revision{Definition: DefinitionOf(fb)}
+	r := &rollout.Revision{Definition: template.DefinitionOf(fb)}
 	if templateError(fb) != nil {
 		return nil
 	}
-	r.Hash = TemplateHash(&r.Definition)
+	r.Hash = template.Hash(&r.Definition)
 	return r
 }
 
@@ -110,14 +111,14 @@ func specRevision(fb *hubv1alpha1.FleetBundle) *Revision {
 // gives it (TargetRevision; revs holds them by number), or from the spec (spec) if the status
 // names no revision yet; nil if none is decided, or if it does not render for the member (the
 // error).
-func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, spec *Revision, m MemberView) (*configbundlev1alpha1.ConfigBundle, error) {
+func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]rollout.Revision, spec *rollout.Revision, m MemberView) (*configbundlev1alpha1.ConfigBundle, error) {
 	key := types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}
 	held := int64(0)
 	if OwnershipOf(m.Bundle, key, fb.UID) == Own {
-		held = heldRevision(m.Bundle)
+		held = rollout.HeldRevision(m.Bundle)
 	}
-	member := Member{Name: m.Name, Labels: m.Labels}
-	switch n := TargetRevision(fb, m.Name, m.Labels, held); {
+	member := template.Member{Name: m.Name, Labels: m.Labels}
+	switch n := rollout.TargetRevision(fb, m.Name, m.Labels, held); {
 	case fb.Status.UpdateRevision == 0 && spec != nil:
 		return DesiredOf(fb, *spec, member)
 	case fb.Status.UpdateRevision == 0:
@@ -132,12 +133,12 @@ func desiredFor(fb *hubv1alpha1.FleetBundle, revs map[int64]Revision, spec *Revi
 // ComputeStatus computes a FleetBundle's status from where it may place (boundary), its selected
 // members (in any order) and the heals not yet counted in its status, at now. Conditions keep
 // their lastTransitionTime unless their status changes.
-func ComputeStatus(fb *hubv1alpha1.FleetBundle, boundary Boundary, selected []MemberView, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+func ComputeStatus(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, selected []MemberView, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
 	return statusOf(fb, boundary, judgeAll(fb, nil, selected, nil), pendingHeals, now)
 }
 
 // statusOf is ComputeStatus from the judgement of each selected member (judgeAll).
-func statusOf(fb *hubv1alpha1.FleetBundle, boundary Boundary, health []Health, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
+func statusOf(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, health []Health, pendingHeals int64, now metav1.Time) hubv1alpha1.FleetBundleStatus {
 	st := hubv1alpha1.FleetBundleStatus{
 		ObservedGeneration: fb.Generation,
 		Heals:              fb.Status.Heals + pendingHeals,
@@ -172,7 +173,7 @@ func statusOf(fb *hubv1alpha1.FleetBundle, boundary Boundary, health []Health, p
 
 // finish sets the first failures (sorted by member name) and the Ready condition, at now, of a
 // status whose counts are computed.
-func finish(fb *hubv1alpha1.FleetBundle, boundary Boundary, st *hubv1alpha1.FleetBundleStatus, failures []hubv1alpha1.ClusterFailure, now metav1.Time) {
+func finish(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, st *hubv1alpha1.FleetBundleStatus, failures []hubv1alpha1.ClusterFailure, now metav1.Time) {
 	slices.SortFunc(failures, func(a, b hubv1alpha1.ClusterFailure) int { return strings.Compare(a.Cluster, b.Cluster) })
 	if len(failures) > hubv1alpha1.MaxFailedClusters {
 		failures = failures[:hubv1alpha1.MaxFailedClusters]
@@ -224,26 +225,26 @@ func rolloutConditions(fb *hubv1alpha1.FleetBundle) (progressing, stalled metav1
 // readyCondition is the Ready condition of a status whose counts are computed, for a
 // FleetBundle that may place within boundary. Paused members are counted apart: Ready compares
 // the Ready members with the selected members that are not paused.
-func readyCondition(fb *hubv1alpha1.FleetBundle, boundary Boundary, st hubv1alpha1.FleetBundleStatus) metav1.Condition {
+func readyCondition(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, st hubv1alpha1.FleetBundleStatus) metav1.Condition {
 	c := metav1.Condition{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, ObservedGeneration: fb.Generation}
 	n := st.Clusters
 	active := n.Selected - n.Paused
 	switch {
-	case !LabelFits(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}):
+	case !fleetbundle.LabelFits(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}):
 		c.Reason = hubv1alpha1.NameTooLongReason
 		c.Message = fmt.Sprintf("%q is longer than %d characters, the most a label value holds: nothing is placed; recreate the FleetBundle with a shorter name",
-			LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}), hubv1alpha1.MaxFleetBundleLabelValue)
+			fleetbundle.LabelValue(types.NamespacedName{Namespace: fb.Namespace, Name: fb.Name}), hubv1alpha1.MaxFleetBundleLabelValue)
 	case selectorError(fb.Spec.ClusterSelector) != nil:
 		c.Reason = hubv1alpha1.InvalidSelectorReason
-		c.Message = truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", selectorError(fb.Spec.ClusterSelector)))
+		c.Message = fleetbundle.Truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", selectorError(fb.Spec.ClusterSelector)))
 	case templateError(fb) != nil:
 		c.Reason = hubv1alpha1.InvalidTemplateReason
-		c.Message = truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", templateError(fb)))
+		c.Message = fleetbundle.Truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", templateError(fb)))
 	case !boundary.HasBound():
-		c.Reason, c.Message = hubv1alpha1.NoClusterSetBindingReason, truncate(boundary.Unbound())
+		c.Reason, c.Message = hubv1alpha1.NoClusterSetBindingReason, fleetbundle.Truncate(boundary.Unbound())
 	case n.Selected == 0: // vacuously Ready: nothing to place, nothing to wait for
 		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.NoClustersSelectedReason
-		c.Message = fmt.Sprintf("The clusterSelector selects no member of the ClusterSets bound to namespace %s (%s): nothing is placed", fb.Namespace, listNames(boundary.Bound))
+		c.Message = fmt.Sprintf("The clusterSelector selects no member of the ClusterSets bound to namespace %s (%s): nothing is placed", fb.Namespace, fleetbundle.ListNames(boundary.Bound))
 		if fb.Spec.ClusterSelector == nil {
 			c.Message = "No clusterSelector: no member is selected ({} selects every member); nothing is placed"
 		}
@@ -254,12 +255,12 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, boundary Boundary, st hubv1alph
 	case n.Failed > 0:
 		first := st.FailedClusters[0]
 		c.Reason = hubv1alpha1.ClustersFailedReason
-		c.Message = truncate(fmt.Sprintf("%d of %d selected members failed; %s: %s: %s", n.Failed, n.Selected, first.Cluster, first.Reason, first.Message))
+		c.Message = fleetbundle.Truncate(fmt.Sprintf("%d of %d selected members failed; %s: %s: %s", n.Failed, n.Selected, first.Cluster, first.Reason, first.Message))
 	case fb.Spec.Rollout != nil && st.CurrentRevision != st.UpdateRevision:
 		c.Reason = hubv1alpha1.ProgressingReason
 		c.Message = fmt.Sprintf("Revision %d is rolling out: updated in %d of %d selected members%s", st.UpdateRevision, n.Updated, n.Selected, pausedNote(n))
 		if st.Rollout != nil && st.Rollout.Message != "" {
-			c.Message = truncate(c.Message + "; " + st.Rollout.Message)
+			c.Message = fleetbundle.Truncate(c.Message + "; " + st.Rollout.Message)
 		}
 	case active == 0: // every selected member is paused
 		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.AllReadyReason
@@ -286,13 +287,4 @@ func pausedNote(n hubv1alpha1.PlacementCounts) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%d paused, keeping what they hold)", n.Paused)
-}
-
-// truncate shortens a message to maxMessageBytes, on a UTF-8 boundary.
-func truncate(s string) string {
-	if len(s) <= maxMessageBytes {
-		return s
-	}
-	s = strings.ToValidUTF8(s[:maxMessageBytes-3], "")
-	return s + "..."
 }

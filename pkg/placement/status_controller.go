@@ -30,7 +30,10 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/statusbudget"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // conflictRetry is how soon a status is computed again after a write lost to a newer version:
@@ -105,7 +108,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 		return r.patchFinalizers(ctx, fb) // the update comes back as an event
 	}
 	pending := r.ledger.pendingHeals(fb.UID)
-	boundary, err := ReadBoundary(ctx, r.hub, fb)
+	boundary, err := tenancy.ReadBoundary(ctx, r.hub, fb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -152,11 +155,11 @@ func (r *StatusReconciler) writeStatus(ctx context.Context, fb *hubv1alpha1.Flee
 			// action: the recorder makes one series of the Events alike in those, never one of
 			// two revisions' or two stages'.
 			related := &corev1.ObjectReference{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "ControllerRevision",
-				Namespace: fb.Namespace, Name: RevisionName(fb.Name, e.Revision)}
+				Namespace: fb.Namespace, Name: rollout.RevisionName(fb.Name, e.Revision)}
 			r.transitions.recorder.Eventf(fleetBundleReference(fb), related, e.Type, e.Reason, e.Stage, "%s", e.Note)
 		}
 	}
-	if err := pruneRevisions(ctx, r.hub, ro.next, ro.revisions, ro.held); err != nil {
+	if err := rollout.PruneRevisions(ctx, r.hub, ro.next, ro.revisions, ro.held); err != nil {
 		return ctrl.Result{}, written, err
 	}
 	return ctrl.Result{RequeueAfter: ro.decision.RequeueAfter}, written, nil
@@ -176,7 +179,7 @@ func readyChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
 // boundary) that this replica manages (every one, unless sharded), and the revisions that paused
 // members it does not select hold: a paused member keeps what it holds, healed from that
 // revision, so that revision is not pruned.
-func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary Boundary) ([]MemberView, []int64, error) {
+func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) ([]MemberView, []int64, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
 		return nil, nil, fmt.Errorf("listing MemberClusters: %w", err)
@@ -211,7 +214,7 @@ func (r *StatusReconciler) heldWhilePaused(ctx context.Context, mc *hubv1alpha1.
 		return 0
 	}
 	if b := r.cachedBundle(ctx, mc.Name, key); OwnershipOf(b, key, uid) == Own {
-		return heldRevision(b)
+		return rollout.HeldRevision(b)
 	}
 	return 0
 }
@@ -343,7 +346,7 @@ func (r *StatusReconciler) toEveryFleetBundle(_ multicluster.ClusterName, _ clus
 // namespaces that bind it.
 func (r *StatusReconciler) clusterSetToFleetBundles(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return statusRequests(fleetBundlesOfSet(ctx, r.hub, o.GetName()))
+		return statusRequests(tenancy.FleetBundlesOfSet(ctx, r.hub, o.GetName()))
 	})
 }
 
@@ -351,7 +354,7 @@ func (r *StatusReconciler) clusterSetToFleetBundles(_ multicluster.ClusterName, 
 // namespace.
 func (r *StatusReconciler) bindingToFleetBundles(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		return statusRequests(fleetBundlesIn(ctx, r.hub, o.GetNamespace()))
+		return statusRequests(tenancy.FleetBundlesIn(ctx, r.hub, o.GetNamespace()))
 	})
 }
 
@@ -369,7 +372,7 @@ func statusRequests(fbs []client.ObjectKey) []mcreconcile.Request {
 func (r *StatusReconciler) placedToFleetBundle(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []mcreconcile.Request {
 		key := client.ObjectKeyFromObject(o)
-		if fb, ok := FleetBundleOf(o.GetLabels()[hubv1alpha1.FleetBundleLabel]); !ok || fb != key {
+		if fb, ok := fleetbundle.KeyOf(o.GetLabels()[hubv1alpha1.FleetBundleLabel]); !ok || fb != key {
 			return nil
 		}
 		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: key}}}

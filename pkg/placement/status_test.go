@@ -12,12 +12,13 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // placedBundle is fb's bundle as a member holds it, with a Ready condition of status and reason
 // ("" for none yet).
 func placedBundle(fb *hubv1alpha1.FleetBundle, status metav1.ConditionStatus, reason string) *configbundlev1alpha1.ConfigBundle {
-	b, err := Desired(fb, Member{})
+	b, err := Desired(fb, template.Member{})
 	if err != nil {
 		panic(err) // the tests' templates render
 	}

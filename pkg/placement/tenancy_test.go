@@ -18,7 +18,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/fleet"
-	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/rollout"
 )
 
 // newClusterSet creates a ClusterSet selecting the members labelled key=yes, named after the
@@ -222,7 +222,7 @@ func TestPausedMemberKeepsWhatItHolds(t *testing.T) {
 			names = append(names, r.Name)
 		}
 		return names
-	}).WithTimeout(timeout).WithPolling(interval).Should(ConsistOf(placement.RevisionName(fb.Name, 1), placement.RevisionName(fb.Name, 3)),
+	}).WithTimeout(timeout).WithPolling(interval).Should(ConsistOf(rollout.RevisionName(fb.Name, 1), rollout.RevisionName(fb.Name, 3)),
 		"revision 2 pruned, revision 1 kept: the paused member holds it")
 	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		b := &configbundlev1alpha1.ConfigBundle{}

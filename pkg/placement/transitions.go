@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 )
 
 // Health is where a FleetBundle's bundle stands in one selected member, for its Events.
@@ -115,7 +116,7 @@ func (t *transitions) observe(fb *hubv1alpha1.FleetBundle, now []Health) {
 			continue
 		}
 		t.recorder.Eventf(regarding, related, corev1.EventTypeWarning, hubv1alpha1.ClusterFailingEvent, c.Failure.Reason,
-			"%s", truncate(fmt.Sprintf("Member %s: %s: %s", c.Cluster, c.Failure.Reason, c.Failure.Message)))
+			"%s", fleetbundle.Truncate(fmt.Sprintf("Member %s: %s: %s", c.Cluster, c.Failure.Reason, c.Failure.Message)))
 	}
 }
 

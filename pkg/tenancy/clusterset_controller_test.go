@@ -1,4 +1,4 @@
-package fleet_test
+package tenancy_test
 
 import (
 	"context"
@@ -11,6 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// The members the sets count.
+const (
+	memberA = "member-a"
+	memberB = "member-b"
 )
 
 // createClusterSet creates a ClusterSet of the selector, deleted when the test ends.
@@ -39,25 +45,13 @@ func labelMember(g Gomega, name, key, value string) {
 		client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
 
-// setPaused sets a member's spec.paused, as `hub pause` and `hub resume` do.
-func setPaused(g Gomega, name string, paused bool) {
-	patch := []byte(`{"spec":{"paused":false}}`)
-	if paused {
-		patch = []byte(`{"spec":{"paused":true}}`)
-	}
-	g.Expect(hub.Patch(context.Background(), &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		client.RawPatch(types.MergePatchType, patch))).To(Succeed())
-}
-
 // TestClusterSetCountsItsMembers: a ClusterSet's status says how many members its selector
 // selects, following the members' labels, for its generation; an invalid selector is
 // Ready=False InvalidSelector and selects none, until it is fixed.
 func TestClusterSetCountsItsMembers(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
-	join(t, memberA, connected(memberA, 0))
-	join(t, memberB, connected(memberB, 0))
-	g.Eventually(memberCluster(memberB)).WithTimeout(timeout).WithPolling(interval).Should(Not(BeNil()))
-	g.Eventually(memberCluster(memberA)).WithTimeout(timeout).WithPolling(interval).Should(Not(BeNil()))
+	createMember(t, memberA)
+	createMember(t, memberB)
 
 	createClusterSet(t, "everyone", metav1.LabelSelector{})
 	prod := createClusterSet(t, "prod", metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}})
@@ -89,7 +83,7 @@ func TestClusterSetCountsItsMembers(t *testing.T) {
 		HaveField("Status.Conditions", haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ClusterSetSelectingReason))))
 
 	// A member that leaves leaves the sets.
-	leave(g, memberB)
+	g.Expect(hub.Delete(ctx, &hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: memberB}})).To(Succeed())
 	g.Eventually(clusterSet("everyone")).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Status.Clusters", BeEquivalentTo(1)))
 }
 
@@ -122,44 +116,4 @@ func TestClusterSetBindingFollowsItsSet(t *testing.T) {
 
 	g.Expect(hub.Delete(ctx, set)).To(Succeed())
 	g.Eventually(bindingStatus).WithTimeout(timeout).WithPolling(interval).Should(notFound)
-}
-
-// TestPausedMember: a paused member is Paused=True with a Normal Event Paused, its Ready
-// untouched, and counted in the Fleet's clusters.paused; resumed, it is Paused=False with a
-// Normal Event Resumed. A member that starts unpaused gets no such Event.
-//
-// The member is none of the suite's (its bundles are not counted): no Event of an earlier test
-// is about it.
-func TestPausedMember(t *testing.T) {
-	g, name := NewWithT(t), "member-paused"
-	join(t, name, connected(name, 0))
-	g.Eventually(memberStatus(name)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Conditions", And(
-		haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason),
-		haveCondition(hubv1alpha1.PausedCondition, metav1.ConditionFalse, hubv1alpha1.NotPausedReason))))
-	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(
-		HaveField("Clusters", hubv1alpha1.ClusterCounts{Total: 1, Ready: 1}))
-
-	// The first status write records the member's Connected Event after any Event of its Paused
-	// condition: once it is there, a member starting unpaused has had none.
-	g.Eventually(memberEvents(name)).WithTimeout(timeout).WithPolling(interval).Should(
-		ContainElement(HavePrefix("Normal " + hubv1alpha1.ConnectedReason)))
-	g.Expect(memberEvents(name)(g)).NotTo(ContainElement(Or(
-		HavePrefix("Normal "+hubv1alpha1.PausedReason+" "), HavePrefix("Normal "+hubv1alpha1.ResumedReason+" "))))
-
-	setPaused(g, name, true)
-	g.Eventually(memberStatus(name)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Conditions", And(
-		haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason),
-		haveCondition(hubv1alpha1.PausedCondition, metav1.ConditionTrue, hubv1alpha1.PausedReason))))
-	g.Eventually(memberEvents(name)).WithTimeout(timeout).WithPolling(interval).Should(
-		ContainElement(And(HavePrefix("Normal "+hubv1alpha1.PausedReason+" "), ContainSubstring("Member "+name+" paused"))))
-	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(And(
-		HaveField("Clusters", hubv1alpha1.ClusterCounts{Total: 1, Ready: 1, Paused: 1}), haveReason(hubv1alpha1.AllReadyReason)))
-
-	setPaused(g, name, false)
-	g.Eventually(memberStatus(name)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Conditions",
-		haveCondition(hubv1alpha1.PausedCondition, metav1.ConditionFalse, hubv1alpha1.NotPausedReason)))
-	g.Eventually(memberEvents(name)).WithTimeout(timeout).WithPolling(interval).Should(
-		ContainElement(And(HavePrefix("Normal "+hubv1alpha1.ResumedReason+" "), ContainSubstring("Member "+name+" resumed"))))
-	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(
-		HaveField("Clusters", hubv1alpha1.ClusterCounts{Total: 1, Ready: 1}))
 }

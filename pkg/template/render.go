@@ -1,4 +1,4 @@
-package placement
+package template
 
 import (
 	"fmt"
@@ -148,12 +148,12 @@ func dataStrings(m map[string]configbundlev1alpha1.DataValue) map[string]string 
 // applied in order, then, with GoTemplate, every value executed for it and checked (label
 // values, sizes). The error (RenderFailed) names the field; Check's errors are returned too.
 func (d *Definition) Render(m Member) (Rendered, error) {
-	return d.render(m, "")
+	return d.RenderCached(m, "")
 }
 
-// render is Render, the values of the definition whose TemplateHash is hash parsed once for all
+// RenderCached is Render, the values of the definition whose Hash is hash parsed once for all
 // members (parsedValues); "" parses them anew.
-func (d *Definition) render(m Member, hash string) (Rendered, error) {
+func (d *Definition) RenderCached(m Member, hash string) (Rendered, error) {
 	merged, err := d.merge(m)
 	if err != nil {
 		return Rendered{}, err
@@ -182,62 +182,6 @@ func asWritten(v value, limit int) (string, error) {
 		return "", fmt.Errorf("%s: the value is longer than the %d bytes left for it", v.field, limit)
 	}
 	return v.text, nil
-}
-
-// mergedValues is a definition's values for one member once its overrides are applied: each
-// value with the field it came from.
-type mergedValues struct {
-	immutable                 bool
-	message                   value
-	data, labels, annotations map[string]value
-}
-
-// merge applies the overrides that select the member.
-func (d *Definition) merge(m Member) (mergedValues, error) {
-	t := &d.ConfigBundleTemplate
-	mv := mergedValues{
-		immutable:   t.Spec.Immutable,
-		message:     value{field: "spec.template.spec.message", text: t.Spec.Message},
-		data:        fields("spec.template.spec.data", dataStrings(t.Spec.Data)),
-		labels:      fields("spec.template.metadata.labels", t.Metadata.Labels),
-		annotations: fields("spec.template.metadata.annotations", t.Metadata.Annotations),
-	}
-	for i := range d.Overrides {
-		o := &d.Overrides[i]
-		ok, err := Selects(&o.ClusterSelector, m.Labels)
-		if err != nil {
-			return mergedValues{}, fmt.Errorf("spec.overrides[%s].clusterSelector: %w", o.Name, err)
-		}
-		if !ok {
-			continue
-		}
-		prefix := "spec.overrides[" + o.Name + "]"
-		if o.Message != nil {
-			mv.message = value{field: prefix + ".message", text: *o.Message}
-		}
-		mv.data = mergeFields(mv.data, prefix+".data", dataStrings(o.Data))
-		mv.labels = mergeFields(mv.labels, prefix+".labels", o.Labels)
-		mv.annotations = mergeFields(mv.annotations, prefix+".annotations", o.Annotations)
-	}
-	return mv, nil
-}
-
-func fields(prefix string, m map[string]string) map[string]value {
-	return mergeFields(nil, prefix, m)
-}
-
-// mergeFields sets the values of m over into, each named "<prefix>[<key>]".
-func mergeFields(into map[string]value, prefix string, m map[string]string) map[string]value {
-	if len(m) == 0 {
-		return into
-	}
-	if into == nil {
-		into = make(map[string]value, len(m))
-	}
-	for k, v := range m {
-		into[k] = value{field: fmt.Sprintf("%s[%s]", prefix, k), text: v}
-	}
-	return into
 }
 
 // produce makes the bundle of the merged values, each produced by produce within what its field
@@ -279,17 +223,6 @@ func (mv *mergedValues) produce(produce func(v value, limit int) (string, error)
 		return Rendered{}, err
 	}
 	return r, nil
-}
-
-// all lists the merged values.
-func (mv *mergedValues) all() []value {
-	vs := []value{mv.message}
-	for _, m := range []map[string]value{mv.data, mv.labels, mv.annotations} {
-		for _, v := range m {
-			vs = append(vs, v)
-		}
-	}
-	return vs
 }
 
 // maxAnnotationsBytes is the most bytes of a ConfigBundle's annotations, keys and values.

@@ -1,8 +1,9 @@
-package placement
+package rollout
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,6 +20,8 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // Every distinct definition (template, templateEngine, overrides) of a FleetBundle is a revision, numbered 1, 2, 3... in the order the
@@ -26,12 +29,17 @@ import (
 // the FleetBundle's namespace, controller-owned by it (the garbage collector removes them with
 // it), labelled FleetBundleLabel, its .data the Definition.
 
+// ErrStale marks a write the API server refused because the hub acted on a state that is no
+// longer there (409 Conflict, AlreadyExists, NotFound on an update or a delete): the pair is
+// converged once more on a live read.
+var ErrStale = errors.New("acted on a stale read")
+
 // Revision is one revision of a FleetBundle's definition.
 type Revision struct {
 	// Number is the revision's number (ControllerRevision .revision).
 	Number int64
-	// Definition is the definition.
-	Definition Definition
+	// template.Definition is the definition.
+	Definition template.Definition
 	// Hash is TemplateHash of Definition.
 	Hash string
 	// Name and UID are those of its ControllerRevision.
@@ -50,7 +58,7 @@ func RevisionOf(cr *appsv1.ControllerRevision) (Revision, error) {
 	if err := json.Unmarshal(cr.Data.Raw, &r.Definition); err != nil {
 		return Revision{}, fmt.Errorf("decoding the definition of ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
-	r.Hash = TemplateHash(&r.Definition)
+	r.Hash = template.Hash(&r.Definition)
 	return r, nil
 }
 
@@ -60,13 +68,13 @@ func ownedBy(o metav1.Object, uid types.UID) bool {
 	return ref != nil && ref.UID == uid
 }
 
-// listRevisions returns a FleetBundle's revisions, by number. A ControllerRevision of an
+// ListRevisions returns a FleetBundle's revisions, by number. A ControllerRevision of an
 // earlier FleetBundle of the same name (another uid; the garbage collector removes it) or one
 // that does not decode is not one of them.
-func listRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle) ([]Revision, error) {
+func ListRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle) ([]Revision, error) {
 	list := &appsv1.ControllerRevisionList{}
 	err := reader.List(ctx, list, client.InNamespace(fb.Namespace),
-		client.MatchingLabels{hubv1alpha1.FleetBundleLabel: LabelValue(client.ObjectKeyFromObject(fb))})
+		client.MatchingLabels{hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(client.ObjectKeyFromObject(fb))})
 	if err != nil {
 		return nil, fmt.Errorf("listing the FleetBundle's ControllerRevisions: %w", err)
 	}
@@ -83,11 +91,11 @@ func listRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.Fl
 	return revs, nil
 }
 
-// revisionOfTemplate returns the revision of the FleetBundle's definition among revs, and false
+// RevisionOfTemplate returns the revision of the FleetBundle's definition among revs, and false
 // if it has none yet.
-func revisionOfTemplate(fb *hubv1alpha1.FleetBundle, revs []Revision) (Revision, bool) {
-	d := DefinitionOf(fb)
-	hash := TemplateHash(&d)
+func RevisionOfTemplate(fb *hubv1alpha1.FleetBundle, revs []Revision) (Revision, bool) {
+	d := template.DefinitionOf(fb)
+	hash := template.Hash(&d)
 	for _, r := range revs {
 		if r.Hash == hash {
 			return r, true
@@ -111,7 +119,7 @@ func nextRevision(fb *hubv1alpha1.FleetBundle, revs []Revision) int64 {
 
 // newControllerRevision is the ControllerRevision of a FleetBundle's definition as revision n.
 func newControllerRevision(fb *hubv1alpha1.FleetBundle, n int64, fieldOwner string) (*appsv1.ControllerRevision, error) {
-	d := DefinitionOf(fb)
+	d := template.DefinitionOf(fb)
 	raw, err := json.Marshal(&d)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the definition: %w", err)
@@ -120,7 +128,7 @@ func newControllerRevision(fb *hubv1alpha1.FleetBundle, n int64, fieldOwner stri
 		ObjectMeta: metav1.ObjectMeta{
 			Name: RevisionName(fb.Name, n), Namespace: fb.Namespace,
 			Labels: map[string]string{
-				hubv1alpha1.FleetBundleLabel: LabelValue(client.ObjectKeyFromObject(fb)),
+				hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(client.ObjectKeyFromObject(fb)),
 				hubv1alpha1.ManagedByLabel:   fieldOwner,
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(fb, hubv1alpha1.GroupVersion.WithKind("FleetBundle"))},
@@ -130,10 +138,10 @@ func newControllerRevision(fb *hubv1alpha1.FleetBundle, n int64, fieldOwner stri
 	}, nil
 }
 
-// ensureRevision returns the revision of the FleetBundle's template, creating its
+// EnsureRevision returns the revision of the FleetBundle's template, creating its
 // ControllerRevision if it has none, and the revisions with it.
-func ensureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, revs []Revision, fieldOwner string) (Revision, []Revision, error) {
-	if r, ok := revisionOfTemplate(fb, revs); ok {
+func EnsureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, revs []Revision, fieldOwner string) (Revision, []Revision, error) {
+	if r, ok := RevisionOfTemplate(fb, revs); ok {
 		return r, revs, nil
 	}
 	cr, err := newControllerRevision(fb, nextRevision(fb, revs), fieldOwner)
@@ -142,7 +150,7 @@ func ensureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetB
 	}
 	if err := c.Create(ctx, cr, client.FieldOwner(fieldOwner)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return Revision{}, nil, fmt.Errorf("creating ControllerRevision %s: %w: %w", cr.Name, errStale, err)
+			return Revision{}, nil, fmt.Errorf("creating ControllerRevision %s: %w: %w", cr.Name, ErrStale, err)
 		}
 		return Revision{}, nil, fmt.Errorf("creating ControllerRevision %s: %w", cr.Name, err)
 	}
@@ -153,9 +161,9 @@ func ensureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetB
 	return r, append(revs, r), nil
 }
 
-// pruneRevisions deletes the oldest revisions beyond spec.revisionHistoryLimit, besides those in
+// PruneRevisions deletes the oldest revisions beyond spec.revisionHistoryLimit, besides those in
 // use: the status's revisions and any a member holds.
-func pruneRevisions(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, revs []Revision, held map[int64]bool) error {
+func PruneRevisions(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, revs []Revision, held map[int64]bool) error {
 	limit := int32(hubv1alpha1.DefaultRevisionHistoryLimit)
 	if fb.Spec.RevisionHistoryLimit != nil {
 		limit = max(*fb.Spec.RevisionHistoryLimit, 0)
@@ -179,14 +187,14 @@ func pruneRevisions(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetB
 	return nil
 }
 
-// revisionTemplate reads revision n of a FleetBundle from the hub's cache.
-func revisionTemplate(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle, n int64) (*Revision, error) {
+// ReadRevision reads revision n of a FleetBundle from the hub's cache.
+func ReadRevision(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle, n int64) (*Revision, error) {
 	cr := &appsv1.ControllerRevision{}
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: fb.Namespace, Name: RevisionName(fb.Name, n)}, cr); err != nil {
 		return nil, fmt.Errorf("reading revision %d: %w", n, err)
 	}
 	if !ownedBy(cr, fb.UID) || cr.Revision != n {
-		return nil, fmt.Errorf("reading revision %d: ControllerRevision %s is not the FleetBundle's: %w", n, cr.Name, errStale)
+		return nil, fmt.Errorf("reading revision %d: ControllerRevision %s is not the FleetBundle's: %w", n, cr.Name, ErrStale)
 	}
 	r, err := RevisionOf(cr)
 	if err != nil {
@@ -195,8 +203,8 @@ func revisionTemplate(ctx context.Context, reader client.Reader, fb *hubv1alpha1
 	return &r, nil
 }
 
-// heldRevision is the revision a placed bundle was written from, 0 if it says none.
-func heldRevision(b *configbundlev1alpha1.ConfigBundle) int64 {
+// HeldRevision is the revision a placed bundle was written from, 0 if it says none.
+func HeldRevision(b *configbundlev1alpha1.ConfigBundle) int64 {
 	if b == nil {
 		return 0
 	}

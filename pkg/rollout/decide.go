@@ -1,4 +1,4 @@
-package placement
+package rollout
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 )
 
 // A staged rollout is decided in two places from the same facts. The fleetbundle-status
@@ -24,8 +25,8 @@ import (
 // memory: a hub that restarts reads where it stood from the status, and where each member
 // stands from the member.
 
-// RolloutMember is what a rollout needs to know of one selected member.
-type RolloutMember struct {
+// Member is what a rollout needs to know of one selected member.
+type Member struct {
 	// Name is the member's name.
 	Name string
 	// Stage is the index of the member's stage (StageOf).
@@ -54,8 +55,8 @@ type RolloutMember struct {
 	UpdatedAt time.Time
 }
 
-// RolloutInput is what Decide decides from.
-type RolloutInput struct {
+// Input is what Decide decides from.
+type Input struct {
 	// Strategy is the FleetBundle's spec.rollout; nil: no staged rollout.
 	Strategy *hubv1alpha1.RolloutStrategy
 	// Status is the FleetBundle's status as last written.
@@ -63,7 +64,7 @@ type RolloutInput struct {
 	// Update is the revision of the FleetBundle's template.
 	Update int64
 	// Members are the selected members, in any order.
-	Members []RolloutMember
+	Members []Member
 	// Now is the time of the decision.
 	Now time.Time
 	// Tally, if set, counts the members for the rollout of Update in place of Members' Held,
@@ -73,86 +74,8 @@ type RolloutInput struct {
 	Tally *Tally
 }
 
-// Tally counts members for the rollout of one revision, from where the status says the rollout
-// stands (its stage and admittedThrough).
-type Tally struct {
-	// Failed are the members that failed the revision (all of them, or the first of them when
-	// summed from replicas), by name.
-	Failed map[string]hubv1alpha1.ClusterFailure
-	// FailedCount counts them all.
-	FailedCount int
-	// Stages count the Ready members of each stage, by index.
-	Stages []StageCount
-	// RequeueAfter is when a progress deadline ends; 0: none.
-	RequeueAfter time.Duration
-}
-
-// StageCount counts the Ready members of one stage.
-type StageCount struct {
-	// Done counts those that hold the revision, Ready, or failed it.
-	Done int32
-	// InFlight counts those updated, or admitted to be, and not yet Ready.
-	InFlight int32
-	// Waiting names those not done (unknown when summed from replicas).
-	Waiting []string
-}
-
-// TallyMembers counts members for the rollout of revision u of strategy s, whose status names
-// the stage of index stage and admittedThrough, at now. Members that are not Ready are skipped,
-// and so are paused ones, but for a paused member that holds u and fails it.
-func TallyMembers(s *hubv1alpha1.RolloutStrategy, u int64, stage int, admittedThrough string, members []RolloutMember, now time.Time) Tally {
-	t := Tally{Failed: map[string]hubv1alpha1.ClusterFailure{}, Stages: make([]StageCount, len(s.Stages)+1)}
-	deadline := progressDeadline(s)
-	for _, m := range members {
-		if m.Paused && m.Held == u && m.Failure != nil && !m.Refused {
-			// Paused while it fails the revision it holds: pausing a failing member (to look into
-			// it) neither lifts a halt nor lets the next stage start. A paused member is otherwise
-			// skipped.
-			t.Failed[m.Name] = *m.Failure
-			continue
-		}
-		if !m.Ready {
-			continue
-		}
-		switch {
-		case m.Refused && m.Failure != nil:
-			t.Failed[m.Name] = *m.Failure
-		case m.Held != u || m.BundleReady:
-		case m.Failure != nil:
-			t.Failed[m.Name] = *m.Failure
-		case m.UpdatedAt.IsZero():
-		case now.Sub(m.UpdatedAt) >= deadline:
-			t.Failed[m.Name] = hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: hubv1alpha1.ProgressDeadlineExceededReason,
-				Message: fmt.Sprintf("the bundle of revision %d is not Ready %s after member %s got it (progressDeadline)", u, deadline, m.Name)}
-		default:
-			if wait := m.UpdatedAt.Add(deadline).Sub(now); t.RequeueAfter == 0 || wait < t.RequeueAfter {
-				t.RequeueAfter = wait
-			}
-		}
-	}
-	t.FailedCount = len(t.Failed)
-	sorted := slices.SortedFunc(slices.Values(members), func(a, b RolloutMember) int { return strings.Compare(a.Name, b.Name) })
-	for _, m := range sorted {
-		if !m.Ready || m.Stage < 0 || m.Stage >= len(t.Stages) {
-			continue
-		}
-		c := &t.Stages[m.Stage]
-		_, failed := t.Failed[m.Name]
-		switch {
-		case failed || (m.Held == u && m.BundleReady):
-			c.Done++ // a tolerated failure holds no stage back
-		case m.Held == u || (m.Stage == stage && admittedThrough != "" && m.Name <= admittedThrough):
-			c.InFlight++ // updated, or admitted and about to be
-			c.Waiting = append(c.Waiting, m.Name)
-		default:
-			c.Waiting = append(c.Waiting, m.Name)
-		}
-	}
-	return t
-}
-
-// RolloutEvent is an Event a decision records on the FleetBundle.
-type RolloutEvent struct {
+// Event is an Event a decision records on the FleetBundle.
+type Event struct {
 	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
 	Type string
 	// Reason is one of the rollout's Event reasons (hubv1alpha1.StageStartedEvent, ...).
@@ -165,8 +88,8 @@ type RolloutEvent struct {
 	Stage string
 }
 
-// RolloutDecision is where a rollout stands.
-type RolloutDecision struct {
+// Decision is where a rollout stands.
+type Decision struct {
 	// Current is the new status.currentRevision.
 	Current int64
 	// Rollout is the new status.rollout; nil without a staged rollout.
@@ -175,7 +98,7 @@ type RolloutDecision struct {
 	// Ready=False, or not Ready progressDeadline after it was updated.
 	Failed map[string]hubv1alpha1.ClusterFailure
 	// Events are the Events of what changed.
-	Events []RolloutEvent
+	Events []Event
 	// RequeueAfter is when the decision must be made again although no fact changes (a soak or
 	// a progress deadline ends); 0: never.
 	RequeueAfter time.Duration
@@ -195,7 +118,7 @@ func StageNames(s *hubv1alpha1.RolloutStrategy) []string {
 // selects it, else the implicit last one (len(s.Stages)). An invalid selector selects nobody.
 func StageOf(s *hubv1alpha1.RolloutStrategy, memberLabels map[string]string) int {
 	for i, st := range s.Stages {
-		if ok, err := Selects(st.ClusterSelector, memberLabels); err == nil && ok {
+		if ok, err := fleetbundle.Selects(st.ClusterSelector, memberLabels); err == nil && ok {
 			return i
 		}
 	}
@@ -235,12 +158,12 @@ func TargetRevision(fb *hubv1alpha1.FleetBundle, member string, memberLabels map
 // Decide decides where the rollout of in.Update stands. It is a function of facts: the status
 // last written (the revisions, the stage, how far it admitted members, when its soak started)
 // and where each member stands now; computed twice on the same facts, it decides the same.
-func Decide(in RolloutInput) RolloutDecision {
+func Decide(in Input) Decision {
 	u, c := in.Update, in.Status.CurrentRevision
 	if in.Strategy == nil {
-		return RolloutDecision{Current: u} // no stages: every member gets it at once
+		return Decision{Current: u} // no stages: every member gets it at once
 	}
-	d := &decision{in: in, s: in.Strategy, names: StageNames(in.Strategy), out: RolloutDecision{Current: c}}
+	d := &decision{in: in, s: in.Strategy, names: StageNames(in.Strategy), out: Decision{Current: c}}
 	prev := in.Status.Rollout
 	ro := hubv1alpha1.RolloutStatus{}
 	if prev != nil {
@@ -289,13 +212,13 @@ func Decide(in RolloutInput) RolloutDecision {
 
 // decision is one Decide.
 type decision struct {
-	in        RolloutInput
+	in        Input
 	s         *hubv1alpha1.RolloutStrategy
 	names     []string
 	ro        *hubv1alpha1.RolloutStatus
 	prevPhase hubv1alpha1.RolloutPhase
 	tally     Tally
-	out       RolloutDecision
+	out       Decision
 }
 
 // startStage makes stage i the current one, from now.
@@ -309,7 +232,7 @@ func (d *decision) startStage(i int) {
 
 // event records an Event of the revision in stage.
 func (d *decision) event(typ, reason, stage, format string, args ...any) {
-	d.out.Events = append(d.out.Events, RolloutEvent{Type: typ, Reason: reason, Note: truncate(fmt.Sprintf(format, args...)),
+	d.out.Events = append(d.out.Events, Event{Type: typ, Reason: reason, Note: fleetbundle.Truncate(fmt.Sprintf(format, args...)),
 		Revision: d.in.Update, Stage: stage})
 }
 
@@ -333,21 +256,21 @@ func (d *decision) failed() bool {
 	names := sortedKeys(t.Failed)
 	first := t.Failed[names[0]]
 	what := fmt.Sprintf("%d members failed revision %d (maxFailures %d): %s; %s: %s: %s", t.FailedCount, u, tolerated,
-		listNames(names), first.Cluster, first.Reason, first.Message)
+		fleetbundle.ListNames(names), first.Cluster, first.Reason, first.Message)
 	if t.FailedCount == 1 {
 		what = fmt.Sprintf("member %s failed revision %d (maxFailures %d): %s: %s", first.Cluster, u, tolerated, first.Reason, first.Message)
 	}
 	c := d.in.Status.CurrentRevision
 	if d.s.OnFailure == hubv1alpha1.OnFailureRollback && c > 0 {
 		d.ro.FailedRevision, d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = u, hubv1alpha1.RolloutRolledBack, "", nil
-		d.ro.Message = truncate(fmt.Sprintf("Rolled back to revision %d: %s", c, what))
+		d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Rolled back to revision %d: %s", c, what))
 		d.event(corev1.EventTypeWarning, hubv1alpha1.RolledBackEvent, d.ro.Stage, "Revision %d rolled back to revision %d in stage %s: %s", u, c, d.ro.Stage, what)
 		return true
 	}
 	d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutHalted, nil
-	d.ro.Message = truncate(fmt.Sprintf("Halted in stage %s: %s; no further member is updated until the failures clear or the template changes", d.ro.Stage, what))
+	d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Halted in stage %s: %s; no further member is updated until the failures clear or the template changes", d.ro.Stage, what))
 	if c == 0 && d.s.OnFailure == hubv1alpha1.OnFailureRollback {
-		d.ro.Message = truncate(fmt.Sprintf("Halted in stage %s (revision %d is the first: nothing to roll back to): %s", d.ro.Stage, u, what))
+		d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Halted in stage %s (revision %d is the first: nothing to roll back to): %s", d.ro.Stage, u, what))
 	}
 	if d.prevPhase != hubv1alpha1.RolloutHalted {
 		d.event(corev1.EventTypeWarning, hubv1alpha1.RolloutHaltedEvent, d.ro.Stage, "Revision %d halted in stage %s: %s", u, d.ro.Stage, what)
@@ -357,7 +280,7 @@ func (d *decision) failed() bool {
 
 // hasMembers reports whether stage i has members the rollout updates (not paused).
 func (d *decision) hasMembers(i int) bool {
-	return slices.ContainsFunc(d.in.Members, func(m RolloutMember) bool { return m.Stage == i && !m.Paused })
+	return slices.ContainsFunc(d.in.Members, func(m Member) bool { return m.Stage == i && !m.Paused })
 }
 
 // active counts the members the rollout updates: those not paused.
@@ -411,7 +334,7 @@ func (d *decision) progress() {
 // Ready, it admits more of them; once all do, it soaks.
 func (d *decision) stageDone(i int) bool {
 	u, stage := d.in.Update, d.names[i]
-	var members []RolloutMember
+	var members []Member
 	var eligible int
 	var joining []string
 	for _, m := range d.in.Members {
@@ -426,7 +349,7 @@ func (d *decision) stageDone(i int) bool {
 			joining = append(joining, m.Name)
 		}
 	}
-	slices.SortFunc(members, func(a, b RolloutMember) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	count := d.tally.Stages[i]
 	switch done := int(count.Done); {
 	case len(joining) > 0:
@@ -434,7 +357,7 @@ func (d *decision) stageDone(i int) bool {
 			d.ro.Phase = hubv1alpha1.RolloutProgressing
 		}
 		slices.Sort(joining)
-		d.ro.Message = truncate(fmt.Sprintf("Stage %s: waiting for %s to join", stage, listNames(joining)))
+		d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Stage %s: waiting for %s to join", stage, fleetbundle.ListNames(joining)))
 		return false
 	case len(members) > 0 && eligible == 0:
 		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
@@ -445,7 +368,7 @@ func (d *decision) stageDone(i int) bool {
 		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
 		d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in %d of %d Ready members", stage, u, done, eligible)
 		if len(count.Waiting) > 0 {
-			d.ro.Message = truncate(d.ro.Message + "; waiting for " + listNames(count.Waiting))
+			d.ro.Message = fleetbundle.Truncate(d.ro.Message + "; waiting for " + fleetbundle.ListNames(count.Waiting))
 		}
 		return false
 	}
@@ -463,7 +386,7 @@ func (d *decision) stageDone(i int) bool {
 		}
 	}
 	if len(members) > 0 {
-		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, stage, "Revision %d: stage %s completed: %s", u, stage, listNames(memberNames(members)))
+		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, stage, "Revision %d: stage %s completed: %s", u, stage, fleetbundle.ListNames(memberNames(members)))
 	}
 	return true
 }
@@ -472,7 +395,7 @@ func (d *decision) stageDone(i int) bool {
 // stage's maxConcurrency are updated (or admitted) and not yet Ready: each member passed that is
 // Ready and does not hold updateRevision takes one of the free places. A member passed while not
 // Ready is updated when it is Ready again.
-func (d *decision) admit(stage int, members []RolloutMember, inFlight int) {
+func (d *decision) admit(stage int, members []Member, inFlight int) {
 	room := scaled(maxConcurrency(d.s, stage), len(members), intstr.FromString(hubv1alpha1.DefaultMaxConcurrency), true) - inFlight
 	for _, m := range members {
 		if room <= 0 {
@@ -532,16 +455,7 @@ func scaled(v *intstr.IntOrString, total int, def intstr.IntOrString, atLeastOne
 	return max(n, 0)
 }
 
-// listNames names up to five members, and how many more there are.
-func listNames(names []string) string {
-	const most = 5
-	if len(names) <= most {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
-}
-
-func memberNames(ms []RolloutMember) []string {
+func memberNames(ms []Member) []string {
 	names := make([]string, 0, len(ms))
 	for _, m := range ms {
 		if m.Ready {

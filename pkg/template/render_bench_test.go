@@ -1,4 +1,4 @@
-package placement
+package template
 
 import (
 	"testing"
@@ -45,11 +45,11 @@ func BenchmarkRender(b *testing.B) {
 			}
 			hash := ""
 			if bc.cached {
-				hash = TemplateHash(d)
+				hash = Hash(d)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := d.render(euMember, hash); err != nil {
+				if _, err := d.RenderCached(euMember, hash); err != nil {
 					b.Fatal(err)
 				}
 			}

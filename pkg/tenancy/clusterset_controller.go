@@ -1,8 +1,9 @@
-package fleet
+package tenancy
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,16 @@ import (
 	"configbundle.dev/hub/pkg/statusbudget"
 )
 
+// What the hub needs of the tenancy model: it reads ClusterSets and ClusterSetBindings (placement
+// selects among the members of the sets bound to a FleetBundle's namespace) and writes their
+// status.
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=clustersets;clustersetbindings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=clustersets/status;clustersetbindings/status,verbs=get;update;patch
+
+// conflictRetry is how soon a status is computed again after a write lost to a newer version:
+// the cache is about to catch up, this is no error.
+const conflictRetry = 100 * time.Millisecond
+
 // clusterSetReconciler keeps the status of each ClusterSet: how many MemberClusters its selector
 // selects, and whether that selector is valid.
 type clusterSetReconciler struct {
@@ -42,34 +53,34 @@ type clusterSetBindingReconciler struct {
 	replica sharding.Replica
 }
 
-// setupClusterSets builds the ClusterSet and ClusterSetBinding status controllers. Like the
-// Fleet's, they wait for the manager's leader election unless sharded; sharded, they run on every
+// SetupWithManager builds the ClusterSet and ClusterSetBinding status controllers of the hub's
+// manager for replica. Like the Fleet's, they wait for the manager's leader election unless sharded; sharded, they run on every
 // replica and write only on the one elected for the hub-wide work (Replica.Leading), which
 // computes every status again each time it is elected.
-func setupClusterSets(mgr manager.Manager, opts Options) error {
+func SetupWithManager(mgr manager.Manager, replica sharding.Replica) error {
 	hub := mgr.GetClient()
-	sets := &clusterSetReconciler{hub: hub, replica: opts.Replica}
+	sets := &clusterSetReconciler{hub: hub, replica: replica}
 	// Every set counts its members again when a member comes, goes or is relabelled; a status
 	// write alone changes no set.
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusterset").
 		For(&hubv1alpha1.ClusterSet{}).
 		Watches(&hubv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(sets.allSets), builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		WatchesRawSource(electedSource(opts.Replica, hub, &hubv1alpha1.ClusterSetList{})).
-		WithOptions(hubWideOptions(opts.Replica)).
+		WatchesRawSource(electedSource(replica, hub, &hubv1alpha1.ClusterSetList{})).
+		WithOptions(hubWideOptions(replica)).
 		Complete(sets)
 	if err != nil {
 		return fmt.Errorf("building the clusterset controller: %w", err)
 	}
-	bindings := &clusterSetBindingReconciler{hub: hub, replica: opts.Replica}
+	bindings := &clusterSetBindingReconciler{hub: hub, replica: replica}
 	// A binding's status changes only when its set is created or deleted.
 	createdOrDeleted := predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("clustersetbinding").
 		For(&hubv1alpha1.ClusterSetBinding{}).
 		Watches(&hubv1alpha1.ClusterSet{}, handler.EnqueueRequestsFromMapFunc(bindings.bindingsOf), builder.WithPredicates(createdOrDeleted)).
-		WatchesRawSource(electedSource(opts.Replica, hub, &hubv1alpha1.ClusterSetBindingList{})).
-		WithOptions(hubWideOptions(opts.Replica)).
+		WatchesRawSource(electedSource(replica, hub, &hubv1alpha1.ClusterSetBindingList{})).
+		WithOptions(hubWideOptions(replica)).
 		Complete(bindings)
 	if err != nil {
 		return fmt.Errorf("building the clustersetbinding controller: %w", err)

@@ -1,4 +1,4 @@
-package placement
+package rollout
 
 import (
 	"testing"
@@ -27,16 +27,16 @@ func strategy(mod ...func(*hubv1alpha1.RolloutStrategy)) *hubv1alpha1.RolloutStr
 }
 
 // member is a Ready member of stage holding revision held, its bundle Ready or not.
-func member(name string, stage int, held int64, ready bool) RolloutMember {
-	return RolloutMember{Name: name, Stage: stage, Ready: true, Held: held, BundleReady: ready, UpdatedAt: t0.Add(-time.Minute)}
+func member(name string, stage int, held int64, ready bool) Member {
+	return Member{Name: name, Stage: stage, Ready: true, Held: held, BundleReady: ready, UpdatedAt: t0.Add(-time.Minute)}
 }
 
 // paused is a paused member of stage holding revision held: not Ready, skipped.
-func paused(name string, stage int, held int64) RolloutMember {
-	return RolloutMember{Name: name, Stage: stage, Held: held, Paused: true}
+func paused(name string, stage int, held int64) Member {
+	return Member{Name: name, Stage: stage, Held: held, Paused: true}
 }
 
-func failing(m RolloutMember) RolloutMember {
+func failing(m Member) Member {
 	m.BundleReady = false
 	m.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: "UpdateFailed", Message: "refused"}
 	return m
@@ -60,7 +60,7 @@ func TestDecide(t *testing.T) {
 		strategy *hubv1alpha1.RolloutStrategy
 		status   hubv1alpha1.FleetBundleStatus
 		update   int64
-		members  []RolloutMember
+		members  []Member
 		// want
 		current  int64
 		stage    string
@@ -74,23 +74,23 @@ func TestDecide(t *testing.T) {
 			current: 2},
 		{name: "a new revision starts the first stage and admits one canary", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
-			update: 2, members: []RolloutMember{member("c1", 0, 1, true), member("c2", 0, 1, true), member("r1", 1, 1, true)},
+			update: 2, members: []Member{member("c1", 0, 1, true), member("c2", 0, 1, true), member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1", events: []string{hubv1alpha1.StageStartedEvent}},
 		{name: "the next canary once the first is Ready", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("c2", 0, 1, true), member("r1", 1, 1, true)},
+			update: 2, members: []Member{member("c1", 0, 2, true), member("c2", 0, 1, true), member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
 		{name: "no next canary while one is updated and not Ready", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{member("c1", 0, 2, false), member("c2", 0, 1, true)},
+			update: 2, members: []Member{member("c1", 0, 2, false), member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1", requeue: 4 * time.Minute},
 		{name: "a member not Ready is passed without taking a place", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Held: 1}, member("c2", 0, 1, true), member("c3", 0, 1, true)},
+			update: 2, members: []Member{{Name: "c1", Stage: 0, Held: 1}, member("c2", 0, 1, true), member("c3", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
 		{name: "a stage with no Ready member waits", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Held: 1}, member("r1", 1, 1, true)},
+			update: 2, members: []Member{{Name: "c1", Stage: 0, Held: 1}, member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing},
 		{name: "a member joining holds its stage where it is", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
@@ -98,11 +98,11 @@ func TestDecide(t *testing.T) {
 				ro.SoakStartTime = ptr.To(metav1.NewMicroTime(t0.Add(-10 * time.Second)))
 				return ro
 			}()},
-			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Joining: true}, member("r1", 1, 1, true)},
+			update: 2, members: []Member{{Name: "c1", Stage: 0, Joining: true}, member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutSoaking, admitted: "c1"},
 		{name: "a done stage soaks", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 1, true)},
+			update: 2, members: []Member{member("c1", 0, 2, true), member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutSoaking, admitted: "c1", requeue: 30 * time.Second},
 		{name: "a soaked stage starts the next, which admits half", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
@@ -110,34 +110,34 @@ func TestDecide(t *testing.T) {
 				ro.SoakStartTime = ptr.To(metav1.NewMicroTime(t0.Add(-31 * time.Second)))
 				return ro
 			}()},
-			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 1, true), member("r2", 1, 1, true), member("r3", 1, 1, true), member("r4", 1, 1, true)},
+			update: 2, members: []Member{member("c1", 0, 2, true), member("r1", 1, 1, true), member("r2", 1, 1, true), member("r3", 1, 1, true), member("r4", 1, 1, true)},
 			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r2",
 			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent}},
 		{name: "the last stage done completes", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("rest", "r2", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("r1", 1, 2, true), member("r2", 1, 2, true)},
+			update: 2, members: []Member{member("c1", 0, 2, true), member("r1", 1, 2, true), member("r2", 1, 2, true)},
 			current: 2, stage: "rest", phase: hubv1alpha1.RolloutComplete,
 			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.RolloutCompleteEvent}},
 		{name: "a failed canary halts", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false)), member("c2", 0, 1, true)},
+			update: 2, members: []Member{failing(member("c1", 0, 2, false)), member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
 		{name: "halted stays halted without a second Event", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
-			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false)), member("c2", 0, 1, true)},
+			update: 2, members: []Member{failing(member("c1", 0, 2, false)), member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1"},
 		{name: "halted goes on once the failure clears", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
-			update: 2, members: []RolloutMember{member("c1", 0, 2, true), member("c2", 0, 1, true)},
+			update: 2, members: []Member{member("c1", 0, 2, true), member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
 		{name: "a halt holds while its failed member is not Ready", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted),
 				FailedClusters: []hubv1alpha1.ClusterFailure{{Cluster: "c1", Reason: "UpdateFailed"}}},
-			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Held: 2}, member("c2", 0, 1, true)},
+			update: 2, members: []Member{{Name: "c1", Stage: 0, Held: 2}, member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1"},
 		{name: "a halt holds while a member is joining", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
-			update: 2, members: []RolloutMember{{Name: "c1", Stage: 0, Joining: true}, member("c2", 0, 1, true)},
+			update: 2, members: []Member{{Name: "c1", Stage: 0, Joining: true}, member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1"},
 		{name: "a tolerated failure does not halt and holds no stage back",
 			strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
@@ -145,79 +145,79 @@ func TestDecide(t *testing.T) {
 				s.Stages[0].SoakTime = nil
 			}),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false)), member("r1", 1, 1, true)},
+			update: 2, members: []Member{failing(member("c1", 0, 2, false)), member("r1", 1, 1, true)},
 			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1",
 			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent}},
 		{name: "the progress deadline fails a member", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
 			s.ProgressDeadline = &metav1.Duration{Duration: 30 * time.Second}
 		}),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{member("c1", 0, 2, false)},
+			update: 2, members: []Member{member("c1", 0, 2, false)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
 		{name: "a refused write fails the revision", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{func() RolloutMember { m := failing(member("c1", 0, 1, true)); m.Refused = true; return m }()},
+			update: 2, members: []Member{func() Member { m := failing(member("c1", 0, 1, true)); m.Refused = true; return m }()},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
 		{name: "rollback", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false))},
+			update: 2, members: []Member{failing(member("c1", 0, 2, false))},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutRolledBack, failed: 2, events: []string{hubv1alpha1.RolledBackEvent}},
 		{name: "rolled back stays rolled back", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolledBack(2)},
-			update: 2, members: []RolloutMember{member("c1", 0, 1, true)},
+			update: 2, members: []Member{member("c1", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutRolledBack, failed: 2},
 		{name: "a new template after a rollback rolls out", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolledBack(2)},
-			update: 3, members: []RolloutMember{member("c1", 0, 1, true)},
+			update: 3, members: []Member{member("c1", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1", failed: 2, events: []string{hubv1alpha1.StageStartedEvent}},
 		{name: "the first revision halts instead of rolling back", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }),
 			status: hubv1alpha1.FleetBundleStatus{UpdateRevision: 1, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 1, members: []RolloutMember{failing(member("c1", 0, 1, false))},
+			update: 1, members: []Member{failing(member("c1", 0, 1, false))},
 			current: 0, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
 		{name: "paused admits nobody", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) { s.Paused = true }),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
-			update: 2, members: []RolloutMember{member("c1", 0, 1, true)},
+			update: 2, members: []Member{member("c1", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutPaused, events: []string{hubv1alpha1.StageStartedEvent}},
 		{name: "a paused member holds its stage back in nothing", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c2", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{paused("c1", 0, 1), member("c2", 0, 2, true), member("r1", 1, 1, true)},
+			update: 2, members: []Member{paused("c1", 0, 1), member("c2", 0, 2, true), member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutSoaking, admitted: "c2", requeue: 30 * time.Second},
 		{name: "a stage of paused members only passes", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{paused("c1", 0, 1), member("r1", 1, 1, true)},
+			update: 2, members: []Member{paused("c1", 0, 1), member("r1", 1, 1, true)},
 			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1", events: []string{hubv1alpha1.StageStartedEvent}},
 		{name: "every member paused: the rollout completes without them", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{paused("c1", 0, 1), paused("r1", 1, 1)},
+			update: 2, members: []Member{paused("c1", 0, 1), paused("r1", 1, 1)},
 			current: 2, stage: "rest", phase: hubv1alpha1.RolloutComplete, events: []string{hubv1alpha1.RolloutCompleteEvent}},
 		{name: "a member paused while it fails the revision keeps the halt", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted),
 				FailedClusters: []hubv1alpha1.ClusterFailure{{Cluster: "c1", Reason: "UpdateFailed"}}},
-			update: 2, members: []RolloutMember{failing(paused("c1", 0, 2)), member("c2", 0, 1, true)},
+			update: 2, members: []Member{failing(paused("c1", 0, 2)), member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1"},
 		{name: "a member paused while it fails the revision halts a rollout", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{failing(paused("c1", 0, 2)), member("c2", 0, 1, true)},
+			update: 2, members: []Member{failing(paused("c1", 0, 2)), member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
 		{name: "a member paused once it recovered holds no halt", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted),
 				FailedClusters: []hubv1alpha1.ClusterFailure{{Cluster: "c1", Reason: "UpdateFailed"}}},
-			update: 2, members: []RolloutMember{paused("c1", 0, 2), member("c2", 0, 1, true)},
+			update: 2, members: []Member{paused("c1", 0, 2), member("c2", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
 		{name: "maxFailures counts the members not paused", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
 			s.MaxFailures = ptr.To(intstr.FromString("50%"))
 		}),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
-			update: 2, members: []RolloutMember{failing(member("c1", 0, 2, false)), paused("c2", 0, 1)},
+			update: 2, members: []Member{failing(member("c1", 0, 2, false)), paused("c2", 0, 1)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
 		{name: "empty stages pass without soaking", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
-			update: 2, members: []RolloutMember{member("d1", 2, 1, true)},
+			update: 2, members: []Member{member("d1", 2, 1, true)},
 			current: 1, stage: "default", phase: hubv1alpha1.RolloutProgressing, admitted: "d1",
 			events: []string{hubv1alpha1.StageStartedEvent}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(RolloutInput{Strategy: tc.strategy, Status: tc.status, Update: tc.update, Members: tc.members, Now: t0})
+			d := Decide(Input{Strategy: tc.strategy, Status: tc.status, Update: tc.update, Members: tc.members, Now: t0})
 			if d.Current != tc.current {
 				t.Errorf("current = %d, want %d", d.Current, tc.current)
 			}
@@ -242,7 +242,7 @@ func TestDecide(t *testing.T) {
 			if d.RequeueAfter != tc.requeue {
 				t.Errorf("requeueAfter = %v, want %v", d.RequeueAfter, tc.requeue)
 			}
-			again := Decide(RolloutInput{Strategy: tc.strategy, Status: hubv1alpha1.FleetBundleStatus{CurrentRevision: d.Current, UpdateRevision: tc.update, Rollout: d.Rollout,
+			again := Decide(Input{Strategy: tc.strategy, Status: hubv1alpha1.FleetBundleStatus{CurrentRevision: d.Current, UpdateRevision: tc.update, Rollout: d.Rollout,
 				FailedClusters: tc.status.FailedClusters},
 				Update: tc.update, Members: tc.members, Now: t0})
 			if again.Rollout.Stage != ro.Stage || again.Rollout.AdmittedThrough != ro.AdmittedThrough || again.Rollout.Phase != ro.Phase {

@@ -1,4 +1,4 @@
-package placement
+package template
 
 import (
 	"fmt"
@@ -269,7 +269,7 @@ func TestParsedValuesCache(t *testing.T) {
 	}
 
 	d := benchDefinition(hubv1alpha1.TemplateEngineGoTemplate)
-	hash := TemplateHash(d)
+	hash := Hash(d)
 	want, err := d.Render(euMember)
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +278,7 @@ func TestParsedValuesCache(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 20 {
-				got, err := d.render(euMember, hash)
+				got, err := d.RenderCached(euMember, hash)
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Errorf("render from the cache = %v, %v; want %v", got, err, want)
 					return

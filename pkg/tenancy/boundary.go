@@ -1,4 +1,4 @@
-package placement
+package tenancy
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/fleetbundle"
 )
 
 // A FleetBundle selects only among the members of the ClusterSets bound to its namespace (a
@@ -89,7 +90,7 @@ func (b Boundary) Selects(fb *hubv1alpha1.FleetBundle, memberLabels map[string]s
 	if !b.Contains(memberLabels) {
 		return false
 	}
-	ok, err := Selects(fb.Spec.ClusterSelector, memberLabels)
+	ok, err := fleetbundle.Selects(fb.Spec.ClusterSelector, memberLabels)
 	return err == nil && ok
 }
 
@@ -101,15 +102,15 @@ func (b Boundary) Unbound() string {
 	var msg string
 	if len(b.Named) > 0 && len(b.Unnamed) > 0 {
 		msg = fmt.Sprintf("None of the ClusterSets spec.clusterSets names (%s) is bound to namespace %s (bound there: %s)",
-			listNames(b.Named), b.Namespace, listNames(b.Unnamed))
+			fleetbundle.ListNames(b.Named), b.Namespace, fleetbundle.ListNames(b.Unnamed))
 	} else {
 		msg = fmt.Sprintf("No ClusterSet is bound to namespace %s", b.Namespace)
 		if len(b.Named) > 0 {
-			msg = fmt.Sprintf("No ClusterSet is bound to namespace %s, so none of those spec.clusterSets names (%s)", b.Namespace, listNames(b.Named))
+			msg = fmt.Sprintf("No ClusterSet is bound to namespace %s, so none of those spec.clusterSets names (%s)", b.Namespace, fleetbundle.ListNames(b.Named))
 		}
 	}
 	if len(b.Missing) > 0 {
-		msg += fmt.Sprintf("; its ClusterSetBindings of %s name no existing ClusterSet", listNames(b.Missing))
+		msg += fmt.Sprintf("; its ClusterSetBindings of %s name no existing ClusterSet", fleetbundle.ListNames(b.Missing))
 	}
 	return msg + ": no member is selected and nothing is placed; bind a set into the namespace with a ClusterSetBinding (which needs create on " +
 		hubv1alpha1.ClusterSetBindPermission + ")"
@@ -148,8 +149,8 @@ func namespacesBinding(ctx context.Context, hub client.Reader, set string) ([]st
 	return slices.Compact(ns), nil
 }
 
-// fleetBundlesIn returns the FleetBundles of the namespaces ns.
-func fleetBundlesIn(ctx context.Context, hub client.Reader, ns ...string) []client.ObjectKey {
+// FleetBundlesIn returns the FleetBundles of the namespaces ns.
+func FleetBundlesIn(ctx context.Context, hub client.Reader, ns ...string) []client.ObjectKey {
 	var keys []client.ObjectKey
 	for _, n := range ns {
 		list := &hubv1alpha1.FleetBundleList{}
@@ -163,12 +164,12 @@ func fleetBundlesIn(ctx context.Context, hub client.Reader, ns ...string) []clie
 	return keys
 }
 
-// fleetBundlesOfSet returns the FleetBundles that a change of a ClusterSet may move: those of the
+// FleetBundlesOfSet returns the FleetBundles that a change of a ClusterSet may move: those of the
 // namespaces that bind it.
-func fleetBundlesOfSet(ctx context.Context, hub client.Reader, set string) []client.ObjectKey {
+func FleetBundlesOfSet(ctx context.Context, hub client.Reader, set string) []client.ObjectKey {
 	ns, err := namespacesBinding(ctx, hub, set)
 	if err != nil {
 		return nil
 	}
-	return fleetBundlesIn(ctx, hub, ns...)
+	return FleetBundlesIn(ctx, hub, ns...)
 }

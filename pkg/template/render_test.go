@@ -1,4 +1,4 @@
-package placement
+package template
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package placement
+package template
 
 import (
 	"errors"
@@ -100,7 +100,7 @@ type treeCache struct {
 	bytes int
 }
 
-// treeKey identifies a value: the TemplateHash of its definition, and its field.
+// treeKey identifies a value: the Hash of its definition, and its field.
 type treeKey struct{ hash, field string }
 
 // parse returns the tree of the value src of field in the definition of hash, parsing it if the

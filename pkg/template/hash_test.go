@@ -1,0 +1,57 @@
+package template
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// TestHashIsStable: the hash of a template is what it was before the template's metadata
+// became omitzero (the template encoded with "metadata":{}), so that a hub upgrade rewrites no
+// placed bundle.
+func TestHashIsStable(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		template hubv1alpha1.ConfigBundleTemplate
+		encoded  string // as encoding/json encoded ConfigBundleTemplate with metadata omitempty
+	}{
+		{name: "no metadata", template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello"}},
+			encoded: `{"metadata":{},"spec":{"message":"hello","immutable":false}}`},
+		{name: "labels", template: hubv1alpha1.ConfigBundleTemplate{
+			Metadata: hubv1alpha1.TemplateMetadata{Labels: map[string]string{"b": "2", "a": "1"}},
+			Spec:     configbundlev1alpha1.ConfigBundleSpec{Message: "x", Immutable: true}},
+			encoded: `{"metadata":{"labels":{"a":"1","b":"2"}},"spec":{"message":"x","immutable":true}}`},
+		{name: "empty data", template: hubv1alpha1.ConfigBundleTemplate{
+			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x", Data: map[string]configbundlev1alpha1.DataValue{}}},
+			encoded: `{"metadata":{},"spec":{"message":"x","immutable":false}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum := sha256.Sum256([]byte(tc.encoded))
+			if got, want := Hash(&Definition{ConfigBundleTemplate: tc.template}), hex.EncodeToString(sum[:8]); got != want {
+				t.Errorf("Hash = %s, want %s (the hash of %s)", got, want, tc.encoded)
+			}
+		})
+	}
+}
+
+// TestTemplateMetadataOmitted: a FleetBundle without spec.template.metadata encodes without it
+// (omitzero), so that the hub's types never add "metadata: {}" to a user's spec.
+func TestTemplateMetadataOmitted(t *testing.T) {
+	fb := &hubv1alpha1.FleetBundle{Spec: hubv1alpha1.FleetBundleSpec{Template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "m"}}}}
+	raw, err := json.Marshal(fb.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(raw), `{"spec":{"message":"m","immutable":false}}`; got != want {
+		t.Errorf("template encodes as %s, want %s", got, want)
+	}
+	fb.Spec.Template.Metadata.Labels = map[string]string{"a": "1"}
+	if raw, _ := json.Marshal(fb.Spec.Template); !strings.Contains(string(raw), `"metadata":{"labels":{"a":"1"}}`) {
+		t.Errorf("template with labels encodes as %s", raw)
+	}
+}
