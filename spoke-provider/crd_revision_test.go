@@ -19,8 +19,8 @@ import (
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
-	"configbundle.dev/hub/pkg/sharding/election"
 	"configbundle.dev/hub/pkg/sharding"
+	"configbundle.dev/hub/pkg/sharding/election"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 

@@ -22,8 +22,8 @@ import (
 	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/internal/testing/hubprocess"
 	"configbundle.dev/hub/internal/testing/netproxy"
-	"configbundle.dev/hub/pkg/sharding/election"
 	"configbundle.dev/hub/pkg/sharding"
+	"configbundle.dev/hub/pkg/sharding/election"
 )
 
 // The bounds of the tests of an outage of the hub cluster (issue 22: enforcement that survives

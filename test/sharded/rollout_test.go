@@ -8,6 +8,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
@@ -19,12 +21,14 @@ import (
 	"configbundle.dev/hub/internal/testing/fleet"
 )
 
-// TestStagedRolloutAcrossReplicas: a staged rollout over members that three replicas share. Two
-// canaries managed by different replicas (one at a time, soaking 3 s) get the new message first,
-// while every other member keeps the old one; then the rest get it, half of them at a time, and
-// the elected replica, which sees none of the others' members, completes it from the replicas'
-// counts.
-func TestStagedRolloutAcrossReplicas(t *testing.T) {
+// TestFleetBundleAcrossReplicas: a FleetBundle over members that three replicas share. Each
+// member's owner places it; each replica reports its share and the elected one, which sees none
+// of the others' members, sums them: twelve selected, twelve Ready, AllReady. A staged rollout:
+// two canaries managed by different replicas (one at a time, soaking 3 s) get the new message
+// first, while every other member keeps the old one; then the rest get it, half of them at a
+// time, and the elected replica completes it from the replicas' counts. Deleted, the FleetBundle
+// is removed from every member and released.
+func TestFleetBundleAcrossReplicas(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	own := settledOwners(t, "r0", "r1", "r2")
@@ -43,8 +47,8 @@ func TestStagedRolloutAcrossReplicas(t *testing.T) {
 			_ = fl.LabelMember(ctx, m, map[string]string{"test.rollout/ring": ""})
 		}
 	})
-	// A name of its own each run: the members run no garbage collector (see
-	// TestFleetBundleStatusSumsTheReplicasShares).
+	// A name of its own each run: the members run no garbage collector, so the ConfigMap of a
+	// previous run's bundle stays, and would conflict.
 	fl.MustBindGlobal(t, bundleNS) // FleetBundles place only into the members of the ClusterSets bound to their namespace
 	fb := fleet.NewFleetBundle(bundleNS, fmt.Sprintf("staged-%d", time.Now().UnixNano()), nil, configbundlev1alpha1.ConfigBundleSpec{Message: "v1"})
 	fb.Spec.Rollout = &hubv1alpha1.RolloutStrategy{Stages: []hubv1alpha1.RolloutStage{
@@ -60,8 +64,17 @@ func TestStagedRolloutAcrossReplicas(t *testing.T) {
 			g.Expect(fb.Status.Rollout).NotTo(BeNil())
 			g.Expect(fb.Status.Rollout.Phase).To(Equal(hubv1alpha1.RolloutComplete), fb.Status.Rollout.Message)
 			g.Expect(fb.Status.CurrentRevision).To(Equal(revision))
-			g.Expect(fb.Status.Clusters.Updated).To(BeNumerically("==", memberCount))
-			g.Expect(fb.Status.Clusters.Ready).To(BeNumerically("==", memberCount))
+			g.Expect(fb.Status.ObservedGeneration).To(Equal(fb.Generation))
+			g.Expect(fb.Status.Clusters).To(Equal(hubv1alpha1.PlacementCounts{Selected: memberCount, Applied: memberCount, Ready: memberCount, Updated: memberCount}))
+			ready := meta.FindStatusCondition(fb.Status.Conditions, hubv1alpha1.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Reason).To(Equal(hubv1alpha1.AllReadyReason))
+			var ids []string
+			for _, s := range fb.Status.Replicas {
+				ids = append(ids, s.Replica)
+				g.Expect(s.Clusters.Ready).To(BeNumerically("==", len(membersOf(own, s.Replica))), "share of %s", s.Replica)
+			}
+			g.Expect(ids).To(ConsistOf("r0", "r1", "r2"))
 		}).WithTimeout(2 * timeout).WithPolling(interval).Should(Succeed())
 	}
 	complete(1) // the first placement follows the stages too
@@ -105,5 +118,15 @@ func TestStagedRolloutAcrossReplicas(t *testing.T) {
 	complete(2)
 	for m, msg := range messages(Default) {
 		Expect(msg).To(Equal("v2"), "member %s", m)
+	}
+
+	Expect(fl.Hub.Delete(ctx, fb)).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the FleetBundle is released")
+	for _, m := range names {
+		Eventually(func() bool {
+			return apierrors.IsNotFound(fl.Member(m).Client.Get(ctx, client.ObjectKey{Namespace: bundleNS, Name: fb.Name}, &configbundlev1alpha1.ConfigBundle{}))
+		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the placed bundle is removed from %s", m)
 	}
 }

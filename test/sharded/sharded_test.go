@@ -2,20 +2,15 @@ package sharded
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/internal/testing/fleet"
 )
 
 // TestEveryMemberManagedByExactlyOneReplica: three replicas share twelve members, each member
@@ -48,49 +43,6 @@ func TestEveryMemberManagedByExactlyOneReplica(t *testing.T) {
 	// Each member's drift was healed by its owner alone.
 	for _, h := range healsIn(t, from, time.Now(), "r0", "r1", "r2") {
 		Expect(h.replica).To(Equal(own[h.member]), "member %s healed by %s", h.member, h.replica)
-	}
-}
-
-// TestFleetBundleStatusSumsTheReplicasShares: a FleetBundle placed in every member is placed by
-// each member's owner; each replica reports its share, and the elected one sums them: twelve
-// selected, twelve Ready, AllReady. Deleted, it is removed from every member and released.
-func TestFleetBundleStatusSumsTheReplicasShares(t *testing.T) {
-	RegisterTestingT(t)
-	ctx := context.Background()
-	own := settledOwners(t, "r0", "r1", "r2")
-	// A name of its own each run: the members run no garbage collector, so the ConfigMap of a
-	// previous run's bundle stays, and would conflict.
-	fl.MustBindGlobal(t, "default") // FleetBundles place only into the members of the ClusterSets bound to their namespace
-	fb := fleet.NewFleetBundle("default", fmt.Sprintf("everywhere-%d", time.Now().UnixNano()), nil,
-		configbundlev1alpha1.ConfigBundleSpec{Message: "placed once, everywhere"})
-	Expect(fl.Hub.Create(ctx, fb)).To(Succeed())
-	Eventually(func(g Gomega) {
-		g.Expect(fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), fb)).To(Succeed())
-		g.Expect(fb.Status.ObservedGeneration).To(Equal(fb.Generation))
-		g.Expect(fb.Status.Clusters).To(Equal(hubv1alpha1.PlacementCounts{Selected: memberCount, Applied: memberCount, Ready: memberCount, Updated: memberCount}))
-		ready := meta.FindStatusCondition(fb.Status.Conditions, hubv1alpha1.ReadyCondition)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Reason).To(Equal(hubv1alpha1.AllReadyReason))
-		var ids []string
-		for _, s := range fb.Status.Replicas {
-			ids = append(ids, s.Replica)
-			g.Expect(s.Clusters.Ready).To(BeNumerically("==", len(membersOf(own, s.Replica))), "share of %s", s.Replica)
-		}
-		g.Expect(ids).To(ConsistOf("r0", "r1", "r2"))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	for _, m := range names {
-		b := &configbundlev1alpha1.ConfigBundle{}
-		Expect(fl.Member(m).Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: fb.Name}, b)).To(Succeed(), "member %s", m)
-	}
-
-	Expect(fl.Hub.Delete(ctx, fb)).To(Succeed())
-	Eventually(func() bool {
-		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{}))
-	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the FleetBundle is released")
-	for _, m := range names {
-		Eventually(func() bool {
-			return apierrors.IsNotFound(fl.Member(m).Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: fb.Name}, &configbundlev1alpha1.ConfigBundle{}))
-		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the placed bundle is removed from %s", m)
 	}
 }
 

@@ -298,7 +298,7 @@ func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) (*
 	etcd.Configure().Set("unsafe-no-fsync", "true")
 	return &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{
-			Etcd: etcd,
+			Etcd:      etcd,
 			APIServer: apiServer,
 		},
 		BinaryAssetsDirectory:    bin,
