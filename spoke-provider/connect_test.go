@@ -29,6 +29,7 @@ users: [{name: u, user: {token: secret-token}}]
 // TestMemberClientLimits: member clients never run on client-go's hidden 5 QPS / 10 burst, and
 // their requests (not the cache's watches) have a timeout.
 func TestMemberClientLimits(t *testing.T) {
+	t.Parallel()
 	p := New(Options{})
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "m"}}
 	cfg, err := p.restConfig(secret, []byte(tokenKubeconfig))
@@ -63,6 +64,7 @@ func TestMemberClientLimits(t *testing.T) {
 // TestReach: a refused credential is Forbidden and says when it expired, if it did; anything
 // else is Unreachable.
 func TestReach(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	unauthorized := apierrors.NewUnauthorized("Unauthorized")
 	tests := []struct {
@@ -79,6 +81,7 @@ func TestReach(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			reason, message := classify(requestError("reading the API server's version", tt.err, tt.expiry))
 			if reason != tt.wantReason || !strings.Contains(message, tt.wantInMsg) {
 				t.Errorf("reach = %s: %q; want %s saying %q", reason, message, tt.wantReason, tt.wantInMsg)
@@ -91,6 +94,7 @@ func TestReach(t *testing.T) {
 // credential it was refused with, so that an expired one is reported as expired; a member still
 // connected with a previous credential keeps that one's.
 func TestRefusedCredentialExpiry(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	expired, working := now.Add(-time.Hour), now.Add(24*time.Hour)
 	var refusal *connectError

@@ -12,6 +12,7 @@ import (
 // TestCRDDrift: the member's CRD differs from the hub's only in the fields the hub applies, with
 // the API server's defaults taken as said; the rest is not the hub's to keep.
 func TestCRDDrift(t *testing.T) {
+	t.Parallel()
 	crds, err := config.MemberCRDs()
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestCRDDrift(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			live := want.DeepCopy()
 			crdDefaulter.Default(live)
 			tt.change(live)

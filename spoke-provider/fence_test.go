@@ -13,6 +13,7 @@ import (
 // which then counts it until it is answered; a refused write fails with the fence's error and
 // never reaches the member.
 func TestFenceGuardsWritesOnly(t *testing.T) {
+	t.Parallel()
 	refusedErr := errors.New("lease lost")
 	for _, tc := range []struct {
 		method  string
@@ -69,6 +70,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // context, so that it is never answered after another replica may write; its body stays
 // readable until it is closed; reads and writes without a deadline are sent as they are.
 func TestFenceAbandonsAWriteAtItsDeadline(t *testing.T) {
+	t.Parallel()
 	deadline := time.Now().Add(time.Hour)
 	for _, tc := range []struct {
 		method   string

@@ -23,6 +23,7 @@ type outcome struct {
 // TestMemberTransitions: each row is a member in a start state, one input (a transition
 // method), and the state and next action it leads to.
 func TestMemberTransitions(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	const maxDelay, threshold = 5 * time.Second, 2
 	expiry := t0.Add(24 * time.Hour)
@@ -162,6 +163,7 @@ func TestMemberTransitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			m := tt.start()
 			got := tt.input(m)
 			if got != tt.want {
@@ -178,6 +180,7 @@ func TestMemberTransitions(t *testing.T) {
 // connected, the expiry of a credential refused before any connection, and that an engagement
 // the manager refused puts the previous connection back.
 func TestMemberFacts(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	expiry := t0.Add(-time.Hour)
 	m := newMember("ns", "m")
@@ -218,6 +221,7 @@ func TestMemberFacts(t *testing.T) {
 // TestMemberKeepsCRDs: what the watch of a member's CRDs finds (keepCRDs), and the probes after
 // it, make of the member's published state.
 func TestMemberKeepsCRDs(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	conn := &connection{hash: "a", version: "v1.36.0", clusterID: "uid"}
 	connected := func() *member { m := newMember("ns", "m"); m.startAttempt("a"); m.activate(conn, t0); return m }
@@ -269,6 +273,7 @@ func TestMemberKeepsCRDs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			m := tt.start()
 			if got := tt.input(m); got != tt.want {
 				t.Errorf("changed, wentMissing, recovered = %v, want %v", got, tt.want)

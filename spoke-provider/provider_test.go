@@ -23,6 +23,7 @@ import (
 // answered, its identity is known, its CRDs are served and its caches are warm; other Secrets
 // are ignored.
 func TestJoin(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), t.Context()
 	opts := testOptions()
 	opts.CRDs = memberCRDs
@@ -84,6 +85,7 @@ func TestJoin(t *testing.T) {
 // TestRotation: a new kubeconfig is connected before it replaces the old connection (make
 // before break); a new kubeconfig that does not work leaves the old connection in use.
 func TestRotation(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	f := startProvider(t, testOptions())
 	f.createSecret("rotating", memberA.Kubeconfig())
@@ -253,6 +255,7 @@ func countAfter(times []time.Time, from time.Time) int {
 // TestDuplicateCluster: a cluster that is already a member is refused under a second name,
 // which is retried and joins once the first name left.
 func TestDuplicateCluster(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	f := startProvider(t, testOptions())
 	f.createSecret("first", memberA.Kubeconfig())
@@ -411,6 +414,7 @@ func TestLeave(t *testing.T) {
 // TestRefusedKubeconfig: a kubeconfig that would run a program is refused, nothing connects
 // with it, and it is not retried until the Secret holds another kubeconfig.
 func TestRefusedKubeconfig(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	f := startProvider(t, testOptions())
 	door := slammingDoor(t)

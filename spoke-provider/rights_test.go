@@ -10,6 +10,7 @@ import (
 
 // TestUncovered: which rights a SelfSubjectRulesReview's rules do not grant, by RBAC's matching.
 func TestUncovered(t *testing.T) {
+	t.Parallel()
 	right := func(verb, group, resource, subresource, name string) authorizationv1.ResourceAttributes {
 		return authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Subresource: subresource, Name: name}
 	}
@@ -53,6 +54,7 @@ func TestUncovered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := uncovered(tt.rules, tt.rights)
 			if len(got) != len(tt.want) {
 				t.Fatalf("uncovered = %v, want %v", got, tt.want)
@@ -69,6 +71,7 @@ func TestUncovered(t *testing.T) {
 // TestRightsOf: a ClusterRole's rules expand into one right per verb, resource and name; the
 // rights of a rule are granted by that very rule.
 func TestRightsOf(t *testing.T) {
+	t.Parallel()
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{"configbundle.dev"}, Resources: []string{"configbundles/status"}, Verbs: []string{"update"}},

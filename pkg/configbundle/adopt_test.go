@@ -87,6 +87,7 @@ func watchConflicts(t *testing.T, member, ns string) func() []string {
 // garbage collector has not removed (member-c has none: the longest it could take). It adopts it
 // (the same ConfigMap, updated to the new bundle and owned by it): no conflict, no heal.
 func TestGarbageOfAnEarlierBundleIsAdopted(t *testing.T) {
+	t.Parallel()
 	g, ctx, c := NewWithT(t), context.Background(), members[memberC]
 	ns := newNamespace(t, memberC)
 	old, garbage := synced(g, c, ns, "web", "v1")
@@ -107,6 +108,7 @@ func TestGarbageOfAnEarlierBundleIsAdopted(t *testing.T) {
 // content the new bundle cannot take, is replaced (a preconditioned delete, a create): no
 // conflict, no heal.
 func TestImmutableGarbageIsReplaced(t *testing.T) {
+	t.Parallel()
 	g, ctx, c := NewWithT(t), context.Background(), members[memberC]
 	ns := newNamespace(t, memberC)
 	old := newBundle(ns, "frozen", "v1")
@@ -129,6 +131,7 @@ func TestImmutableGarbageIsReplaced(t *testing.T) {
 // finalizer holds cannot be adopted (it goes once the finalizer does): the bundle waits, reporting
 // no conflict, and makes its own ConfigMap once it is gone.
 func TestGarbageHeldByAFinalizerIsWaitedFor(t *testing.T) {
+	t.Parallel()
 	g, ctx, c := NewWithT(t), context.Background(), members[memberC]
 	const hold = "test.configbundle.dev/hold"
 	ns := newNamespace(t, memberC)
@@ -157,6 +160,7 @@ func TestGarbageHeldByAFinalizerIsWaitedFor(t *testing.T) {
 // too), the bundle is Synced, owns its ConfigMap, reports no conflict and counts no heal; the
 // collector never deletes an adopted ConfigMap.
 func TestGarbageAdoptionRacesTheGarbageCollector(t *testing.T) {
+	t.Parallel()
 	g, ctx, c := NewWithT(t), context.Background(), members[memberA]
 	ns := newNamespace(t, memberA)
 	b, cm := synced(g, c, ns, "race", "v0")
@@ -193,6 +197,7 @@ func TestGarbageAdoptionRacesTheGarbageCollector(t *testing.T) {
 // TestConfigMapOfALiveOwnerIsAConflict: a ConfigMap of the bundle's name controlled by anything
 // else that lives, another ConfigBundle or another kind, is still a conflict, left untouched.
 func TestConfigMapOfALiveOwnerIsAConflict(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		owner func(g Gomega, c client.Client, ns string) metav1.OwnerReference
@@ -208,6 +213,7 @@ func TestConfigMapOfALiveOwnerIsAConflict(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			g, ctx, c := NewWithT(t), context.Background(), members[memberA]
 			ns := newNamespace(t, memberA)
 			taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web",

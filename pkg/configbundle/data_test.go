@@ -41,6 +41,7 @@ func configMapData(ctx context.Context, c client.Client, b *configbundlev1alpha1
 // and nothing else is; a change of spec.data (a value changed, a key added, a key removed, all of
 // data dropped) reaches the ConfigMap in place, and following it is no heal.
 func TestDataIsPublished(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newDataBundle(newNamespace(t, memberA), "data", "hello")
@@ -78,6 +79,7 @@ func TestDataIsPublished(t *testing.T) {
 // are each data drift, healed in place: the ConfigMap is the bundle's again, one heal counted
 // and a DriftHealed Event naming data.
 func TestDataDriftIsHealed(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		tamper func(*corev1.ConfigMap)
@@ -94,6 +96,7 @@ func TestDataDriftIsHealed(t *testing.T) {
 	ns := newNamespace(t, memberA)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			g, ctx := NewWithT(t), context.Background()
 			b := newDataBundle(ns, fmt.Sprintf("data-drift-%02d", i), "desired")
 			cm := createSynced(ctx, g, c, b)
@@ -121,6 +124,7 @@ func TestDataDriftIsHealed(t *testing.T) {
 // refuses a change of its data (the CRD's rule, member-a), and the member's API server a change
 // of the ConfigMap's data by hand; the ConfigMap stays the one published.
 func TestImmutableDataIsFrozen(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newDataBundle(newNamespace(t, memberA), "frozen-data", "original")
@@ -161,6 +165,7 @@ func TestImmutableDataIsFrozen(t *testing.T) {
 // added, a key removed, all of data dropped, with or without unfreezing) is undone by restoring
 // the spec, data included, from the immutable ConfigMap, which is left alone.
 func TestImmutableDataIsRestored(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberB]
 	b := newDataBundle(newNamespace(t, memberB), "frozen-data", "original")
@@ -200,6 +205,7 @@ func TestImmutableDataIsRestored(t *testing.T) {
 // foreign key and a data key changed can only be healed by a new ConfigMap, with every key of
 // the bundle; the bundle's spec, not the frozen ConfigMap, is the truth.
 func TestDataFrozenByHandIsReplaced(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newDataBundle(newNamespace(t, memberA), "data-frozen-by-hand", "keep me mutable")
@@ -229,6 +235,7 @@ func TestDataFrozenByHandIsReplaced(t *testing.T) {
 // message (member-b), spec.message is still data.message: the key of data is not published, and
 // the ConfigMap, with the other keys, is steady (no write loop between message and the key).
 func TestDataKeyMessageWhereTheCRDAllowsIt(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberB]
 	b := newBundle(newNamespace(t, memberB), "data-key-message", "the message")

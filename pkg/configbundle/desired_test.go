@@ -25,6 +25,7 @@ func testBundle(mutate ...func(*configbundlev1alpha1.ConfigBundle)) *configbundl
 }
 
 func TestDesiredConfigMap(t *testing.T) {
+	t.Parallel()
 	wantOwner := []metav1.OwnerReference{{
 		APIVersion: "configbundle.dev/v1alpha1", Kind: "ConfigBundle", Name: "web", UID: "b-uid",
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
@@ -126,6 +127,7 @@ func TestDesiredConfigMap(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := DesiredConfigMap(tt.bundle)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("DesiredConfigMap() mismatch (-want +got):\n%s", diff)
@@ -154,6 +156,7 @@ func TestDesiredConfigMap(t *testing.T) {
 // bundle sets changed or removed, a key it does not set added, and the whole data gone are each
 // data drift; the keys' order is no drift.
 func TestDriftOfData(t *testing.T) {
+	t.Parallel()
 	desired := DesiredConfigMap(testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
 		b.Spec.Data = map[string]configbundlev1alpha1.DataValue{"a": "1", "b.conf": "x=y"}
 	}))
@@ -179,6 +182,7 @@ func TestDriftOfData(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			actual := desired.DeepCopy()
 			tt.mutate(actual)
 			if diff := cmp.Diff(tt.want, Drift(desired, actual)); diff != "" {
@@ -199,6 +203,7 @@ func TestDriftOfData(t *testing.T) {
 // TestSpecFromConfigMap: the spec an immutable ConfigMap was made from is read back whole, its
 // data included, and equals (equalSpec) the spec it was rendered from.
 func TestSpecFromConfigMap(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cm   *corev1.ConfigMap
@@ -214,6 +219,7 @@ func TestSpecFromConfigMap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if diff := cmp.Diff(tt.want, specFromConfigMap(tt.cm)); diff != "" {
 				t.Errorf("specFromConfigMap() mismatch (-want +got):\n%s", diff)
 			}
@@ -236,6 +242,7 @@ func TestSpecFromConfigMap(t *testing.T) {
 // TestEqualSpec: two specs are equal when they ask for the same ConfigMap: message, immutable
 // and every data key and value; an empty and a missing data are equal.
 func TestEqualSpec(t *testing.T) {
+	t.Parallel()
 	base := configbundlev1alpha1.ConfigBundleSpec{Message: "m", Immutable: true, Data: map[string]configbundlev1alpha1.DataValue{"a": "1"}}
 	with := func(mutate func(*configbundlev1alpha1.ConfigBundleSpec)) configbundlev1alpha1.ConfigBundleSpec {
 		s := *base.DeepCopy()
@@ -261,6 +268,7 @@ func TestEqualSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if got := tt.a.Equal(tt.b); got != tt.want {
 				t.Errorf("%+v.Equal(%+v) = %v, want %v", tt.a, tt.b, got, tt.want)
 			}
@@ -272,6 +280,7 @@ func TestEqualSpec(t *testing.T) {
 }
 
 func TestDrift(t *testing.T) {
+	t.Parallel()
 	bundle := testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
 		b.Labels = map[string]string{"app": "web"}
 		b.Annotations = map[string]string{"note": "x"}
@@ -306,6 +315,7 @@ func TestDrift(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			actual := desired.DeepCopy()
 			tt.mutate(actual)
 			got := Drift(desired, actual)
@@ -317,6 +327,7 @@ func TestDrift(t *testing.T) {
 }
 
 func TestOwnedBy(t *testing.T) {
+	t.Parallel()
 	bundle := testBundle()
 	recorded := testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
 		b.Status.ConfigMapRef = &configbundlev1alpha1.ConfigMapReference{Name: "web", UID: "cm-uid"}
@@ -341,6 +352,7 @@ func TestOwnedBy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if got := ownedBy(tt.bundle, tt.cm); got != tt.want {
 				t.Errorf("ownedBy() = %v, want %v", got, tt.want)
 			}
@@ -349,6 +361,7 @@ func TestOwnedBy(t *testing.T) {
 }
 
 func TestStripUnmanagedConfigMap(t *testing.T) {
+	t.Parallel()
 	managed := DesiredConfigMap(testBundle())
 	managed.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
 	unmanaged := &corev1.ConfigMap{

@@ -11,6 +11,7 @@ import (
 )
 
 func TestFencedRequestsWaitForTheirMembersFence(t *testing.T) {
+	t.Parallel()
 	req := func(member, name string) mcreconcile.Request {
 		return mcreconcile.Request{ClusterName: multicluster.ClusterName(member), Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}}
 	}

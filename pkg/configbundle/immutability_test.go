@@ -25,6 +25,7 @@ import (
 // TestAdmission runs the CRD's rules against a real API server (member-a serves the CRD as
 // generated).
 func TestAdmission(t *testing.T) {
+	t.Parallel()
 	c := members[memberA]
 	ns := newNamespace(t, memberA)
 	max := configbundlev1alpha1.MaxMessageBytes
@@ -224,6 +225,7 @@ func escapedData(n int) map[string]configbundlev1alpha1.DataValue {
 // (member-b): the spec of an immutable bundle is restored from its ConfigMap, which is left
 // alone, while label changes still reach it.
 func TestImmutableSpecIsRestored(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberB]
 	b := newBundle(newNamespace(t, memberB), "frozen-spec", "original")
@@ -267,6 +269,7 @@ func TestImmutableSpecIsRestored(t *testing.T) {
 // server refuses the oversized ConfigMap. That is for the user to fix: Ready=False with the API's
 // message, and no retry until the bundle changes.
 func TestInvalidConfigMapIsTerminal(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberB]
 	b := newBundle(newNamespace(t, memberB), "too-big", strings.Repeat("x", configbundlev1alpha1.MaxMessageBytes+1))

@@ -27,6 +27,7 @@ func request(cluster, name string) mcreconcile.Request {
 }
 
 func TestLedger(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	var m ledger
 	x := request("a", "x")
@@ -60,6 +61,7 @@ func TestLedger(t *testing.T) {
 }
 
 func TestLedgerOfAnEngagement(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	var m ledger
 	x := request("a", "x")
@@ -80,6 +82,7 @@ func TestLedgerOfAnEngagement(t *testing.T) {
 }
 
 func TestEngageForgetsWhenTheEngagementEnds(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	r := &Reconciler{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -93,6 +96,7 @@ func TestEngageForgetsWhenTheEngagementEnds(t *testing.T) {
 }
 
 func TestLedgerOfHealsAndLiveReads(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	var m ledger
 	m.engage("a")
@@ -145,6 +149,7 @@ func TestLedgerOfHealsAndLiveReads(t *testing.T) {
 }
 
 func TestFight(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	var f fight
 	start := time.Now()

@@ -8,5 +8,6 @@ import (
 
 // TestOptionsDefaults: a zero or negative number or duration takes its default.
 func TestOptionsDefaults(t *testing.T) {
+	t.Parallel()
 	optionstest.CheckDefaults(t, (*Options).defaults)
 }

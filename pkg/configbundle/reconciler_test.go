@@ -68,6 +68,7 @@ func matchesBundle(g Gomega, b *configbundlev1alpha1.ConfigBundle, cm *corev1.Co
 }
 
 func TestCreate(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	ns := newNamespace(t, memberA)
@@ -103,6 +104,7 @@ func TestCreate(t *testing.T) {
 }
 
 func TestSpecUpdate(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "app", "v1")
@@ -135,6 +137,7 @@ func TestSpecUpdate(t *testing.T) {
 }
 
 func TestMetadataUpdate(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "meta", "m")
@@ -167,6 +170,7 @@ func TestMetadataUpdate(t *testing.T) {
 }
 
 func TestDriftIsHealed(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		tamper func(*corev1.ConfigMap)
@@ -185,6 +189,7 @@ func TestDriftIsHealed(t *testing.T) {
 	ns := newNamespace(t, memberA)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			g, ctx := NewWithT(t), context.Background()
 			b := newBundle(ns, "drift-"+string(rune('a'+i)), "desired")
 			b.Labels = map[string]string{"app": "web"}
@@ -207,6 +212,7 @@ func TestDriftIsHealed(t *testing.T) {
 }
 
 func TestFrozenByHandIsReplaced(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "frozen", "keep me mutable")
@@ -228,6 +234,7 @@ func TestFrozenByHandIsReplaced(t *testing.T) {
 }
 
 func TestMissingConfigMapIsRecreated(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "gone", "come back")
@@ -248,6 +255,7 @@ func TestMissingConfigMapIsRecreated(t *testing.T) {
 }
 
 func TestDeletionIsLeftToGarbageCollection(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "bye", "x")
@@ -265,6 +273,7 @@ func TestDeletionIsLeftToGarbageCollection(t *testing.T) {
 }
 
 func TestDeletingTheConfigMapKeepsTheBundle(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	b := newBundle(newNamespace(t, memberA), "stay", "x")
@@ -276,6 +285,7 @@ func TestDeletingTheConfigMapKeepsTheBundle(t *testing.T) {
 }
 
 func TestForeignConfigMapIsNeverTouched(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	ns := newNamespace(t, memberA)
@@ -305,6 +315,7 @@ func TestForeignConfigMapIsNeverTouched(t *testing.T) {
 }
 
 func TestQuotaFailureIsRetriedUntilItPasses(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	ns := newNamespace(t, memberA)
@@ -332,6 +343,7 @@ func TestQuotaFailureIsRetriedUntilItPasses(t *testing.T) {
 }
 
 func TestUnmanagedConfigMapsAreCachedWithoutData(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberA]
 	ns := newNamespace(t, memberA)
@@ -359,6 +371,7 @@ func TestUnmanagedConfigMapsAreCachedWithoutData(t *testing.T) {
 }
 
 func TestMembersAreIndependent(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	bundles := map[string]*configbundlev1alpha1.ConfigBundle{}
 	for _, m := range []string{memberA, memberB} {

@@ -36,6 +36,7 @@ type step struct {
 }
 
 func TestOrder(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		cap   int
@@ -100,6 +101,7 @@ func TestOrder(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			q := New(Options[string]{MemberOf: memberOf, MaxInFlightPerMember: tc.cap})
 			defer q.ShutDown()
 			for i, s := range tc.steps {
@@ -139,6 +141,7 @@ func tryGet(q *Queue[string]) (string, bool) {
 }
 
 func TestDelayedItems(t *testing.T) {
+	t.Parallel()
 	fc := clocktesting.NewFakeClock(time.Now())
 	q := New(Options[string]{MemberOf: memberOf, Clock: fc})
 	defer q.ShutDown()
@@ -177,6 +180,7 @@ func TestDelayedItems(t *testing.T) {
 }
 
 func TestRateLimited(t *testing.T) {
+	t.Parallel()
 	fc := clocktesting.NewFakeClock(time.Now())
 	q := New(Options[string]{MemberOf: memberOf, Clock: fc})
 	defer q.ShutDown()
@@ -219,6 +223,7 @@ func waitGet(t *testing.T, q *Queue[string]) string {
 }
 
 func TestShutDown(t *testing.T) {
+	t.Parallel()
 	q := New(Options[string]{MemberOf: memberOf})
 	var wg sync.WaitGroup
 	for range 3 {
@@ -239,6 +244,7 @@ func TestShutDown(t *testing.T) {
 }
 
 func TestShutDownWithDrainWaitsForItemsInFlight(t *testing.T) {
+	t.Parallel()
 	q := New(Options[string]{MemberOf: memberOf})
 	q.Add("a/1")
 	if item, _ := q.Get(); item != "a/1" {
@@ -263,6 +269,7 @@ func TestShutDownWithDrainWaitsForItemsInFlight(t *testing.T) {
 }
 
 func TestGetWaitsForAnItem(t *testing.T) {
+	t.Parallel()
 	q := New(Options[string]{MemberOf: memberOf, MaxInFlightPerMember: 1})
 	defer q.ShutDown()
 	q.Add("a/1")
@@ -301,6 +308,7 @@ func (m *memberMetrics) Forget(member string) {
 }
 
 func TestIdleMemberIsForgotten(t *testing.T) {
+	t.Parallel()
 	fc := clocktesting.NewFakeClock(time.Now())
 	mm := &memberMetrics{depth: map[string]int{}, waits: map[string]int{}}
 	q := New(Options[string]{MemberOf: memberOf, MemberMetrics: mm, Clock: fc})
@@ -337,6 +345,7 @@ func TestIdleMemberIsForgotten(t *testing.T) {
 // metrics of controller-runtime's registry (the dashboards and alerts read workqueue_depth); it
 // fails if controller-runtime changes how it declares them.
 func TestWorkqueueMetricsAreControllerRuntimes(t *testing.T) {
+	t.Parallel()
 	name := "fairqueue-test-" + strconv.FormatInt(time.Now().UnixNano(), 36) // one per run of -count
 	q := New(Options[string]{MemberOf: memberOf, Name: name})
 	defer q.ShutDown()
@@ -382,6 +391,7 @@ func TestWorkqueueMetricsAreControllerRuntimes(t *testing.T) {
 // handed out to two workers at once, no member holds more than its cap, and every item added is
 // handed out after its last add.
 func TestConcurrentWorkers(t *testing.T) {
+	t.Parallel()
 	const (
 		workers, adders, addsEach, limit = 8, 4, 500, 2
 	)

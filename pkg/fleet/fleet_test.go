@@ -33,6 +33,7 @@ func paused(mc hubv1alpha1.MemberCluster) hubv1alpha1.MemberCluster {
 }
 
 func TestFleetStatus(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		members    []hubv1alpha1.MemberCluster
@@ -108,6 +109,7 @@ func TestFleetStatus(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := FleetStatus(hubv1alpha1.FleetStatus{}, tt.members, nil)
 			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(hubv1alpha1.FleetStatus{}, "Conditions")); diff != "" {
 				t.Errorf("FleetStatus() counts mismatch (-want +got):\n%s", diff)
@@ -148,6 +150,7 @@ func fleetBundle(ns, name string, generation, observed int64, status metav1.Cond
 // document, and the Ready reason's precedence is MembersNotReady, BundlesFailed,
 // FleetBundlesFailed, each message saying how many FleetBundles have failed.
 func TestFleetStatusRollsUpFleetBundles(t *testing.T) {
+	t.Parallel()
 	healthy := member("a", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Ready: 1}, 0)
 	down := member("b", false, hubv1alpha1.UnreachableReason, hubv1alpha1.BundleCounts{}, 0)
 	failing := member("c", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Failed: 1}, 0)
@@ -244,6 +247,7 @@ func TestFleetStatusRollsUpFleetBundles(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := FleetStatus(hubv1alpha1.FleetStatus{}, tt.members, tt.bundles)
 			if diff := cmp.Diff(tt.want, got.FleetBundles); diff != "" {
 				t.Errorf("status.fleetBundles mismatch (-want +got):\n%s", diff)
@@ -260,6 +264,7 @@ func TestFleetStatusRollsUpFleetBundles(t *testing.T) {
 }
 
 func TestCountUnowned(t *testing.T) {
+	t.Parallel()
 	managedBy := func(name, replica string) hubv1alpha1.MemberCluster {
 		return hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: hubv1alpha1.MemberClusterStatus{Replica: replica}}
 	}
@@ -279,6 +284,7 @@ func TestCountUnowned(t *testing.T) {
 		{name: "no members", live: []string{"r-1"}, want: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if got := CountUnowned(tc.members, tc.live, tc.emptyOwned); got != tc.want {
 				t.Errorf("CountUnowned() = %d, want %d", got, tc.want)
 			}

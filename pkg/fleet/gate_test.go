@@ -13,6 +13,7 @@ import (
 )
 
 func TestGate(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	fleet := func(ready metav1.ConditionStatus, reason string, beatAgo time.Duration) *hubv1alpha1.Fleet {
 		f := &hubv1alpha1.Fleet{ObjectMeta: metav1.ObjectMeta{Name: hubv1alpha1.FleetName}}
@@ -38,6 +39,7 @@ func TestGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			err := Gate(tt.fleet, now, 30*time.Second)
 			switch {
 			case tt.want == "" && err != nil:
@@ -50,6 +52,7 @@ func TestGate(t *testing.T) {
 }
 
 func TestGateFleetBundles(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	fresh := &hubv1alpha1.Fleet{ObjectMeta: metav1.ObjectMeta{Name: hubv1alpha1.FleetName}, Status: hubv1alpha1.FleetStatus{
 		// The Fleet's own readiness does not matter: the gate is on the FleetBundles named.
@@ -82,6 +85,7 @@ func TestGateFleetBundles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			err := GateFleetBundles(tt.fleet, tt.want, bundles, now, 30*time.Second)
 			if tt.says == nil {
 				if err != nil {
@@ -102,6 +106,7 @@ func TestGateFleetBundles(t *testing.T) {
 }
 
 func TestFleetBundleState(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		fb     hubv1alpha1.FleetBundle
 		ready  bool
@@ -132,6 +137,7 @@ func TestFleetBundleState(t *testing.T) {
 }
 
 func TestMinMaxAge(t *testing.T) {
+	t.Parallel()
 	withInterval := func(s int64) *hubv1alpha1.Fleet {
 		return &hubv1alpha1.Fleet{Status: hubv1alpha1.FleetStatus{HeartbeatIntervalSeconds: s}}
 	}

@@ -16,6 +16,7 @@ import (
 )
 
 func TestCredentialsCondition(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	const warning = 30 * 24 * time.Hour
 	tests := []struct {
@@ -35,6 +36,7 @@ func TestCredentialsCondition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c := credentialsCondition(tt.state, now, warning)
 			if c.Type != hubv1alpha1.CredentialsValidCondition || c.Status != tt.wantStatus || c.Reason != tt.wantReason || c.Message == "" {
 				t.Errorf("condition = %+v, want %s/%s with a message", c, tt.wantStatus, tt.wantReason)
@@ -44,6 +46,7 @@ func TestCredentialsCondition(t *testing.T) {
 }
 
 func TestFirstFailed(t *testing.T) {
+	t.Parallel()
 	var failed []hubv1alpha1.FailedBundle
 	for i := 12; i >= 0; i-- {
 		failed = append(failed, hubv1alpha1.FailedBundle{Namespace: fmt.Sprintf("ns-%02d", i%3), Name: fmt.Sprintf("b-%02d", i), Reason: "ConfigMapConflict", Message: "m"})
@@ -72,6 +75,7 @@ func TestFirstFailed(t *testing.T) {
 // outcome, not by its empty or stale status; bundles placed from a FleetBundle are counted apart
 // too.
 func TestTally(t *testing.T) {
+	t.Parallel()
 	bundle := func(name string, ready metav1.ConditionStatus, heals int64) configbundlev1alpha1.ConfigBundle {
 		b := configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 		b.Status.Heals = heals

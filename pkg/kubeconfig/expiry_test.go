@@ -11,6 +11,7 @@ import (
 )
 
 func TestCredentialsExpiry(t *testing.T) {
+	t.Parallel()
 	pki := newKubeconfigTestPKI(t)
 	block, _ := pem.Decode(pki.certPEM)
 	cert, err := x509.ParseCertificate(block.Bytes)
@@ -45,6 +46,7 @@ func TestCredentialsExpiry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got, ok := CredentialsExpiry(&tt.cfg)
 			if ok != tt.wantOK || !got.Equal(tt.want) {
 				t.Errorf("CredentialsExpiry = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)

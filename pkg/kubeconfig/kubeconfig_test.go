@@ -487,9 +487,11 @@ func kubeconfigCases(t testing.TB) ([]kubeconfigCase, []string) {
 }
 
 func TestRESTConfig(t *testing.T) {
+	t.Parallel()
 	cases, secrets := kubeconfigCases(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			cfg, err := RESTConfig([]byte(tc.data))
 			if tc.wantReason == "" {
 				if err != nil {
@@ -551,6 +553,7 @@ func assertSafeRESTConfig(t testing.TB, cfg *rest.Config) {
 // that the very same plugin does run when client-go is handed it, so a missing file means
 // something.
 func TestRESTConfigRunsNoProgram(t *testing.T) {
+	t.Parallel()
 	touch, err := exec.LookPath("touch")
 	if err != nil {
 		t.Skip("no touch program to act as exec plugin")
@@ -636,6 +639,7 @@ func TestRESTConfigRunsNoProgram(t *testing.T) {
 // TestKubeconfigFieldsAreClassified fails when client-go adds a field to the kubeconfig types:
 // it may name a file or a program, and checkNoProgramsOrFiles must then be taught about it.
 func TestKubeconfigFieldsAreClassified(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		typ   reflect.Type
 		known []string

@@ -12,6 +12,7 @@ import (
 )
 
 func TestNamesPerRegistration(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	g.Expect(registration.ServiceAccountName("eu-1")).To(Equal("configbundle-hub-eu-1"))
 	g.Expect(registration.ClusterRoleBindingName("eu-1")).To(Equal("configbundle-hub-member-eu-1"))
@@ -37,6 +38,7 @@ func TestNamesPerRegistration(t *testing.T) {
 }
 
 func TestParseLabels(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -55,6 +57,7 @@ func TestParseLabels(t *testing.T) {
 		{"reserved", []string{hubv1alpha1.ManagedByLabel + "=me"}, nil, "reserved"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			g := NewWithT(t)
 			got, err := registration.ParseLabels(tc.args)
 			if tc.err != "" {

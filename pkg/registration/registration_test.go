@@ -628,6 +628,7 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 }
 
 func TestVerificationRefusesCredentialsThatDoNotWork(t *testing.T) {
+	t.Parallel()
 	// A ServiceAccount the member knows but grants nothing, and a token the member never issued.
 	g := NewWithT(t)
 	nobody := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "nobody"}}
@@ -642,6 +643,7 @@ func TestVerificationRefusesCredentialsThatDoNotWork(t *testing.T) {
 		{"unknown token", "not-a-token", "Unauthorized"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			g := NewWithT(t)
 			kubeconfig, err := registration.BuildKubeconfig("nobody", memberURL, memberCP.Config, tc.token)
 			g.Expect(err).NotTo(HaveOccurred())

@@ -44,8 +44,8 @@ const (
 )
 
 // The suite runs one hub and one member, each a real control plane; the hub serves the hub API
-// (MemberCluster), the member the ConfigBundle CRD. No hub process runs. The tests share them and
-// run one after the other: every registration of the member shares the ClusterRole.
+// (MemberCluster), the member the ConfigBundle CRD. No hub process runs. The tests that register
+// share them and run one after the other: every registration of the member shares the ClusterRole.
 var (
 	scheme = runtime.NewScheme()
 

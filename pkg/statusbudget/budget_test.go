@@ -6,6 +6,7 @@ import (
 )
 
 func TestBudget(t *testing.T) {
+	t.Parallel()
 	b := Budget[string]{Interval: time.Hour}
 	if wait := b.Take("a", false); wait != 0 {
 		t.Errorf("first write of a waits %v, want 0", wait)
@@ -29,6 +30,7 @@ func TestBudget(t *testing.T) {
 // refused connections for a minute) is retried within MaxRetryDelay, while the first retries
 // stay fast.
 func TestRateLimiterCapsTheBackOff(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		failures int
 		atMost   time.Duration

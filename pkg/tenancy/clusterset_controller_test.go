@@ -91,6 +91,7 @@ func TestClusterSetCountsItsMembers(t *testing.T) {
 // ClusterSetNotFound, naming the set; it is Bound once the set is created, and not found again
 // once the set is deleted.
 func TestClusterSetBindingFollowsItsSet(t *testing.T) {
+	t.Parallel()
 	g, ctx := NewWithT(t), context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-"}}
 	g.Expect(hub.Create(ctx, ns)).To(Succeed())

@@ -17,6 +17,7 @@ func labelled(name string, labels map[string]string) hubv1alpha1.MemberCluster {
 }
 
 func TestClusterSetStatus(t *testing.T) {
+	t.Parallel()
 	members := []hubv1alpha1.MemberCluster{
 		labelled("a", map[string]string{"env": "prod", "region": "eu"}),
 		labelled("b", map[string]string{"env": "prod", "region": "us"}),
@@ -51,6 +52,7 @@ func TestClusterSetStatus(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			set := &hubv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Generation: 3}, Spec: hubv1alpha1.ClusterSetSpec{ClusterSelector: tt.selector}}
 			got := ClusterSetStatus(set, tt.members)
 			if got.Clusters != tt.want || got.ObservedGeneration != 3 {
@@ -74,6 +76,7 @@ func TestClusterSetStatus(t *testing.T) {
 }
 
 func TestClusterSetBindingStatus(t *testing.T) {
+	t.Parallel()
 	binding := &hubv1alpha1.ClusterSetBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod", Generation: 2},
 		Spec:       hubv1alpha1.ClusterSetBindingSpec{ClusterSet: "prod"},

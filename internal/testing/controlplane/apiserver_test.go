@@ -7,6 +7,7 @@ import (
 )
 
 func TestSecondAPIServerArgs(t *testing.T) {
+	t.Parallel()
 	g := gomega.NewWithT(t)
 	first := []string{
 		"--cert-dir=/tmp/cp/apiserver",

@@ -12,6 +12,7 @@ import (
 )
 
 func TestSample(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	scrape := "# HELP x y\n" +
 		`configbundle_heals_total{cluster="m1"} 10` + "\n" +
@@ -23,6 +24,7 @@ func TestSample(t *testing.T) {
 }
 
 func TestReadyIs(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	mc := &hubv1alpha1.MemberCluster{Status: hubv1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{
 		{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: hubv1alpha1.UnreachableReason},
@@ -33,6 +35,7 @@ func TestReadyIs(t *testing.T) {
 }
 
 func TestBlackHoleKubeconfig(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(fleet.BlackHoleKubeconfig("127.0.0.1:4321"))
 	g.Expect(err).NotTo(HaveOccurred())

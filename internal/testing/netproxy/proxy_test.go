@@ -128,6 +128,7 @@ func closedByPeer(g Gomega, c net.Conn) {
 }
 
 func TestForwardsBothWaysAndHalfCloses(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	echo := startEcho(t)
 	p := startProxy(t, echo.ln.Addr().String())
@@ -148,6 +149,7 @@ func TestForwardsBothWaysAndHalfCloses(t *testing.T) {
 }
 
 func TestPartitionStallsAndHealRestores(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	echo := startEcho(t)
 	p := startProxy(t, echo.ln.Addr().String())
@@ -233,6 +235,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 }
 
 func TestUnreachableTargetClosesTheConnection(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -256,6 +259,7 @@ func startHole(t *testing.T, start func() (*netproxy.BlackHole, error)) *netprox
 }
 
 func TestBlackHoleHoldsAndSlammingDoorCloses(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	hole := startHole(t, netproxy.StartBlackHole)
 	c := dial(g, hole.Addr())
