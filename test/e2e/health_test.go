@@ -20,77 +20,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/fleet"
 )
-
-// TestMemberClusterLabelsAreKept: labels users put on a MemberCluster stay while the hub keeps
-// writing its status, so that members can be selected by them.
-func TestMemberClusterLabelsAreKept(t *testing.T) {
-	g, ctx := NewWithT(t), context.Background()
-	joined(t, "m1")
-	mc := fl.MemberCluster("m1")(g)
-	patch := client.MergeFrom(mc.DeepCopy())
-	if mc.Labels == nil {
-		mc.Labels = map[string]string{}
-	}
-	mc.Labels["env"] = "prod"
-	g.Expect(fl.Hub.Patch(ctx, mc, patch)).To(Succeed()) // kubectl label mc m1 env=prod
-	// The counts are compared with the member's bundles as they are, not with the counts read
-	// before: an earlier test's placed bundles may be leaving m1 while this one starts.
-	counted := func(g Gomega) int64 { return fl.MemberCluster("m1")(g).Status.Bundles.Total }
-	inMember := func(g Gomega) int64 {
-		list := &configbundlev1alpha1.ConfigBundleList{}
-		g.Expect(fl.Member("m1").Client.List(ctx, list)).To(Succeed())
-		return int64(len(list.Items))
-	}
-
-	b := createBundle(g, "m1", "labels", "web", "counted")
-	defer func() { // leave the counts right, for the tests that check them
-		g.Expect(fl.Member("m1").Client.Delete(ctx, b)).To(Succeed())
-		g.Eventually(func(g Gomega) { g.Expect(counted(g)).To(Equal(inMember(g))) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	}()
-	g.Eventually(func(g Gomega) {
-		g.Expect(inMember(g)).To(BeNumerically(">", 0))
-		g.Expect(counted(g)).To(Equal(inMember(g)))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the hub wrote the MemberCluster's status")
-	g.Expect(fl.MemberCluster("m1")(g).Labels).To(HaveKeyWithValue("env", "prod"))
-	selected := &hubv1alpha1.MemberClusterList{}
-	g.Expect(fl.Hub.List(ctx, selected, client.MatchingLabels{"env": "prod"})).To(Succeed())
-	g.Expect(selected.Items).To(ContainElement(HaveField("Name", "m1")))
-}
-
-// TestFailingBundlesAreNamedOnTheHub: the hub says which bundles fail, and where, not only how
-// many.
-func TestFailingBundlesAreNamedOnTheHub(t *testing.T) {
-	g, ctx := NewWithT(t), context.Background()
-	joined(t, "m2")
-	ensureNamespace(g, "m2", "failing")
-	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Data: map[string]string{"owner": "someone else"}}
-	g.Expect(fl.Member("m2").Client.Create(ctx, foreign)).To(Succeed())
-	defer func() { g.Expect(fl.Member("m2").Client.Delete(ctx, foreign)).To(Succeed()) }()
-	b := &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "failing"}, Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "cannot land"}}
-	g.Expect(fl.Member("m2").Client.Create(ctx, b)).To(Succeed())
-	defer func() {
-		g.Expect(fl.Member("m2").Client.Delete(ctx, b)).To(Succeed())
-		g.Eventually(func(g Gomega) int64 { return fl.MemberCluster("m2")(g).Status.Bundles.Failed }).
-			WithTimeout(timeout).WithPolling(interval).Should(BeZero(), "no failing bundle is left for the next test")
-	}()
-
-	g.Eventually(func(g Gomega) []hubv1alpha1.FailedBundle { return fl.MemberCluster("m2")(g).Status.FailedBundles }).
-		WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
-		HaveField("Namespace", "failing"), HaveField("Name", "blocked"),
-		HaveField("Reason", "ConfigMapConflict"), HaveField("Message", ContainSubstring("not managed by this ConfigBundle")))))
-	g.Eventually(func(g Gomega) string {
-		c := meta.FindStatusCondition(fl.Fleet(g).Status.Conditions, hubv1alpha1.ReadyCondition)
-		g.Expect(c).NotTo(BeNil())
-		return c.Reason + ": " + c.Message
-	}).WithTimeout(timeout).WithPolling(interval).Should(SatisfyAny(
-		MatchRegexp(`^BundlesFailed: .* in (.*, )?m2 \(1\)`),
-		HavePrefix(hubv1alpha1.MembersNotReadyReason), // another test's member may be down meanwhile
-	))
-}
 
 // TestCredentialLifecycle: an expiring credential is reported on its own condition, with its
 // expiry, a metric and an Event; a revoked one makes the member Forbidden at the first probe;

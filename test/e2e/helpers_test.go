@@ -12,44 +12,15 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/config"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/fleet"
 )
-
-// allowWithoutCRDInstall grants a user of m4 the member role without its CRD rule.
-func allowWithoutCRDInstall(g Gomega, user string) {
-	role, err := config.MemberClusterRole()
-	g.Expect(err).NotTo(HaveOccurred())
-	role.Name = "no-crd-install"
-	rules := role.Rules[:0]
-	for _, r := range role.Rules {
-		if len(r.APIGroups) == 1 && r.APIGroups[0] == "apiextensions.k8s.io" {
-			continue
-		}
-		rules = append(rules, r)
-	}
-	role.Rules = rules
-	c := fl.Member("m4").Client
-	if err := c.Create(context.Background(), role); !apierrors.IsAlreadyExists(err) {
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "no-crd-install"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if err := c.Create(context.Background(), binding); !apierrors.IsAlreadyExists(err) {
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-}
 
 // table asks the hub's API server for a resource as the table kubectl prints.
 func table(g Gomega, path string) *metav1.Table {

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -122,82 +119,6 @@ func TestJoinReconcileAndReport(t *testing.T) {
 	))
 }
 
-func TestBadSecretsAreReportedWhileGoodMembersHeal(t *testing.T) {
-	g := NewWithT(t)
-	joined(t, "m1")
-	b := createBundle(g, "m1", "bad-secrets", "web", "good")
-	marker := filepath.Join(t.TempDir(), "exec-ran")
-	server := fl.Member("m1").Plane.Config.Host
-
-	kubeconfig := func(user string) []byte {
-		return []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "` + server + `", insecure-skip-tls-verify: true}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-users: [{name: u, user: ` + user + `}]
-`)
-	}
-	tests := []struct {
-		secret string
-		data   map[string][]byte
-		reason string
-	}{
-		{"bad-garbage", map[string][]byte{"kubeconfig": []byte("\x00\x01 not yaml {{{")}, hubv1alpha1.InvalidKubeconfigReason},
-		{"bad-missing-key", map[string][]byte{"config": kubeconfig(`{token: x}`)}, hubv1alpha1.InvalidKubeconfigReason},
-		{"bad-empty", map[string][]byte{"kubeconfig": {}}, hubv1alpha1.InvalidKubeconfigReason},
-		{"bad-exec", map[string][]byte{"kubeconfig": kubeconfig(`{exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: ["-c", "touch ` + marker + `"]}}`)}, hubv1alpha1.ExecPluginNotAllowedReason},
-		{"bad-auth-provider", map[string][]byte{"kubeconfig": kubeconfig(`{auth-provider: {name: oidc}}`)}, hubv1alpha1.AuthProviderNotAllowedReason},
-		{"bad-token-file", map[string][]byte{"kubeconfig": kubeconfig(`{tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token}`)}, hubv1alpha1.FileReferenceNotAllowedReason},
-		{"bad-cert-file", map[string][]byte{"kubeconfig": kubeconfig(`{client-certificate: /etc/hub/tls.crt, client-key: /etc/hub/tls.key}`)}, hubv1alpha1.FileReferenceNotAllowedReason},
-		{"bad-forbidden", map[string][]byte{"kubeconfig": kubeconfig(`{token: not-a-valid-token}`)}, hubv1alpha1.ForbiddenReason},
-	}
-	for _, tt := range tests {
-		fl.MustPutSecret(g, tt.secret, tt.data)
-	}
-	for _, tt := range tests {
-		g.Eventually(fl.MemberCluster(tt.secret)).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, tt.reason), tt.secret)
-		mc := fl.MemberCluster(tt.secret)(g)
-		g.Expect(mc.Status.Conditions[0].Message).NotTo(BeEmpty())
-		g.Expect(mc.Status.Conditions[0].Message).NotTo(ContainSubstring("not-a-valid-token"), "no secret in messages")
-	}
-
-	// Meanwhile the good member heals.
-	tamper(g, "m1", b)
-	g.Eventually(fl.Member("m1").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("good"))
-
-	// The exec plugin never ran.
-	g.Consistently(func() bool { _, err := os.Stat(marker); return os.IsNotExist(err) }).WithTimeout(quietPeriod).Should(BeTrue())
-
-	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.MembersNotReadyReason))
-	for _, tt := range tests {
-		fl.MustDeleteSecret(g, tt.secret)
-	}
-	for _, tt := range tests {
-		g.Eventually(func() bool {
-			return apierrors.IsNotFound(fl.Hub.Get(context.Background(), client.ObjectKey{Name: tt.secret}, &hubv1alpha1.MemberCluster{}))
-		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "a member whose Secret is gone has no MemberCluster")
-	}
-}
-
-func TestHangingMemberDelaysNobody(t *testing.T) {
-	g := NewWithT(t)
-	joined(t, "m2")
-	// A black hole: accepts connections and never answers.
-	hole := fleet.MustBlackHole(t).Addr()
-	fl.MustPutSecret(g, "hanging", map[string][]byte{"kubeconfig": fleet.BlackHoleKubeconfig(hole)})
-	defer fl.MustDeleteSecret(g, "hanging")
-	g.Eventually(fl.MemberCluster("hanging")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.ConnectingReason))
-
-	// While the hub waits on the hanging member, another member joins and heals at once.
-	joined(t, "m3")
-	b := createBundle(g, "m2", "hanging", "web", "fine")
-	tamper(g, "m2", b)
-	g.Eventually(fl.Member("m2").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("fine"))
-
-	g.Eventually(fl.MemberCluster("hanging")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.UnreachableReason))
-}
-
 func TestFaultPausedMemberIsUnreachableAndRecovers(t *testing.T) {
 	g := NewWithT(t)
 	joined(t, "m1", "m2")
@@ -236,88 +157,6 @@ func TestFaultPausedMemberIsUnreachableAndRecovers(t *testing.T) {
 	t.Logf("SIGCONT -> MemberCluster Connected and Fleet no longer MembersNotReady: %v", time.Since(resumedAt).Round(time.Millisecond))
 }
 
-func TestLeaveAndRejoin(t *testing.T) {
-	g, ctx := NewWithT(t), context.Background()
-	joined(t, "m3")
-	b := createBundle(g, "m3", "leave", "web", "stay")
-
-	// Removing the label: the member leaves, nothing in it changes, drift is no longer healed.
-	secret := &corev1.Secret{}
-	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
-	delete(secret.Labels, hubv1alpha1.DefaultSecretLabel)
-	g.Expect(fl.Hub.Update(ctx, secret)).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
-	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	tamper(g, "m3", b)
-	g.Consistently(fl.Member("m3").Message(b)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("tampered"))
-	g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKeyFromObject(b), &configbundlev1alpha1.ConfigBundle{})).To(Succeed())
-
-	// The label back: it rejoins and heals what drifted meanwhile.
-	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m3"}, secret)).To(Succeed())
-	secret.Labels[hubv1alpha1.DefaultSecretLabel] = "true"
-	g.Expect(fl.Hub.Update(ctx, secret)).To(Succeed())
-	g.Eventually(fl.MemberCluster("m3")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
-	g.Eventually(fl.Member("m3").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("stay"))
-
-	// Deleting the Secret: it leaves again; registering again brings it back.
-	fl.MustDeleteSecret(g, "m3")
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "m3"}, &hubv1alpha1.MemberCluster{}))
-	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	g.Expect(fl.Member("m3").Client.Get(ctx, client.ObjectKeyFromObject(b), &corev1.ConfigMap{})).To(Succeed(), "leaving deletes nothing in the member")
-	joined(t, "m3")
-}
-
-func TestCredentialRotation(t *testing.T) {
-	g, ctx := NewWithT(t), context.Background()
-	joined(t, "m1")
-	b := createBundle(g, "m1", "rotation", "web", "rotate")
-	secret := &corev1.Secret{}
-	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m1"}, secret)).To(Succeed())
-	good := secret.Data["kubeconfig"]
-
-	// A new, working credential replaces the old one; the member stays Connected.
-	fl.MustRegister(t, "m1")
-	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "m1"}, secret)).To(Succeed())
-	g.Expect(secret.Data["kubeconfig"]).NotTo(Equal(good))
-	g.Consistently(fl.MemberCluster("m1")).WithTimeout(quietPeriod).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
-	tamper(g, "m1", b)
-	g.Eventually(fl.Member("m1").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
-
-	// A broken credential is reported and the previous one keeps working.
-	fl.MustPutSecret(g, "m1", map[string][]byte{"kubeconfig": kubeconfigWithToken(secret.Data["kubeconfig"], "revoked")})
-	g.Eventually(fl.MemberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.RotationFailedReason))
-	g.Expect(fl.MemberCluster("m1")(g).Status.Conditions[0].Message).To(ContainSubstring(hubv1alpha1.ForbiddenReason))
-	tamper(g, "m1", b)
-	g.Eventually(fl.Member("m1").Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal("rotate"))
-
-	fl.MustRegister(t, "m1")
-	g.Eventually(fl.MemberCluster("m1")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
-}
-
-func TestDuplicateClusterIsManagedOnce(t *testing.T) {
-	g := NewWithT(t)
-	joined(t, "m2")
-	fl.MustPutSecret(g, "m2-again", map[string][]byte{"kubeconfig": fleet.KubeconfigFor(fl.Member("m2").Plane.Config)})
-	defer fl.MustDeleteSecret(g, "m2-again")
-	g.Eventually(fl.MemberCluster("m2-again")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.DuplicateClusterReason))
-	g.Expect(fl.MemberCluster("m2-again")(g).Status.Conditions[0].Message).To(ContainSubstring(`"m2"`))
-	g.Expect(fl.MemberCluster("m2")(g)).To(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
-}
-
-func TestCRDMissing(t *testing.T) {
-	g := NewWithT(t)
-	// m4 lacks the CRD, and this credential may do everything but install it.
-	cfg, err := fl.Member("m4").Plane.AddUser("no-crd-install", []string{"system:authenticated"})
-	g.Expect(err).NotTo(HaveOccurred())
-	allowWithoutCRDInstall(g, "no-crd-install")
-	fl.MustPutSecret(g, "m4", map[string][]byte{"kubeconfig": fleet.KubeconfigFor(cfg)})
-	defer fl.MustDeleteSecret(g, "m4")
-	g.Eventually(fl.MemberCluster("m4")).WithTimeout(joinTimeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.CRDMissingReason))
-	g.Expect(fl.MemberCluster("m4")(g).Status.Conditions[0].Message).To(ContainSubstring("configbundles.configbundle.dev"))
-}
-
 func TestFaultHubKilledHealsDriftMadeWhileDown(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	joined(t, "m1", "m2")
@@ -340,15 +179,4 @@ func TestFaultHubKilledHealsDriftMadeWhileDown(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "ghost"}, &hubv1alpha1.MemberCluster{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the hub removes stale MemberClusters after a restart")
-}
-
-// kubeconfigWithToken returns a kubeconfig with its token replaced.
-func kubeconfigWithToken(kubeconfig []byte, token string) []byte {
-	lines := strings.Split(string(kubeconfig), "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(strings.TrimSpace(l), "token:") {
-			lines[i] = l[:strings.Index(l, "token:")] + "token: " + token
-		}
-	}
-	return []byte(strings.Join(lines, "\n"))
 }

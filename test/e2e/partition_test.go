@@ -133,7 +133,7 @@ func partition(t *testing.T, name string, heal func(*netproxy.Proxy)) {
 }
 
 // standAside has a member's own Secret, if it is joined, leave the hub for the rest of the test:
-// the hub manages a cluster under one name only (TestDuplicateClusterIsManagedOnce), and the
+// the hub manages a cluster under one name only (spoke-provider's TestDuplicateCluster), and the
 // test manages it under another. The test's cleanup brings it back and waits until it is Ready.
 func standAside(t *testing.T, name string) {
 	t.Helper()

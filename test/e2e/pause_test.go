@@ -205,30 +205,3 @@ func TestPausedMemberIsFrozenAtWhatItHolds(t *testing.T) {
 	}
 	g.Expect(fl.MemberCluster("ro1")(g).Spec.Paused).To(BeFalse())
 }
-
-// TestPausedMemberIsSkippedByARollout (issue 25): a staged rollout whose canary is paused does
-// not wait for it: the rest get the new revision, the rollout completes without it (counted
-// paused, never failed), and the canary holds the old revision, untouched, until it is resumed;
-// then it gets the revision its stage reached.
-func TestPausedMemberIsSkippedByARollout(t *testing.T) {
-	g := NewWithT(t)
-	const key, ns, soak = "e2e.pause/rollout", "pause-rollout", time.Second
-	members := []string{"ro1", "ro2", "ro3"}
-	rolloutFixture(t, ns, key) // ro1 the canary, ro2 and ro3 the rest
-	fb := placedThenStaged(t, ns, key, canaryThenRest(soak), members...)
-
-	pauseMember(t, "ro1")
-	since := time.Now()
-	editFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Template.Spec.Message = "v2" })
-	g.Eventually(holding(fb, members...)).WithTimeout(rolloutTimeout).WithPolling(interval).Should(Equal(
-		with(all(holds(2, "v2"), "ro2", "ro3"), "ro1", holds(1, "v1"))), "the rest get revision 2, the paused canary keeps 1")
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(rolloutTimeout).WithPolling(interval).Should(And(
-		complete(2, 2), HaveField("Clusters.Selected", BeEquivalentTo(3)), HaveField("Clusters.Paused", BeEquivalentTo(1)),
-		HaveField("Clusters.Failed", BeZero())))
-	noBundleWrites(g, fb, since, "ro1")
-
-	hubPauseMember(t, "resume", "ro1")
-	g.Eventually(holding(fb, members...)).WithTimeout(rolloutTimeout).WithPolling(interval).Should(Equal(all(holds(2, "v2"), members...)))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(rolloutTimeout).WithPolling(interval).Should(And(
-		complete(2, 3), HaveField("Clusters.Paused", BeZero())))
-}

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -205,103 +203,4 @@ func healNotes(g Gomega, fb *hubv1alpha1.FleetBundle) []string {
 		}
 	}
 	return notes
-}
-
-// flapWatch records, from watches, what the FleetBundle's status and the placed bundle in a
-// member reported: the highest heals, and every ConfigMapConflict.
-type flapWatch struct {
-	mu        sync.Mutex
-	heals     int64
-	conflicts []string
-}
-
-func (f *flapWatch) note(heals int64, conflict string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.heals = max(f.heals, heals)
-	if conflict != "" {
-		f.conflicts = append(f.conflicts, conflict)
-	}
-}
-
-// watchFlaps watches the FleetBundle on the hub and its placed bundle in member until ctx ends.
-func watchFlaps(t *testing.T, ctx context.Context, fb *hubv1alpha1.FleetBundle, member string) *flapWatch {
-	t.Helper()
-	g := NewWithT(t)
-	seen := &flapWatch{}
-	hubWatch, err := fl.Hub.Watch(ctx, &hubv1alpha1.FleetBundleList{}, client.InNamespace(fb.Namespace))
-	g.Expect(err).NotTo(HaveOccurred())
-	memberWatch, err := fl.Member(member).Client.Watch(ctx, &configbundlev1alpha1.ConfigBundleList{}, client.InNamespace(fb.Namespace))
-	g.Expect(err).NotTo(HaveOccurred())
-	go func() {
-		defer hubWatch.Stop()
-		for e := range hubWatch.ResultChan() {
-			if got, ok := e.Object.(*hubv1alpha1.FleetBundle); ok {
-				conflict := ""
-				for _, f := range got.Status.FailedClusters {
-					if f.Reason == configbundlev1alpha1.ConfigMapConflictReason {
-						conflict = "FleetBundle: " + f.Cluster + ": " + f.Message
-					}
-				}
-				seen.note(got.Status.Heals, conflict)
-			}
-		}
-	}()
-	go func() {
-		defer memberWatch.Stop()
-		for e := range memberWatch.ResultChan() {
-			if b, ok := e.Object.(*configbundlev1alpha1.ConfigBundle); ok {
-				if c := meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition); c != nil && c.Reason == configbundlev1alpha1.ConfigMapConflictReason {
-					seen.note(0, "bundle uid "+string(b.UID)+": "+c.Message)
-				}
-			}
-		}
-	}()
-	return seen
-}
-
-// TestLabelFlappingCountsNoHealAndNoConflict: a MemberCluster label flapping out of the
-// selector and in again, fast, many times, makes the hub remove and place the bundle again each
-// time: none of it is a heal, and a re-placed bundle never reports ConfigMapConflict against the
-// ConfigMap its removed copy left (these members have no garbage collector: it stays, the
-// longest a collector could take); the bundle ends Ready.
-func TestLabelFlappingCountsNoHealAndNoConflict(t *testing.T) {
-	g, ctx := NewWithT(t), context.Background()
-	const key, ns, flaps = "e2e.placement/flap", "placement-flap", 40
-	fb := placedOn(t, key, ns, "flap", "m1")
-	t.Cleanup(func() {
-		_ = fl.Member("m1").Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
-	})
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
-	watchCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	seen := watchFlaps(t, watchCtx, fb, "m1")
-	defer func() { // logged even when an assertion fails, for the before and after of the fix
-		seen.mu.Lock()
-		defer seen.mu.Unlock()
-		t.Logf("after %d flaps: heals %d, ConfigMapConflict reported %d times", flaps, seen.heals, len(seen.conflicts))
-	}()
-
-	start := time.Now()
-	for i := range flaps {
-		g.Expect(fl.LabelMember(ctx, "m1", map[string]string{key: ""})).To(Succeed())
-		if i%2 == 0 { // every other flap waits for the removal, so that each placement follows a removal
-			g.Eventually(placed("m1", fb)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(BeNil())
-		}
-		g.Expect(fl.LabelMember(ctx, "m1", map[string]string{key: "yes"})).To(Succeed())
-		if i%4 == 0 {
-			g.Eventually(placed("m1", fb)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).ShouldNot(BeNil())
-		}
-	}
-	t.Logf("%d flaps in %v", flaps, time.Since(start).Round(time.Millisecond))
-	everywhere(g, fb, "flap", "m1")
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("Clusters.Ready", BeEquivalentTo(1))))
-	g.Consistently(fleetBundleStatus(fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(HaveField("Heals", BeZero()))
-	seen.mu.Lock()
-	heals, conflicts := seen.heals, slices.Clone(seen.conflicts)
-	seen.mu.Unlock()
-	g.Expect(heals).To(BeZero(), "heals seen during the flapping")
-	g.Expect(conflicts).To(BeEmpty(), "ConfigMapConflict seen during the flapping")
-	g.Expect(healNotes(g, fb)).To(BeEmpty())
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,16 +13,13 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/pkg/registration"
 )
@@ -54,36 +49,6 @@ func hubCommand(t *testing.T, args ...string) (code int, stdout, stderr string) 
 	return code, out.String(), errOut.String()
 }
 
-// fleetKubeconfig writes one kubeconfig holding a context per member, named after it (as an
-// operator's kubeconfig with contexts member-1, member-2 does), and returns its path.
-func fleetKubeconfig(t *testing.T, names ...string) string {
-	t.Helper()
-	merged := clientcmdapi.NewConfig()
-	for _, name := range names {
-		kc, err := clientcmd.Load(fl.Member(name).Plane.Kubeconfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		merged.Clusters[name], merged.AuthInfos[name] = kc.Clusters[name], kc.AuthInfos[name]
-		merged.Contexts[name] = kc.Contexts[name]
-	}
-	merged.CurrentContext = names[0]
-	path := filepath.Join(t.TempDir(), "fleet.kubeconfig")
-	if err := clientcmd.WriteToFile(*merged, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// stayReady checks that the members stay Ready for the quiet period.
-func stayReady(g Gomega, names ...string) {
-	g.Consistently(func(g Gomega) {
-		for _, name := range names {
-			g.Expect(fl.MemberCluster(name)(g)).To(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason), name)
-		}
-	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
-}
-
 // hubCredential returns a client of the member name with the credential the hub holds for it.
 func hubCredential(g Gomega, name, member string) client.Client {
 	s := &corev1.Secret{}
@@ -101,107 +66,6 @@ func identify(c client.Client) func() error {
 	return func() error {
 		return c.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{})
 	}
-}
-
-// registrationObjects returns the resourceVersions of the hub Secret of the member name and of
-// its ServiceAccount and ClusterRoleBinding in member: equal results, nothing changed.
-func registrationObjects(g Gomega, name, member string) []string {
-	ctx := context.Background()
-	secret, sa, binding := &corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.ClusterRoleBinding{}
-	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: name}, secret)).To(Succeed())
-	g.Expect(fl.Member(member).Client.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName(name)}, sa)).To(Succeed())
-	g.Expect(fl.Member(member).Client.Get(ctx, client.ObjectKey{Name: registration.ClusterRoleBindingName(name)}, binding)).To(Succeed())
-	return []string{secret.ResourceVersion, sa.ResourceVersion, binding.ResourceVersion}
-}
-
-// The first of two harmful cases: unregistering a name that was never registered, with the
-// context of a healthy member, used to revoke that member's access and exit 0.
-func TestUnregisterRefusesANameNeverRegistered(t *testing.T) {
-	g := NewWithT(t)
-	joined(t, "m1", "m2")
-	fleetConfig := fleetKubeconfig(t, "m1", "m2")
-	before := registrationObjects(g, "m2", "m2")
-
-	code, stdout, stderr := hubCommand(t, "unregister", "ghost", "--member-kubeconfig", fleetConfig, "--member-context", "m2",
-		"--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
-	g.Expect(code).To(Equal(1))
-	g.Expect(stdout).To(BeEmpty(), "it does not claim to have unregistered anything")
-	g.Expect(stderr).To(And(ContainSubstring(`"ghost"`), ContainSubstring("not a registered member"), ContainSubstring("nothing was changed")))
-
-	g.Expect(registrationObjects(g, "m2", "m2")).To(Equal(before), "nothing of m2 changed")
-	g.Expect(identify(hubCredential(g, "m2", "m2"))()).To(Succeed(), "the hub's credential for m2 still works")
-	stayReady(g, "m1", "m2")
-}
-
-// Unregistering a registered name with the context of another member is refused too: it would
-// clean up the wrong cluster.
-func TestUnregisterRefusesAnotherMembersCluster(t *testing.T) {
-	g := NewWithT(t)
-	joined(t, "m1", "m2")
-	fleetConfig := fleetKubeconfig(t, "m1", "m2")
-	before := [][]string{registrationObjects(g, "m1", "m1"), registrationObjects(g, "m2", "m2")}
-
-	code, stdout, stderr := hubCommand(t, "unregister", "m1", "--member-kubeconfig", fleetConfig, "--member-context", "m2",
-		"--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
-	g.Expect(code).To(Equal(1))
-	g.Expect(stdout).To(BeEmpty())
-	g.Expect(stderr).To(And(ContainSubstring(`member "m1" is the cluster`), ContainSubstring(`which is member "m2"`), ContainSubstring("nothing was changed")))
-
-	g.Expect([][]string{registrationObjects(g, "m1", "m1"), registrationObjects(g, "m2", "m2")}).To(Equal(before))
-	stayReady(g, "m1", "m2")
-}
-
-// The second harmful case: registering a cluster already registered under another name, and
-// then unregistering that second name, used to revoke the first's access too.
-func TestRegisterRefusesAClusterRegisteredUnderAnotherName(t *testing.T) {
-	g, ctx := NewWithT(t), context.Background()
-	joined(t, "m1")
-	m1Config := fl.Member("m1").Plane.KubeconfigPath
-	before := registrationObjects(g, "m1", "m1")
-
-	// Refused, naming the member it already is; nothing is written.
-	code, stdout, stderr := hubCommand(t, "register", "dup", "--member-kubeconfig", m1Config, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
-	g.Expect(code).To(Equal(1))
-	g.Expect(stdout).To(BeEmpty())
-	g.Expect(stderr).To(And(ContainSubstring(`already registered as member "m1"`), ContainSubstring("--force")))
-	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "dup"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
-	g.Expect(fl.Member("m1").Client.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("dup")}, &corev1.ServiceAccount{})).
-		To(Satisfy(apierrors.IsNotFound))
-	g.Expect(registrationObjects(g, "m1", "m1")).To(Equal(before))
-
-	// Forced, it is registered with its own identity, and the hub manages the cluster once.
-	code, _, _ = hubCommand(t, "register", "dup", "--force", "--member-kubeconfig", m1Config, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
-	g.Expect(code).To(Equal(0))
-	defer fl.MustDeleteSecret(g, "dup")
-	g.Eventually(fl.MemberCluster("dup")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionFalse, hubv1alpha1.DuplicateClusterReason))
-	dup := hubCredential(g, "dup", "m1")
-
-	// The obvious undo revokes dup's access, and only dup's.
-	code, stdout, _ = hubCommand(t, "unregister", "dup", "--member-kubeconfig", m1Config, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
-	g.Expect(code).To(Equal(0))
-	g.Expect(stdout).To(ContainSubstring("Unregistered member dup"))
-	g.Eventually(identify(dup)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized), "dup's token is revoked")
-	g.Expect(identify(hubCredential(g, "m1", "m1"))()).To(Succeed(), "m1's token still works")
-	g.Expect(registrationObjects(g, "m1", "m1")).To(Equal(before))
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(fl.Hub.Get(ctx, client.ObjectKey{Name: "dup"}, &hubv1alpha1.MemberCluster{}))
-	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	stayReady(g, "m1")
-}
-
-func TestRegisterAgainRevokesTheOldToken(t *testing.T) {
-	g := NewWithT(t)
-	joined(t, "m2")
-	old := hubCredential(g, "m2", "m2")
-	g.Expect(identify(old)()).To(Succeed())
-
-	fl.MustRegister(t, "m2")
-	registered := time.Now()
-	g.Eventually(identify(old)).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsUnauthorized))
-	t.Logf("the old token was refused %s after hub register returned", time.Since(registered).Round(time.Millisecond))
-	g.Expect(identify(hubCredential(g, "m2", "m2"))()).To(Succeed(), "the new one works")
-	g.Eventually(fl.MemberCluster("m2")).WithTimeout(timeout).WithPolling(interval).Should(fleet.ReadyIs(metav1.ConditionTrue, hubv1alpha1.ConnectedReason))
-	stayReady(g, "m2")
 }
 
 // A member unregistered and registered again from scratch, with labels, waiting for it to be
@@ -274,97 +138,8 @@ func TestHelpAndVersion(t *testing.T) {
 		`configbundle_build_info\{gitCommit="[^"]+",goVersion="` + runtime.Version() + `",version="[^"]+"\} 1`))
 }
 
-// registerWrites returns the writes hub register and unregister (user agent
-// registration.FieldOwner) made to the hub cluster since from, and those of the CRD
-// configbundles.configbundle.dev by anyone (the hub installs it in a member that joins).
-func registerWrites(g Gomega, from time.Time) []string {
-	return writesBetween(g, fl.HubPlane, from, time.Now().Add(time.Hour), func(w controlplane.Write) bool {
-		return w.UserAgent == registration.FieldOwner || w.Resource == "customresourcedefinitions" && w.Name == configBundleCRD
-	})
-}
-
 // configBundleCRD is the member CRD's name.
 const configBundleCRD = "configbundles.configbundle.dev"
-
-// configBundleCRDObject is the ConfigBundle CRD, as metadata.
-func configBundleCRDObject() *metav1.PartialObjectMetadata {
-	crd := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: configBundleCRD}}
-	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	return crd
-}
-
-// hubServesConfigBundles says whether the hub cluster has the ConfigBundle CRD.
-func hubServesConfigBundles(g Gomega) bool {
-	err := fl.Hub.Get(context.Background(), client.ObjectKey{Name: configBundleCRD}, configBundleCRDObject())
-	if apierrors.IsNotFound(err) {
-		return false
-	}
-	g.Expect(err).NotTo(HaveOccurred())
-	return true
-}
-
-// `hub register NAME` without member flags used to register the hub cluster itself ($KUBECONFIG
-// is the member's kubeconfig as well as the hub's), and the hub then installed the ConfigBundle
-// CRD on the hub. It is refused, writing nothing, unless --allow-hub-as-member.
-func TestRegisterRefusesTheHubClusterItself(t *testing.T) {
-	g, ctx := NewWithT(t), context.Background()
-	t.Setenv("KUBECONFIG", fl.HubPlane.KubeconfigPath) // an operator's shell, pointed at the hub
-	g.Expect(hubServesConfigBundles(g)).To(BeFalse(), "the hub cluster starts without the member CRD")
-	sa := client.ObjectKey{Namespace: secretNS, Name: registration.ServiceAccountName("self")}
-
-	began := time.Now()
-	code, stdout, stderr := hubCommand(t, "register", "self")
-	g.Expect(code).To(Equal(1))
-	g.Expect(stdout).To(BeEmpty())
-	g.Expect(stderr).To(And(ContainSubstring("refused, nothing was changed"), ContainSubstring("the member is the hub cluster itself"),
-		ContainSubstring("--member-kubeconfig"), ContainSubstring("--member-context"), ContainSubstring("--allow-hub-as-member")))
-	g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "self"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
-	g.Expect(fl.Hub.Get(ctx, sa, &corev1.ServiceAccount{})).To(Satisfy(apierrors.IsNotFound), "no identity in the hub cluster either")
-	g.Consistently(func(g Gomega) {
-		g.Expect(hubServesConfigBundles(g)).To(BeFalse(), "no member CRD installed on the hub")
-		g.Expect(fl.Hub.Get(ctx, client.ObjectKey{Name: "self"}, &hubv1alpha1.MemberCluster{})).To(Satisfy(apierrors.IsNotFound))
-	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
-	g.Expect(registerWrites(g, began)).To(BeEmpty(), "nothing was written to the hub cluster")
-
-	// Allowed, the hub manages itself as a member: it installs the CRD in its own cluster.
-	code, stdout, _ = hubCommand(t, "register", "self", "--allow-hub-as-member", "--wait", "--timeout", joinTimeout.String())
-	t.Cleanup(func() {
-		g := NewWithT(t)
-		code, _, _ := hubCommand(t, "unregister", "self")
-		g.Expect(code).To(Equal(0))
-		g.Expect(client.IgnoreNotFound(fl.Hub.Delete(ctx, configBundleCRDObject()))).To(Succeed())
-		g.Eventually(hubServesConfigBundles).WithTimeout(timeout).WithPolling(interval).Should(BeFalse())
-	})
-	g.Expect(code).To(Equal(0))
-	g.Expect(stdout).To(And(ContainSubstring("Registered member self"), ContainSubstring("Member self is Ready (Connected)")))
-	g.Expect(hubServesConfigBundles(g)).To(BeTrue())
-	g.Expect(fl.Hub.Get(ctx, sa, &corev1.ServiceAccount{})).To(Succeed())
-}
-
-// Mistakes on the registration command lines: unregister has no flag it would ignore (it took
-// --server and --token-duration, and ignored them), and a context that is not in the kubeconfig
-// names the ones that are.
-func TestRegistrationCommandLineMistakes(t *testing.T) {
-	g := NewWithT(t)
-	for _, flag := range []string{"--server=https://10.0.0.1:6443", "--token-duration=1h"} {
-		code, stdout, stderr := hubCommand(t, "unregister", "m1", flag, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath)
-		g.Expect(code).To(Equal(2), flag)
-		g.Expect(stdout).To(BeEmpty())
-		g.Expect(stderr).To(ContainSubstring("unknown flag: " + strings.Split(flag, "=")[0]))
-	}
-
-	fleetConfig := fleetKubeconfig(t, "m2", "m1")
-	for _, args := range [][]string{
-		{"register", "m1", "--member-kubeconfig", fleetConfig, "--member-context", "m-1", "--hub-kubeconfig", fl.HubPlane.KubeconfigPath},
-		{"unregister", "m1", "--member-kubeconfig", fleetConfig, "--member-context", "m-1", "--hub-kubeconfig", fl.HubPlane.KubeconfigPath},
-		{"status", "--hub-kubeconfig", fleetConfig, "--hub-context", "hub"},
-	} {
-		code, stdout, stderr := hubCommand(t, args...)
-		g.Expect(code).To(Equal(1), "hub %s", strings.Join(args, " "))
-		g.Expect(stdout).To(BeEmpty())
-		g.Expect(stderr).To(And(MatchRegexp(`no context "(m-1|hub)" in `+regexp.QuoteMeta(fleetConfig)), ContainSubstring("its contexts: m1, m2")))
-	}
-}
 
 // Unregistering leaves what FleetBundles placed in the member; --remove-placed deletes exactly
 // that (a bundle of the member's own, and one merely labelled as placed, stay), says how many,

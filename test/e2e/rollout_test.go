@@ -17,10 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -32,19 +29,14 @@ import (
 )
 
 // The rollout tests (issue 23) run on members of their own, ro1 to ro5: regular control planes
-// (ro1 runs a ValidatingAdmissionPolicy in some tests) whose API servers log every write, so
+// whose API servers log every write, so
 // that a test counts, in each member, the hub's writes of the placed bundle and when they
 // landed. The first rollout test that runs starts them; each test joins the ones it uses and
 // makes them leave when it ends, so that the rest of the suite never sees them.
 var rolloutMemberNames = []string{"ro1", "ro2", "ro3", "ro4", "ro5"}
 
-const (
-	// ringLabel puts a rollout member in a stage: canary, or rest.
-	ringLabel = "e2e.rollout/ring"
-	// rolloutTimeout bounds a wait that includes soaks and the reconciler's back-off (its base
-	// delay is 3 s, doubling).
-	rolloutTimeout = 45 * time.Second
-)
+// ringLabel puts a rollout member in a stage: canary, or rest.
+const ringLabel = "e2e.rollout/ring"
 
 // rolloutSet starts the rollout members once, for the tests that use them.
 var rolloutSet = &auditedMembers{kind: "rollout", names: rolloutMemberNames}
@@ -153,22 +145,6 @@ func revisions(current, update int64) OmegaMatcher {
 	return And(HaveField("CurrentRevision", current), HaveField("UpdateRevision", update))
 }
 
-// halted matches the status of a rollout halted by failures.
-func halted() OmegaMatcher {
-	return And(rolloutPhase(hubv1alpha1.RolloutHalted),
-		condition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.RolloutHaltedReason),
-		condition(hubv1alpha1.StalledCondition, metav1.ConditionTrue, hubv1alpha1.RolloutHaltedReason),
-		condition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolloutHaltedReason))
-}
-
-// haltedByCanary matches the status of a rollout halted by the failure of ro1 alone, which the
-// status names.
-func haltedByCanary() OmegaMatcher {
-	return And(halted(), HaveField("Rollout.Message", ContainSubstring("ro1")),
-		HaveField("FailedClusters", ContainElement(HaveField("Cluster", "ro1"))),
-		HaveField("FailedClusters", Not(ContainElement(HaveField("Cluster", Not(Equal("ro1")))))))
-}
-
 // complete matches the status of a rollout of revision that completed in every one of n members.
 func complete(revision int64, n int32) OmegaMatcher {
 	return And(rolloutPhase(hubv1alpha1.RolloutComplete), revisions(revision, revision),
@@ -260,13 +236,6 @@ func auditBarrier(g Gomega, members ...string) {
 	}
 }
 
-// statusWrites returns the hub's writes of the status of fb's placed bundle in member since then.
-func statusWrites(g Gomega, member string, fb *hubv1alpha1.FleetBundle, since time.Time) []controlplane.Write {
-	writes, err := fleet.BundleWrites(fl.Member(member).Plane, fb.Namespace, fb.Name, "status")
-	g.Expect(err).NotTo(HaveOccurred())
-	return fleet.WritesSince(writes, since)
-}
-
 // writeTimes formats writes for a failure message.
 func writeTimes(writes []controlplane.Write) []string {
 	out := make([]string, 0, len(writes))
@@ -282,26 +251,6 @@ func kstatusOf(fb *hubv1alpha1.FleetBundle) func(Gomega) kstatus.Status {
 		res, err := fleet.KStatus(context.Background(), fl.Hub, fb)
 		g.Expect(err).NotTo(HaveOccurred())
 		return res.Status
-	}
-}
-
-// messagePolicy installs, in member, a ValidatingAdmissionPolicy refusing ConfigMaps of
-// namespace ns whose message is message, and returns the function that removes it (which the
-// test's cleanup calls if the test did not).
-func messagePolicy(t *testing.T, member, ns, message string) (remove func()) {
-	t.Helper()
-	g, ctx, c := NewWithT(t), context.Background(), fl.Member(member).Client
-	p := fleet.MessagePolicy{Name: "refuse-" + ns, Namespace: ns, Message: message}
-	g.Expect(p.Install(ctx, c, timeout)).To(Succeed())
-	removed := false
-	t.Cleanup(func() {
-		if !removed {
-			_ = p.Remove(ctx, c, timeout)
-		}
-	})
-	return func() {
-		g.Expect(p.Remove(ctx, c, timeout)).To(Succeed())
-		removed = true
 	}
 }
 
@@ -365,14 +314,6 @@ func haveRolloutCLI(t *testing.T) bool {
 	return rolloutCLIHave
 }
 
-// hubRollout runs `hub rollout <sub> web -n ns` against the suite's hub with args, and returns
-// its exit code and output.
-func hubRollout(t *testing.T, sub, ns string, args ...string) (int, string) {
-	t.Helper()
-	code, stdout, stderr := hubCommand(t, append([]string{"rollout", sub, "web", "-n", ns, "--hub-kubeconfig", fl.HubPlane.KubeconfigPath}, args...)...)
-	return code, stdout + stderr
-}
-
 // rolloutWatch is `hub rollout status web -n ns --timeout <timeout>` running on: it follows the
 // rollout until it completes or stops.
 type rolloutWatch struct {
@@ -405,19 +346,6 @@ func (w *rolloutWatch) wait(t *testing.T, timeout time.Duration) int {
 	}
 	t.Logf("$ hub rollout status (watching): exit %d (%v)\n%s", w.code, w.err, w.out)
 	return w.code
-}
-
-// setPaused pauses or resumes the rollout of fb: with `hub rollout pause|resume` where the
-// binary has it.
-func setPaused(t *testing.T, fb *hubv1alpha1.FleetBundle, paused bool) {
-	t.Helper()
-	if haveRolloutCLI(t) {
-		sub := map[bool]string{true: "pause", false: "resume"}[paused]
-		code, out := hubRollout(t, sub, fb.Namespace)
-		NewWithT(t).Expect(code).To(Equal(0), out)
-		return
-	}
-	editFleetBundle(NewWithT(t), fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Rollout.Paused = paused })
 }
 
 // TestRolloutCanaryThenRest (issue 23): a template change reaches the canary first; the rest keep
@@ -503,371 +431,6 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 		for _, e := range fleetBundleEvents(fb, reason)(g) {
 			t.Logf("FleetBundle Event: %s %s: %s", e.Type, e.Reason, e.Note)
 		}
-	}
-}
-
-// haltedByTheCanary sets up rollout members ro1 (canary, refusing ConfigMaps saying "bad"),
-// ro2 and ro3 (rest), FleetBundle ns/web at v1 with rollout, changes its template to "bad", and
-// waits until the rollout halts (or, with onFailure Rollback, rolls back). It returns the
-// FleetBundle, when the template changed, and the function removing the canary's policy.
-func haltedByTheCanary(t *testing.T, ns, key string, rollout *hubv1alpha1.RolloutStrategy, want OmegaMatcher) (*hubv1alpha1.FleetBundle, time.Time, func()) {
-	t.Helper()
-	g := NewWithT(t)
-	rolloutFixture(t, ns, key)
-	fb := placedThenStaged(t, ns, key, rollout, "ro1", "ro2", "ro3")
-	unrefuse := messagePolicy(t, "ro1", ns, "bad")
-	stopTrace := traceRollout(fb)
-	t.Cleanup(func() {
-		for _, line := range stopTrace() {
-			t.Logf("rollout: %s", line)
-		}
-	})
-	changed := time.Now()
-	g.Expect(updateTemplate(g, fb, "bad")).To(Succeed())
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(want, HaveField("UpdateRevision", BeEquivalentTo(2))))
-	t.Logf("template change → %v: %v", fleetBundleStatus(fb)(g).Rollout.Phase, time.Since(changed).Round(time.Millisecond))
-	return fb, changed, unrefuse
-}
-
-// TestRolloutHaltsWhenTheCanaryFails (issue 23): the canary refuses the new ConfigMap (an
-// admission policy there): the rollout halts (Ready=False RolloutHalted, Stalled=True, kstatus
-// Failed, the canary in failedClusters, `hub rollout status` exit 1), and no other member gets
-// the change, neither over a window longer than the soak nor in its audit log; a fixed template
-// then rolls out to all.
-func TestRolloutHaltsWhenTheCanaryFails(t *testing.T) {
-	g := NewWithT(t)
-	const key, ns, soak = "e2e.rollout/halt", "rollout-halt", 2 * time.Second
-	members := []string{"ro1", "ro2", "ro3"}
-	fb, changed, _ := haltedByTheCanary(t, ns, key, canaryThenRest(soak), haltedByCanary())
-	g.Expect(kstatusOf(fb)(g)).To(Equal(kstatus.FailedStatus), "a halted rollout reads Failed")
-	g.Expect(fleetBundleStatus(fb)(g)).To(And(revisions(1, 2), HaveField("Clusters.Updated", BeEquivalentTo(1))))
-	if haveRolloutCLI(t) {
-		code, out := hubRollout(t, "status", ns, "--watch=false")
-		g.Expect(code).To(Equal(1), "hub rollout status of a halted rollout: %s", out)
-		g.Expect(watchRollout(ns, timeout).wait(t, timeout)).To(Equal(1), "hub rollout status, watching, exits 1 on a halted rollout")
-	}
-
-	// The canary holds revision 2 (its bundle) and still publishes v1 (its ConfigMap, which the
-	// policy keeps); the others keep revision 1, for longer than the soak.
-	want := with(all(holds(1, "v1"), members...), "ro1", placedState{ConfigMap: "v1", Bundle: "bad", Revision: "2"})
-	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(want))
-	g.Consistently(func(g Gomega) map[string]placedState {
-		g.Expect(fleetBundleStatus(fb)(g)).To(haltedByCanary())
-		return holding(fb, members...)(g)
-	}).WithTimeout(2*soak+time.Second).WithPolling(interval).Should(Equal(want), "halted: no other member gets the change")
-	auditBarrier(g, rolloutMemberNames...)
-	g.Expect(bundleWrites(g, "ro1", fb, changed)).To(HaveLen(1), "one write to the canary")
-	for _, m := range []string{"ro2", "ro3"} {
-		g.Expect(bundleWrites(g, m, fb, changed)).To(BeEmpty(), "the hub wrote %s's bundle during the halt", m)
-	}
-	g.Eventually(fleetBundleEvents(fb, hubv1alpha1.RolloutHaltedEvent)).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
-		HaveField("Type", corev1.EventTypeWarning), HaveField("Note", ContainSubstring("ro1")))))
-
-	// A fixed template (revision 3) rolls out to all, canary first.
-	fixed := time.Now()
-	g.Expect(updateTemplate(g, fb, "v3")).To(Succeed())
-	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(3, "v3"), members...)))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(3, 3))
-	g.Eventually(kstatusOf(fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal(kstatus.CurrentStatus))
-	t.Logf("fixed template → Complete: %v", time.Since(fixed).Round(time.Millisecond))
-	auditBarrier(g, rolloutMemberNames...)
-	canary := bundleWrites(g, "ro1", fb, fixed)
-	g.Expect(canary).To(HaveLen(1), "the canary's writes: %v", writeTimes(canary))
-	for _, m := range []string{"ro2", "ro3"} {
-		w := bundleWrites(g, m, fb, fixed)
-		g.Expect(w).To(HaveLen(1), "%s's writes: %v", m, writeTimes(w))
-		g.Expect(w[0].At).To(BeTemporally(">=", canary[0].At.Add(soak)), "%s updated before the canary's soak ended", m)
-	}
-}
-
-// TestRolloutHaltedGoesOnWhenTheFailureClears (issue 23): a halt is computed from facts: once the
-// canary's policy is removed, its bundle gets Ready and the halted rollout goes on by itself to
-// every member.
-func TestRolloutHaltedGoesOnWhenTheFailureClears(t *testing.T) {
-	g := NewWithT(t)
-	const key, ns, soak = "e2e.rollout/unhalt", "rollout-unhalt", 2 * time.Second
-	members := []string{"ro1", "ro2", "ro3"}
-	fb, _, unrefuse := haltedByTheCanary(t, ns, key, canaryThenRest(soak), haltedByCanary())
-	unrefuse()
-	cleared := time.Now()
-	// The canary's reconciler retries with back-off (3 s, doubling): the wait allows for it.
-	g.Eventually(holding(fb, members...)).WithTimeout(rolloutTimeout).WithPolling(interval).Should(Equal(all(holds(2, "bad"), members...)))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(2, 3))
-	t.Logf("policy removed → Complete: %v", time.Since(cleared).Round(time.Millisecond))
-}
-
-// TestRolloutRollsBackTheCanary (issue 23): with onFailure Rollback, the canary that refuses the
-// new ConfigMap gets the previous revision back (one more write, none to the others); the
-// rollout reads RolledBack with failedRevision, Ready=False RolledBack, Stalled=True, and the
-// failed revision is not placed again; a new template then rolls out.
-func TestRolloutRollsBackTheCanary(t *testing.T) {
-	g := NewWithT(t)
-	const key, ns, soak = "e2e.rollout/rollback", "rollout-rollback", 2 * time.Second
-	members := []string{"ro1", "ro2", "ro3"}
-	rollout := canaryThenRest(soak)
-	rollout.OnFailure = hubv1alpha1.OnFailureRollback
-	fb, changed, _ := haltedByTheCanary(t, ns, key, rollout, And(rolloutPhase(hubv1alpha1.RolloutRolledBack),
-		HaveField("Rollout.FailedRevision", BeEquivalentTo(2)), revisions(1, 2), HaveField("Rollout.Message", ContainSubstring("ro1")),
-		condition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.RolledBackReason),
-		condition(hubv1alpha1.StalledCondition, metav1.ConditionTrue, hubv1alpha1.RolledBackReason),
-		condition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolledBackReason)))
-	g.Expect(kstatusOf(fb)(g)).To(Equal(kstatus.FailedStatus), "a rolled-back rollout reads Failed")
-
-	// The canary's bundle is back at revision 1 and Ready; nobody gets revision 2 again.
-	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(1, "v1"), members...)))
-	g.Eventually(bundleStatus("ro1", placed("ro1", fb)(g))).WithTimeout(timeout).WithPolling(interval).Should(
-		HaveField("Conditions", ContainElement(And(HaveField("Type", configbundlev1alpha1.ReadyCondition), HaveField("Status", metav1.ConditionTrue)))))
-	g.Consistently(func(g Gomega) map[string]placedState {
-		g.Expect(fleetBundleStatus(fb)(g)).To(And(rolloutPhase(hubv1alpha1.RolloutRolledBack), HaveField("Rollout.FailedRevision", BeEquivalentTo(2))))
-		return holding(fb, members...)(g)
-	}).WithTimeout(2*soak+time.Second).WithPolling(interval).Should(Equal(all(holds(1, "v1"), members...)), "the failed revision is not placed again")
-	auditBarrier(g, rolloutMemberNames...)
-	canary := bundleWrites(g, "ro1", fb, changed)
-	g.Expect(canary).To(HaveLen(2), "the canary: updated, rolled back: %v", writeTimes(canary))
-	for _, m := range []string{"ro2", "ro3"} {
-		g.Expect(bundleWrites(g, m, fb, changed)).To(BeEmpty(), "the hub wrote %s's bundle", m)
-	}
-	g.Eventually(fleetBundleEvents(fb, hubv1alpha1.RolledBackEvent)).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(And(
-		HaveField("Type", corev1.EventTypeWarning), HaveField("Note", ContainSubstring("ro1")))))
-
-	// A new template (revision 3) rolls out.
-	g.Expect(updateTemplate(g, fb, "v3")).To(Succeed())
-	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(3, "v3"), members...)))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(3, 3))
-}
-
-// TestRolloutPausedChangesNothing (issue 23): while spec.rollout.paused is true (`hub rollout
-// pause`), a template change reaches no member (Paused, Progressing=False RolloutPaused, no write
-// in any member's audit log); resumed, it rolls out.
-func TestRolloutPausedChangesNothing(t *testing.T) {
-	g := NewWithT(t)
-	const key, ns = "e2e.rollout/paused", "rollout-paused"
-	members := []string{"ro1", "ro2", "ro3"}
-	rolloutFixture(t, ns, key)
-	fb := placedThenStaged(t, ns, key, canaryThenRest(time.Second), members...)
-
-	setPaused(t, fb, true)
-	g.Eventually(func(g Gomega) bool {
-		got := &hubv1alpha1.FleetBundle{}
-		g.Expect(fl.Hub.Get(context.Background(), client.ObjectKeyFromObject(fb), got)).To(Succeed())
-		return got.Spec.Rollout.Paused
-	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	changed := time.Now()
-	g.Expect(updateTemplate(g, fb, "v2")).To(Succeed())
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		rolloutPhase(hubv1alpha1.RolloutPaused), revisions(1, 2),
-		condition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolloutPausedReason)))
-	g.Consistently(holding(fb, members...)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(all(holds(1, "v1"), members...)), "paused: nothing changes")
-	for _, m := range members {
-		g.Expect(bundleWrites(g, m, fb, changed)).To(BeEmpty(), "the hub wrote %s's bundle while paused", m)
-	}
-
-	setPaused(t, fb, false)
-	resumed := time.Now()
-	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(2, "v2"), members...)))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(2, 3))
-	t.Logf("resumed → Complete: %v", time.Since(resumed).Round(time.Millisecond))
-}
-
-// TestRolloutMaxConcurrency (issue 23): a stage of three members with maxConcurrency 1 updates
-// them one at a time, in name order: from the members' audit logs, each next member's bundle is
-// written only after the previous member's reconciler reported its bundle (Ready) — never more
-// than one updated and not Ready at once.
-func TestRolloutMaxConcurrency(t *testing.T) {
-	g := NewWithT(t)
-	const key, ns = "e2e.rollout/concurrency", "rollout-concurrency"
-	members := []string{"ro1", "ro2", "ro3"}
-	rolloutMembers(t, members...)
-	for _, m := range members {
-		ensureNamespace(g, m, ns)
-		selectMember(t, m, key, "yes")
-	}
-	one := stage("all", "", 0)
-	one.MaxConcurrency = ptr.To(intstr.FromInt32(1))
-	fb := placedThenStaged(t, ns, key, &hubv1alpha1.RolloutStrategy{Stages: []hubv1alpha1.RolloutStage{one}}, members...)
-
-	changed := time.Now()
-	g.Expect(updateTemplate(g, fb, "v2")).To(Succeed())
-	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(2, "v2"), members...)))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(2, 3))
-	t.Logf("template change → Complete, one member at a time: %v", time.Since(changed).Round(time.Millisecond))
-	auditBarrier(g, rolloutMemberNames...)
-
-	type update struct {
-		member string
-		at     time.Time
-	}
-	var updates []update
-	for _, m := range members {
-		w := bundleWrites(g, m, fb, changed)
-		g.Expect(w).To(HaveLen(1), "%s's writes: %v", m, writeTimes(w))
-		updates = append(updates, update{m, w[0].At})
-	}
-	slices.SortFunc(updates, func(a, b update) int { return a.at.Compare(b.at) })
-	order := []string{}
-	for _, u := range updates {
-		order = append(order, u.member)
-	}
-	g.Expect(order).To(Equal(members), "members are admitted in name order")
-	for i, u := range updates[:len(updates)-1] {
-		next := updates[i+1]
-		var reported []time.Time
-		for _, w := range statusWrites(g, u.member, fb, u.at) {
-			if w.At.Before(next.at) {
-				reported = append(reported, w.At)
-			}
-		}
-		g.Expect(reported).NotTo(BeEmpty(), "%s updated at %s, before %s's bundle was reported (Ready) after its update at %s",
-			next.member, next.at.Format(time.StampMilli), u.member, u.at.Format(time.StampMilli))
-		t.Logf("%s updated %v after %s, whose bundle was reported %v after its update", next.member,
-			next.at.Sub(u.at).Round(time.Millisecond), u.member, reported[0].Sub(u.at).Round(time.Millisecond))
-	}
-}
-
-// holdGarbage makes, in a member, the ConfigMap ns/name of an earlier ConfigBundle of that name
-// (its controller, with a uid that no longer exists) being deleted, held by a finalizer of the
-// test's: a bundle placed there waits for it to go, not Ready (no Ready condition) and not
-// failed. It returns the function that lets it go (which the test's cleanup calls too).
-func holdGarbage(t *testing.T, member, ns, name string) (release func()) {
-	t.Helper()
-	g, ctx, c := NewWithT(t), context.Background(), fl.Member(member).Client
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{"e2e.configbundle.dev/hold"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: configbundlev1alpha1.GroupVersion.String(), Kind: "ConfigBundle", Name: name,
-			UID: "00000000-0000-0000-0000-000000000000", Controller: ptr.To(true)}}}}
-	g.Expect(c.Create(ctx, cm)).To(Succeed())
-	g.Expect(c.Delete(ctx, cm)).To(Succeed())
-	release = func() {
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-		g.Expect(client.IgnoreNotFound(c.Patch(context.Background(), cm, patch))).To(Succeed())
-	}
-	t.Cleanup(release)
-	return release
-}
-
-// TestRolloutProgressDeadline (issue 23): an updated member whose bundle does not get Ready
-// within progressDeadline fails the rollout: the first revision, placed in the canary whose
-// namespace holds an earlier bundle's ConfigMap being deleted, is not Ready there (and not
-// failed) until the deadline; then the rollout halts (a first revision has nothing to roll back
-// to) with the canary in failedClusters as ProgressDeadlineExceeded, and no other member gets
-// the bundle. Once the garbage goes, the canary is Ready and the rollout goes on by itself.
-func TestRolloutProgressDeadline(t *testing.T) {
-	g := NewWithT(t)
-	const key, ns, deadline = "e2e.rollout/deadline", "rollout-deadline", 3 * time.Second
-	members := []string{"ro1", "ro2", "ro3"}
-	rolloutFixture(t, ns, key)
-	release := holdGarbage(t, "ro1", ns, "web")
-	rollout := canaryThenRest(time.Second)
-	rollout.ProgressDeadline = &metav1.Duration{Duration: deadline}
-	created := time.Now()
-	fb := newRolloutBundle(t, ns, key, "v1", rollout, nil)
-	stopTrace := traceRollout(fb)
-	defer func() {
-		for _, line := range stopTrace() {
-			t.Logf("rollout: %s", line)
-		}
-	}()
-
-	g.Eventually(placed("ro1", fb)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).ShouldNot(BeNil())
-	placedAt := time.Now()
-	t.Logf("created → placed in the canary: %v", placedAt.Sub(created).Round(time.Millisecond))
-	notFailed := func(g Gomega) hubv1alpha1.FleetBundleStatus {
-		s := fleetBundleStatus(fb)(g)
-		g.Expect(s.FailedClusters).NotTo(ContainElement(HaveField("Reason", hubv1alpha1.ProgressDeadlineExceededReason)))
-		return s
-	}
-	g.Consistently(notFailed).WithTimeout(deadline-time.Second).WithPolling(interval).ShouldNot(rolloutPhase(hubv1alpha1.RolloutHalted),
-		"not failed before the deadline")
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(halted(), revisions(0, 1),
-		HaveField("FailedClusters", ConsistOf(failedCluster("ro1", hubv1alpha1.ProgressDeadlineExceededReason)))))
-	haltedAt := time.Now()
-	t.Logf("placed in the canary → Halted (ProgressDeadlineExceeded, deadline %v): %v", deadline, haltedAt.Sub(placedAt).Round(time.Millisecond))
-	g.Expect(haltedAt.Sub(placedAt)).To(BeNumerically(">=", deadline-time.Second), "failed before its deadline")
-	g.Expect(kstatusOf(fb)(g)).To(Equal(kstatus.FailedStatus))
-	g.Consistently(holding(fb, members...)).WithTimeout(2*time.Second).WithPolling(interval).Should(Equal(map[string]placedState{
-		"ro1": {Bundle: "v1", Revision: "1"}, "ro2": {}, "ro3": {}}), "halted: nothing placed beyond the canary")
-	for _, m := range []string{"ro2", "ro3"} {
-		g.Expect(bundleWrites(g, m, fb, created)).To(BeEmpty(), "the hub wrote %s's bundle", m)
-	}
-
-	release()
-	g.Eventually(holding(fb, members...)).WithTimeout(rolloutTimeout).WithPolling(interval).Should(Equal(all(holds(1, "v1"), members...)))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(1, 3))
-}
-
-// TestRolloutHistoryAndUndo (issue 23): with revisionHistoryLimit 2, after five template changes
-// the FleetBundle keeps the revision in use and the two before it as ControllerRevisions; `hub
-// rollout history` lists them, `hub rollout status` exits 0 on Complete, and `hub rollout undo
-// --to-revision` writes a kept revision's template back into the spec, which rolls out.
-func TestRolloutHistoryAndUndo(t *testing.T) {
-	g, ctx := NewWithT(t), context.Background()
-	const key, ns = "e2e.rollout/history", "rollout-history"
-	members := []string{"ro1", "ro2"}
-	rolloutMembers(t, members...)
-	for _, m := range members {
-		ensureNamespace(g, m, ns)
-		selectMember(t, m, key, "yes")
-	}
-	fb := newRolloutBundle(t, ns, key, "v1", &hubv1alpha1.RolloutStrategy{Stages: []hubv1alpha1.RolloutStage{stage("all", "", 0)}}, ptr.To[int32](2))
-	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(1, "v1"), members...)))
-	for i := int64(2); i <= 6; i++ {
-		msg := fmt.Sprintf("v%d", i)
-		g.Expect(updateTemplate(g, fb, msg)).To(Succeed())
-		g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(i, msg), members...)))
-	}
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(6, 2))
-	kept := func(g Gomega) []int64 {
-		revs, err := fleet.Revisions(ctx, fl.Hub, fb)
-		g.Expect(err).NotTo(HaveOccurred())
-		var out []int64
-		for _, r := range revs {
-			g.Expect(r.Name).To(Equal(fmt.Sprintf("web-%d", r.Revision)))
-			out = append(out, r.Revision)
-		}
-		return out
-	}
-	g.Eventually(kept).WithTimeout(timeout).WithPolling(interval).Should(Equal([]int64{4, 5, 6}), "the revision in use and the 2 before it")
-
-	if !haveRolloutCLI(t) {
-		// What undo does: the template of revision 4 back into the spec.
-		revs, err := fleet.Revisions(ctx, fl.Hub, fb)
-		g.Expect(err).NotTo(HaveOccurred())
-		var tmpl hubv1alpha1.ConfigBundleTemplate
-		g.Expect(json.Unmarshal(revs[0].Data.Raw, &tmpl)).To(Succeed())
-		editFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Template = tmpl })
-	} else {
-		code, out := hubRollout(t, "status", ns, "--watch=false")
-		g.Expect(code).To(Equal(0), "hub rollout status of a complete rollout: %s", out)
-		code, out = hubRollout(t, "history", ns)
-		g.Expect(code).To(Equal(0), out)
-		for _, n := range []string{"4", "5", "6"} {
-			g.Expect(out).To(ContainSubstring(n))
-		}
-		code, out = hubRollout(t, "history", ns, "--revision", "5")
-		g.Expect(code).To(Equal(0), out)
-		g.Expect(out).To(ContainSubstring("v5"))
-		code, out = hubRollout(t, "history", ns, "--revision", "3")
-		g.Expect(code).To(Equal(1), "revision 3 is not kept: %s", out)
-		code, out = hubRollout(t, "undo", ns, "--to-revision", "4")
-		g.Expect(code).To(Equal(0), out)
-	}
-	got := &hubv1alpha1.FleetBundle{}
-	g.Expect(fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), got)).To(Succeed())
-	g.Expect(got.Spec.Template.Spec.Message).To(Equal("v4"), "undo wrote revision 4's template into the spec")
-	g.Eventually(func(g Gomega) []string {
-		var out []string
-		for _, s := range holding(fb, members...)(g) {
-			out = append(out, s.ConfigMap)
-		}
-		return out
-	}).WithTimeout(timeout).WithPolling(interval).Should(Equal([]string{"v4", "v4"}))
-	s := fleetBundleStatus(fb)(g)
-	t.Logf("after undo to revision 4: currentRevision %d, updateRevision %d", s.CurrentRevision, s.UpdateRevision)
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(rolloutPhase(hubv1alpha1.RolloutComplete),
-		condition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason)))
-	g.Eventually(kept).WithTimeout(timeout).WithPolling(interval).Should(HaveLen(3), "still within the limit")
-	if haveRolloutCLI(t) {
-		code, out := hubRollout(t, "status", ns, "--watch=false")
-		g.Expect(code).To(Equal(0), out)
 	}
 }
 

@@ -30,7 +30,7 @@ const (
 var hubArgs = []string{"--probe-interval=" + probeInterval.String(), "--heartbeat-interval=" + heartbeatInterval.String()}
 
 // fl is the fleet: a hub and five members. m1 to m3 are registered with the registration
-// command; m4 serves no ConfigBundle CRD and gets a credential that may not install it;
+// command; m4 is never registered: a cluster without the hub's CRDs;
 // quietMember (and the hub) log every write they serve, for TestSteadyStateIsSilent. The hub
 // process is fleet.HubName.
 var fl *fleet.Fleet

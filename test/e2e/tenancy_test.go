@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,64 @@ import (
 	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/pkg/hubmanager"
 )
+
+// newClusterSet creates the ClusterSet name selecting the members labelled key=yes, and deletes
+// it when the test ends.
+func newClusterSet(t *testing.T, name, key string) {
+	t.Helper()
+	g, ctx := NewWithT(t), context.Background()
+	cs := fleet.NewClusterSet(name, map[string]string{key: "yes"})
+	g.Expect(fl.Hub.Create(ctx, cs)).To(Succeed())
+	t.Cleanup(func() { g.Expect(client.IgnoreNotFound(fl.Hub.Delete(ctx, cs))).To(Succeed()) })
+}
+
+// bind binds the ClusterSet set into the hub namespace ns as the fleet's administrator, and
+// removes the binding when the test ends.
+func bind(t *testing.T, ns, set string) {
+	t.Helper()
+	g, ctx := NewWithT(t), context.Background()
+	g.Expect(fl.Bind(ctx, nil, ns, set)).To(Succeed())
+	t.Cleanup(func() { unbind(g, ns, set) })
+}
+
+// unbind deletes the binding of set into ns.
+func unbind(g Gomega, ns, set string) {
+	g.Expect(client.IgnoreNotFound(fl.Hub.Delete(context.Background(), fleet.NewClusterSetBinding(ns, set)))).To(Succeed())
+}
+
+// newUnboundFleetBundle creates, with c (the fleet's administrator if nil), FleetBundle ns/name
+// selecting every member it may ({}), in a hub namespace it binds no set into, and deletes it
+// (waiting until it is gone) and its ConfigMaps in members when the test ends.
+func newUnboundFleetBundle(t *testing.T, c client.Client, ns, name, message string, members ...string) *hubv1alpha1.FleetBundle {
+	t.Helper()
+	g, ctx := NewWithT(t), context.Background()
+	g.Expect(fleet.EnsureNamespace(ctx, fl.Hub, ns)).To(Succeed())
+	if c == nil {
+		c = fl.Hub
+	}
+	fb := fleet.NewFleetBundle(ns, name, nil, configbundlev1alpha1.ConfigBundleSpec{Message: message})
+	g.Eventually(func() error { return c.Create(ctx, fb) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	t.Cleanup(func() {
+		deleteFleetBundle(g, fb)
+		for _, m := range members { // the members run no garbage collector
+			_ = fl.Member(m).Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		}
+	})
+	return fb
+}
+
+// placedIn returns a function listing the members (of those named) that hold a bundle of fb.
+func placedIn(fb *hubv1alpha1.FleetBundle, members ...string) func(Gomega) []string {
+	return func(g Gomega) []string {
+		out := []string{}
+		for _, m := range members {
+			if placed(m, fb)(g) != nil {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+}
 
 // installTenancyRoles creates on the hub the ClusterRoles of config/rbac/hub/tenancy_roles.yaml
 // (configbundle-hub-fleetbundle-editor and configbundle-hub-clusterset-admin), as
