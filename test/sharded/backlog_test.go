@@ -17,7 +17,7 @@ const (
 	backlogCreators  = 16
 	backlogNS        = "backlog"
 	backlogWindow    = 25 * time.Second
-	healBound        = 2 * time.Second // the issue's
+	healBound        = 2 * time.Second // the bound the contract sets
 	tamperPeriod     = time.Second
 	backlogCleanup   = 3 * time.Minute
 	minHealsMeasured = int(backlogWindow/tamperPeriod) / 2
