@@ -72,7 +72,7 @@ func TestFaultCRDDeletedIsReinstalled(t *testing.T) {
 	g.Expect(f.history.readiesOf("crd-back")).To(HaveLen(readies+1), "its bundles are resynced")
 }
 
-// TestFaultCRDSchemaStrippedIsRestored (issue 22): a member's ConfigBundle CRD whose schema was
+// TestFaultCRDSchemaStrippedIsRestored: a member's ConfigBundle CRD whose schema was
 // stripped is applied again at once, with a CRDRestored Event on its MemberCluster, in one write;
 // the member stays Ready, and a message over the limit is refused again.
 func TestFaultCRDSchemaStrippedIsRestored(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	fixture "configbundle.dev/hub/internal/testing/fleet"
 )
 
-// The backlog phase (issue 22): a quiet member's heals while another member receives
+// The backlog phase: a quiet member's heals while another member receives
 // BacklogBundles bundles at once, against the same member's heals without the backlog.
 const (
 	// goalBacklogP99 is the goal: the quiet member's p99 during the backlog at most twice its

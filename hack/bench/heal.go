@@ -18,7 +18,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-// Goals of the heal latency, as ratios to the floor (issue 11): the medians over the rounds,
+// Goals of the heal latency, as ratios to the floor: the medians over the rounds,
 // and the worst single round.
 const (
 	goalMedianP50, goalMedianP99 = 1.5, 3.0

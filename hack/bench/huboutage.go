@@ -11,7 +11,7 @@ import (
 )
 
 // hubOutage is how long the hub cluster's API server is paused (SIGSTOP) in the hub-outage phase
-// (issue 22: enforcement that survives the hub cluster).
+// (enforcement must survive the hub cluster).
 const hubOutage = 30 * time.Second
 
 // hubOutageResults are the figures of the hub-outage phase.

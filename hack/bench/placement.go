@@ -21,7 +21,7 @@ import (
 	fixture "configbundle.dev/hub/internal/testing/fleet"
 )
 
-// The placement phase (issue 12): a FleetBundle placed in every member, its template changed
+// The placement phase: a FleetBundle placed in every member, its template changed
 // cfg.Placements times, each change timed until the updated ConfigMap is seen in every member;
 // alternately, the floor makes the same change to a ConfigBundle it writes to every member itself.
 const (

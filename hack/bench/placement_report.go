@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Goals of the placement latency (issue 12): the p99 within goalPlacementRatio of the floor's,
+// Goals of the placement latency: the p99 within goalPlacementRatio of the floor's,
 // and under goalPlacementP99.
 const (
 	goalPlacementRatio = 2.0

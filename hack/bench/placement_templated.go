@@ -14,7 +14,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-// The templated variant of the placement latency phase (issue 24): beside the FleetBundle whose
+// The templated variant of the placement latency phase: beside the FleetBundle whose
 // template is used as written, a templated one (GoTemplate: its message, 3 data values and 2
 // labels rendered per member, one override for half of the members) has its template's message
 // changed as many times, alternating with the untemplated one's changes and the floor's, so that

@@ -28,7 +28,7 @@ import (
 	fixture "configbundle.dev/hub/internal/testing/fleet"
 )
 
-// The rollout phase (issue 23): a FleetBundle with a staged rollout over every member, three
+// The rollout phase: a FleetBundle with a staged rollout over every member, three
 // stages (a canary of one member, ring1 of up to five, rest), each soaking cfg.RolloutSoak. It
 // times clean rollouts against the sum of their soak times, the hub's reaction to the canary's
 // failure (Halt, then Rollback), and counts the hub's writes of the placed bundle per member and

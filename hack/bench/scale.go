@@ -10,11 +10,11 @@ import (
 	"time"
 )
 
-// The scale curve (issue 13): for each member count of cfg.Scale.Points, a share of them
+// The scale curve: for each member count of cfg.Scale.Points, a share of them
 // black-holed, and for each replica count, a fresh hub (or fresh sharded replicas) joins every
 // member, then the benchmark measures its memory and goroutines per healthy member, the joins,
 // the writes and CPU of a steady-state window, and heal latency against the floor; sharded, the
-// takeover after a replica's kill -9 (scale_takeover.go, issue 27). The members are slim
+// takeover after a replica's kill -9 (scale_takeover.go). The members are slim
 // control planes on one shared etcd (controlplane.Shared), started once and kept from one point
 // to the next; black holes are TCP listeners that accept connections and never answer.
 

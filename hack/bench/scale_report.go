@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Goals of the scale curve (issue 13), checked at its largest point.
+// Goals of the scale curve, checked at its largest point.
 const (
 	// goalScaleP99 bounds the hub's heal p99 as a ratio to the floor's.
 	goalScaleP99 = 3.0

@@ -17,7 +17,7 @@ import (
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
-// Takeover after kill -9 (issue 27): at a sharded point, after the heal rounds, the replica
+// Takeover after kill -9: at a sharded point, after the heal rounds, the replica
 // that holds the first heal member's Lease is killed with SIGKILL and one of that member's
 // ConfigMaps tampered with at once. The survivors must heal it, and hold every member Lease the
 // dead replica held, within one lease duration and one probe interval of the kill.
@@ -171,7 +171,7 @@ func (s *scaleFleet) awaitLeases(ctx context.Context, members []string, deadline
 	return taken, nil
 }
 
-// takeoverBound is the takeover goal of issue 27: the sharded replicas' lease duration plus
+// takeoverBound is the takeover goal: the sharded replicas' lease duration plus
 // one probe interval, as their flags set them (BENCH_HUB_ARGS included), else the hub's
 // defaults.
 func (s *scaleFleet) takeoverBound() time.Duration {

@@ -28,7 +28,7 @@ import (
 	"configbundle.dev/hub/internal/testing/fleet"
 )
 
-// The staged rollout steps (issue 23): a FleetBundle over every member, rolled out canary first;
+// The staged rollout steps: a FleetBundle over every member, rolled out canary first;
 // a good change soaks in the canary before the rest get it; a bad one is refused by the canary's
 // own admission control, and the rollout halts with the rest of the fleet on the old value; a
 // fixed template then rolls out.

@@ -18,7 +18,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
-// The templates step (issue 24): one FleetBundle over every member, rendered per member from its
+// The templates step: one FleetBundle over every member, rendered per member from its
 // MemberCluster's name and labels, with an override for the dev member; a label change re-renders
 // that member alone; a member whose labels cannot render it is reported RenderFailed and keeps
 // what it holds, while the others proceed.

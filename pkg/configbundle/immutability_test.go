@@ -53,7 +53,7 @@ func TestAdmission(t *testing.T) {
 		{name: "largest message that fits in etcd once escaped", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", maxEscaped)}},
 		{name: "one byte too many", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("a", max+1)}, wantErr: "spec.message"},
 		{name: "too many bytes in fewer characters", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("é", max/2+1)}, wantErr: "must fit in a ConfigMap"},
-		// Issue 10, item 9: 1.6 MB once escaped, which etcd would refuse with "etcdserver:
+		// 1.6 MB once escaped, which etcd would refuse with "etcdserver:
 		// request is too large", an error that names nothing.
 		{name: "270000 characters of < do not fit in etcd", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", 270000)}, wantErr: tooLargeToStore},
 		{name: "one character of < too many", spec: configbundlev1alpha1.ConfigBundleSpec{Message: strings.Repeat("<", maxEscaped+1)}, wantErr: tooLargeToStore},

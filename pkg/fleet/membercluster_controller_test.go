@@ -108,7 +108,7 @@ func TestForbiddenMemberIsStillCounted(t *testing.T) {
 		HaveField("FailedBundles", ConsistOf(And(HaveField("Name", "refused"), HaveField("Reason", hubv1alpha1.ForbiddenReason))))))
 }
 
-// TestCRDMissingMemberIsStillCounted (issue 22): a member whose CRD was deleted is Ready=False
+// TestCRDMissingMemberIsStillCounted: a member whose CRD was deleted is Ready=False
 // CRDMissing, and its counts follow its cache, which loses the bundles the deletion deletes:
 // they drop at once, not when the member is Ready again.
 func TestCRDMissingMemberIsStillCounted(t *testing.T) {

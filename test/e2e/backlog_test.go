@@ -22,7 +22,7 @@ const (
 	// backlogWindow is how long the heals are measured from the start of the backlog, and
 	// from a restarted hub's start; the backlog lasts longer on this machine.
 	backlogWindow = 25 * time.Second
-	// healBound is the issue's: every heal in the quiet member within 2 s.
+	// healBound is the contract's: every heal in the quiet member within 2 s.
 	healBound = 2 * time.Second
 	// tamperPeriod is how often the quiet member's ConfigMaps are tampered with, one at a time.
 	tamperPeriod = time.Second

@@ -31,7 +31,7 @@ const (
 	keptBundles = 20
 )
 
-// TestFaultMemberCRDIsKept (issue 22): the member's ConfigBundle CRD is the hub's to keep. Its
+// TestFaultMemberCRDIsKept: the member's ConfigBundle CRD is the hub's to keep. Its
 // schema stripped, the hub applies its own again at once (a CRDRestored Event on the
 // MemberCluster) and a message over the limit is refused again; the CRD deleted, which deletes
 // every bundle, the member is Ready=False CRDMissing with Warning Events (CRDDeleted, and the

@@ -31,7 +31,7 @@ func statusIs(t *testing.T, args ...string) func() string {
 	}
 }
 
-// TestGateFailsOnFailingFleetBundles (issue 21, item 2): a FleetBundle that cannot be placed, at
+// TestGateFailsOnFailingFleetBundles: a FleetBundle that cannot be placed, at
 // ClustersFailed because a member holds a ConfigBundle of its name (Conflict) or lacks its
 // namespace (NamespaceMissing), makes the Fleet FleetBundlesFailed naming it and `hub status`
 // fail listing it; `hub status --fleet-bundle` gates on the chosen ones alone. Once the
@@ -99,7 +99,7 @@ func TestGateFailsOnFailingFleetBundles(t *testing.T) {
 	g.Expect(statusIs(t, "--fleet-bundle", "gate/conflict", "--fleet-bundle", "gate-missing/web")()).To(HavePrefix("0 "))
 }
 
-// TestHubRefusesAClusterWithoutItsCRDs (issue 21, item 7): `hub status` and the hub itself,
+// TestHubRefusesAClusterWithoutItsCRDs: `hub status` and the hub itself,
 // pointed at a cluster that is not the hub (m4, without the hub's CRDs), say so and what to do,
 // at once, without a stack trace or the API's "no matches for kind".
 func TestHubRefusesAClusterWithoutItsCRDs(t *testing.T) {

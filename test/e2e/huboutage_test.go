@@ -26,7 +26,7 @@ import (
 	"configbundle.dev/hub/pkg/sharding/election"
 )
 
-// The bounds of the tests of an outage of the hub cluster (issue 22: enforcement that survives
+// The bounds of the tests of an outage of the hub cluster (enforcement must survive
 // the hub cluster).
 const (
 	// hubPause is how long the hub's API server is paused (SIGSTOP) under one replica, and
@@ -35,7 +35,7 @@ const (
 	shardedPause = 25 * time.Second
 	// healWithinOutage bounds a heal while the hub cluster is down or cut off: "within seconds".
 	healWithinOutage = 3 * time.Second
-	// catchUpBound is what the issue allows, after the hub answers again, until every member is
+	// catchUpBound is what the contract allows, after the hub answers again, until every member is
 	// healed and reported again.
 	catchUpBound = 30 * time.Second
 	// haLease is the --lease-duration of the replicas of these tests, and shortCut a cut of the

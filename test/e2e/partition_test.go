@@ -39,7 +39,7 @@ const (
 )
 
 // TestFaultNetworkPartition: the hub's connections to a member whose API server keeps running
-// are black-holed, as a dropped network does (issue 10, fault matrix). The member is Unreachable
+// are black-holed, as a dropped network does (the fault matrix). The member is Unreachable
 // within the probes' bound and the Fleet says so; drift made meanwhile, straight through the
 // member's API server (only the hub's path is cut), is healed once the path is back, and
 // nothing is lost or counted twice. The partition ends either with its connections reset, or

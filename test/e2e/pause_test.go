@@ -83,7 +83,7 @@ func pausedColumn(g Gomega, name string) any {
 	return nil
 }
 
-// TestPausedMemberIsFrozenAtWhatItHolds (issue 25): `hub pause ro2` sets spec.paused (PAUSED
+// TestPausedMemberIsFrozenAtWhatItHolds: `hub pause ro2` sets spec.paused (PAUSED
 // column), the Paused condition (True, Paused) and a Paused Event, leaves Ready alone, and the
 // Fleet counts it. While it is paused a template change and a new FleetBundle reach ro1 and not
 // ro2 (its audit log holds no write of the hub to their bundles), the FleetBundles count it

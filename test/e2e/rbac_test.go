@@ -16,7 +16,7 @@ import (
 	"configbundle.dev/hub/pkg/registration"
 )
 
-// TestFaultRBACLossIsForbidden: issue 21's reproduction. The ClusterRoleBinding that grants the
+// TestFaultRBACLossIsForbidden: a reproduction of a defect once shipped. The ClusterRoleBinding that grants the
 // hub its rights in a member is deleted (kubectl delete clusterrolebinding
 // configbundle-hub-member-<member>) and a managed ConfigMap tampered with: within about one probe
 // the MemberCluster is Ready=False Forbidden, naming the verbs and resources refused, the Fleet is

@@ -28,7 +28,7 @@ import (
 	"configbundle.dev/hub/internal/testing/fleet"
 )
 
-// The rollout tests (issue 23) run on members of their own, ro1 to ro5: regular control planes
+// The rollout tests run on members of their own, ro1 to ro5: regular control planes
 // whose API servers log every write, so
 // that a test counts, in each member, the hub's writes of the placed bundle and when they
 // landed. The first rollout test that runs starts them; each test joins the ones it uses and
@@ -299,7 +299,7 @@ var (
 	rolloutCLIHave bool
 )
 
-// haveRolloutCLI reports whether the hub binary has the rollout command (issue 23's CLI, built
+// haveRolloutCLI reports whether the hub binary has the rollout command (the rollout CLI, built
 // apart from the controller); without it the tests edit the spec as the command would, and say
 // so.
 func haveRolloutCLI(t *testing.T) bool {
@@ -348,7 +348,7 @@ func (w *rolloutWatch) wait(t *testing.T, timeout time.Duration) int {
 	return w.code
 }
 
-// TestRolloutCanaryThenRest (issue 23): a template change reaches the canary first; the rest keep
+// TestRolloutCanaryThenRest: a template change reaches the canary first; the rest keep
 // the old message while the canary soaks, then get the new one; the rollout reads Complete
 // (Progressing=False RolloutComplete, Ready=True, kstatus Current) with both revisions kept as
 // ControllerRevisions, and each member got exactly one write.
@@ -434,7 +434,7 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 	}
 }
 
-// TestRolloutMidRolloutMembersAndHubRestart (issue 23): members selected while the canary soaks
+// TestRolloutMidRolloutMembersAndHubRestart: members selected while the canary soaks
 // get the revision of their stage (the canary's stage: the new one; the rest's, not reached: the
 // current one); a hub restarted during the soak resumes the rollout where it stood: the soak is
 // not started again, and no member is written more than once per revision it gets.

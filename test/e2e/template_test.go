@@ -17,7 +17,7 @@ import (
 	"configbundle.dev/hub/internal/testing/fleet"
 )
 
-// The template tests (issue 24) run on members of their own, tm1 and tm2: regular control planes
+// The template tests run on members of their own, tm1 and tm2: regular control planes
 // whose API servers log every write, so that a test proves from a member's audit log that the
 // hub wrote its placed bundle once, or not at all. The first template test that runs starts
 // them; each test joins them and makes them leave when it ends, so that the rest of the suite
@@ -27,9 +27,9 @@ var templateMemberNames = []string{"tm1", "tm2"}
 const (
 	// regionLabel is the MemberCluster label the templates read.
 	regionLabel = "region"
-	// regionMessage is the issue's templated message.
+	// regionMessage is the contract's templated message.
 	regionMessage = "endpoint=https://api.{{ .Cluster.Labels.region }}.example.com cluster={{ .Cluster.Name }}"
-	// regionLabelValue is the issue's templated label value.
+	// regionLabelValue is the contract's templated label value.
 	regionLabelValue = "{{ .Cluster.Labels.region }}"
 )
 
@@ -64,7 +64,7 @@ func templateFixture(t *testing.T, ns, key string, labels map[string]map[string]
 }
 
 // newTemplatedBundle creates FleetBundle ns/name selecting members by key=yes, with templateEngine
-// GoTemplate, the issue's message (regionMessage) and label region (regionLabelValue), then edit
+// GoTemplate, the contract's message (regionMessage) and label region (regionLabelValue), then edit
 // (nil: none) applied to its spec; it deletes it (waiting until it is gone) when the test ends.
 func newTemplatedBundle(t *testing.T, ns, name, key string, edit func(*hubv1alpha1.FleetBundleSpec)) *hubv1alpha1.FleetBundle {
 	t.Helper()
@@ -139,7 +139,7 @@ func readyInBoth() OmegaMatcher {
 		HaveField("Clusters.Selected", n), HaveField("Clusters.Ready", n))
 }
 
-// TestTemplatePerMemberValuesAndRelabel (issue 24): with templateEngine GoTemplate, two members
+// TestTemplatePerMemberValuesAndRelabel: with templateEngine GoTemplate, two members
 // with region labels each get their own message and label (rendered from .Cluster.Labels.region
 // and .Cluster.Name). Relabelling one MemberCluster re-renders it alone: exactly one write of its
 // placed bundle, none to the other member (both from the audit logs); the re-render is no heal
@@ -194,7 +194,7 @@ func hubMemory(g Gomega) (heapInuse, resident float64) {
 	return fleet.Sample(m, "go_memstats_heap_inuse_bytes"), fleet.Sample(m, "process_resident_memory_bytes")
 }
 
-// TestTemplateRenderBombIsBoundedAndIsolated (issue 24): two FleetBundles pad with printf, 500
+// TestTemplateRenderBombIsBoundedAndIsolated: two FleetBundles pad with printf, 500
 // times a million bytes each (500 MB if rendered): "bomb" prints them ({{printf "%01000000d" 1}}:
 // the output bound of the message refuses it) and "budget" only measures them ({{len (printf
 // "%01000000d" 1)}}: a short output, which the render budget refuses before allocating). Each is

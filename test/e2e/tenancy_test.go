@@ -124,7 +124,7 @@ func impersonate(g Gomega, user string) client.Client {
 	return c
 }
 
-// TestTenancyEditorPlacesOnlyIntoItsSets (issue 25): a user with configbundle-hub-fleetbundle-editor
+// TestTenancyEditorPlacesOnlyIntoItsSets: a user with configbundle-hub-fleetbundle-editor
 // in namespace N (impersonated, as `kubectl --as`) may not bind a set it was not let bind (the
 // ValidatingAdmissionPolicy refuses it, naming clustersets/bind), relabel a MemberCluster, or
 // create FleetBundles or bindings in another namespace; its FleetBundle selecting every member

@@ -264,7 +264,7 @@ func TestHelmMatchesKustomize(t *testing.T) {
 	t.Run("default values: config/default", func(t *testing.T) {
 		chart := helmTemplate(t, namespace)
 		kustomize := without(render(t, "default"), "Namespace")
-		// The equivalence the issue asks for, named: the Deployment and every RBAC object.
+		// The objects that must be equivalent, named: the Deployment and every RBAC object.
 		g := NewWithT(t)
 		for _, k := range []string{"Deployment", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"} {
 			g.Expect(slices.ContainsFunc(kustomize, func(u *unstructured.Unstructured) bool { return u.GetKind() == k })).To(BeTrue(), k)

@@ -32,7 +32,7 @@ import (
 const (
 	leaseDuration = 6 * time.Second
 	probeInterval = 3 * time.Second
-	// takeoverBound is what the issue allows between a replica's death and a drift in one of
+	// takeoverBound is what the contract allows between a replica's death and a drift in one of
 	// its members healed: one lease duration and one probe interval.
 	takeoverBound = leaseDuration + probeInterval
 
