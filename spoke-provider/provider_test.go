@@ -153,7 +153,14 @@ func TestSupersededWhileConnecting(t *testing.T) {
 		"the member joins well before the hanging attempt times out")
 	t.Logf("joined %v after the new kubeconfig", time.Since(updated))
 	cl, _ := f.get("superseded")()
-	joined := len(f.history.changesOf("superseded"))
+	// OnChange reports the join a moment after the state says it: count the changes from there.
+	var joined int
+	g.Eventually(func(g Gomega) {
+		changes := f.history.changesOf("superseded")
+		g.Expect(changes).NotTo(BeEmpty())
+		g.Expect(changes[len(changes)-1].State.Ready).To(BeTrue())
+		joined = len(changes)
+	}).WithTimeout(quietPeriod).WithPolling(interval).Should(Succeed())
 
 	// The hanging attempt fails once ConnectTimeout has passed; nothing changes.
 	g.Consistently(func(g Gomega) {
