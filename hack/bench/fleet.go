@@ -42,7 +42,7 @@ type fleet struct {
 // BENCH_DEBUG the directory of the hub's logs is kept.
 func fleetOptions(cfg benchConfig) fixture.Options {
 	return fixture.Options{
-		Hub:          controlplane.Options{StartTimeout: 5 * time.Minute, AuditWrites: true, Output: cpOutput},
+		Hub:          controlplane.Options{StartTimeout: 5 * time.Minute, AuditWrites: true, Fsync: true, Output: cpOutput},
 		HubBinary:    cfg.HubBinary,
 		HubArgs:      append([]string{"--zap-time-encoding=rfc3339nano"}, strings.Fields(os.Getenv("BENCH_HUB_ARGS"))...),
 		ClientConfig: benchClientConfig,

@@ -220,7 +220,7 @@ func startFleet(ctx context.Context, cfg benchConfig) (*fleet, error) {
 		names = append(names, fmt.Sprintf("m%02d", i))
 	}
 	opts := fleetOptions(cfg)
-	opts.Members = controlplane.Named(controlplane.Options{CRDs: crds, StartTimeout: 5 * time.Minute, AuditWrites: true, Output: cpOutput}, names...)
+	opts.Members = controlplane.Named(controlplane.Options{CRDs: crds, StartTimeout: 5 * time.Minute, AuditWrites: true, Fsync: true, Output: cpOutput}, names...)
 	f, err := fixture.Start(ctx, opts)
 	if err != nil {
 		return nil, err
