@@ -467,9 +467,11 @@ func TestFaultFightingWriter(t *testing.T) {
 	g.Expect(b.Status.Heals).To(BeNumerically(">", configbundle.FightHeals))
 	g.Expect(b.Status.Heals).To(BeNumerically("<=", tampers), "at most one heal per change")
 	g.Expect(healsMetric(t, memberA)-metricBefore).To(BeEquivalentTo(b.Status.Heals), "configbundle_heals_total")
-	writes := statusWrites(t, b, fightStart)
-	t.Logf("%d status writes for %d heals in %v", writes, b.Status.Heals, fightDuration)
-	g.Expect(writes).To(BeNumerically("<=", int(fightDuration/time.Second)+2), "one status write per second of fight, at most")
+	// The writes are counted from the fight's start until now: the fight, and the heals that its
+	// last changes still cost (longer on a loaded machine).
+	writes, elapsed := statusWrites(t, b, fightStart), time.Since(fightStart)
+	t.Logf("%d status writes for %d heals in %v", writes, b.Status.Heals, elapsed.Round(time.Millisecond))
+	g.Expect(writes).To(BeNumerically("<=", int(elapsed/time.Second)+2), "one status write per second, at most")
 
 	g.Eventually(func(g Gomega) {
 		healed, err := eventsAbout(ctx, c, b, configbundlev1alpha1.DriftHealedEvent)
