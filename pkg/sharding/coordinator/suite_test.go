@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -43,38 +42,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-// run starts the API server of the Leases, runs the tests and stops it. (internal/testing/suite
-// would import this package through the spoke provider.)
-func run(m *testing.M) int {
-	if err := controlplane.CheckAssets(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{StartTimeout: startTimeout}, "hub")...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		return 1
-	}
-	defer func() {
-		if err := controlplane.StopAll(cps); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	os.Exit(controlplane.RunOne(m, controlplane.Options{StartTimeout: startTimeout}, func(cp *controlplane.ControlPlane) error {
+		hub = cp
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
 		}
-	}()
-	hub = cps[0]
-	if kube, err = client.New(hub.Config, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+		var err error
+		kube, err = client.New(cp.Config, client.Options{Scheme: scheme})
+		return err
+	}))
 }
 
 // newNamespace creates a namespace named for the test and returns its name.

@@ -1,8 +1,6 @@
 package peers
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -32,36 +30,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-// run starts the API server of the Leases, runs the tests and stops it.
-func run(m *testing.M) int {
-	if err := controlplane.CheckAssets(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	cps, err := controlplane.Start(ctx, controlplane.Named(controlplane.Options{StartTimeout: startTimeout}, "hub")...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		return 1
-	}
-	defer func() {
-		if err := controlplane.StopAll(cps); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	os.Exit(controlplane.RunOne(m, controlplane.Options{StartTimeout: startTimeout}, func(cp *controlplane.ControlPlane) error {
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
 		}
-	}()
-	if kube, err = client.New(cps[0].Config, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+		var err error
+		kube, err = client.New(cp.Config, client.Options{Scheme: scheme})
+		return err
+	}))
 }
 
 // newNamespace creates a namespace named for the test and returns its name.
