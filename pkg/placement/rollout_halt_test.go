@@ -67,7 +67,7 @@ func stagedAtV1(t *testing.T, ns, key string, rollout *hubv1alpha1.RolloutStrate
 	fb := newFleetBundle(t, ns, selecting(key), "v1")
 	g.Eventually(holding(fb, rolloutMembers...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(allHold(held(1, "v1"), rolloutMembers...)))
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Rollout = rollout })
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(rolloutComplete(1, int32(len(rolloutMembers))))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(1, int32(len(rolloutMembers))))
 	return fb
 }
 
@@ -133,47 +133,12 @@ func holding(fb *hubv1alpha1.FleetBundle, members ...string) func(Gomega) map[st
 	}
 }
 
-// rolloutCondition matches a FleetBundle status whose condition typ has status and reason.
-func rolloutCondition(typ string, status metav1.ConditionStatus, reason string) OmegaMatcher {
-	return WithTransform(func(s hubv1alpha1.FleetBundleStatus) string {
-		c := meta.FindStatusCondition(s.Conditions, typ)
-		if c == nil {
-			return "no " + typ
-		}
-		return fmt.Sprintf("%s=%s/%s", typ, c.Status, c.Reason)
-	}, Equal(fmt.Sprintf("%s=%s/%s", typ, status, reason)))
-}
-
-// rolloutPhase matches a FleetBundle status whose status.rollout.phase is phase.
-func rolloutPhase(phase hubv1alpha1.RolloutPhase) OmegaMatcher {
-	return WithTransform(func(s hubv1alpha1.FleetBundleStatus) hubv1alpha1.RolloutPhase {
-		if s.Rollout == nil {
-			return "<no status.rollout>"
-		}
-		return s.Rollout.Phase
-	}, Equal(phase))
-}
-
-// rolloutRevisions matches a FleetBundle status with currentRevision and updateRevision.
-func rolloutRevisions(current, update int64) OmegaMatcher {
-	return And(HaveField("CurrentRevision", current), HaveField("UpdateRevision", update))
-}
-
-// rolloutComplete matches the status of a rollout of revision complete in each of n members.
-func rolloutComplete(revision int64, n int32) OmegaMatcher {
-	return And(rolloutPhase(hubv1alpha1.RolloutComplete), rolloutRevisions(revision, revision),
-		rolloutCondition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolloutCompleteReason),
-		rolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason),
-		rolloutCondition(hubv1alpha1.StalledCondition, metav1.ConditionFalse, hubv1alpha1.NotStalledReason),
-		HaveField("Clusters.Updated", n), HaveField("Clusters.Ready", n), HaveField("FailedClusters", BeEmpty()))
-}
-
 // rolloutHalted matches the status of a rollout halted by failures.
 func rolloutHalted() OmegaMatcher {
-	return And(rolloutPhase(hubv1alpha1.RolloutHalted),
-		rolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.RolloutHaltedReason),
-		rolloutCondition(hubv1alpha1.StalledCondition, metav1.ConditionTrue, hubv1alpha1.RolloutHaltedReason),
-		rolloutCondition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolloutHaltedReason))
+	return And(fleet.RolloutPhase(hubv1alpha1.RolloutHalted),
+		fleet.RolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.RolloutHaltedReason),
+		fleet.RolloutCondition(hubv1alpha1.StalledCondition, metav1.ConditionTrue, hubv1alpha1.RolloutHaltedReason),
+		fleet.RolloutCondition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolloutHaltedReason))
 }
 
 // haltedByTheCanary matches the status of a rollout halted by the failure of member-a alone,
@@ -218,7 +183,7 @@ func TestRolloutHaltsWhenTheCanaryRefuses(t *testing.T) {
 	fb := stagedAtV1(t, ns, key, canaryThenRest(ring))
 	refusedByTheCanary(t, fb, haltedByTheCanary())
 	g.Expect(kstatusOf(fb)(g)).To(Equal(kstatus.FailedStatus), "a halted rollout reads Failed")
-	g.Expect(status(fb)(g)).To(And(rolloutRevisions(1, 2), HaveField("Clusters.Updated", BeEquivalentTo(1))))
+	g.Expect(status(fb)(g)).To(And(fleet.RolloutRevisions(1, 2), HaveField("Clusters.Updated", BeEquivalentTo(1))))
 
 	// The canary holds revision 2 (its bundle) and still publishes v1 (its ConfigMap, which the
 	// policy keeps); the others keep revision 1, for longer than the soak.
@@ -238,7 +203,7 @@ func TestRolloutHaltsWhenTheCanaryRefuses(t *testing.T) {
 	g.Eventually(holding(fb, memberA)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(Equal(allHold(held(3, "v3"), memberA)))
 	g.Expect(holding(fb, memberB, memberC)(g)).To(Equal(allHold(held(1, "v1"), memberB, memberC)), "the rest wait for the canary's soak")
 	g.Eventually(holding(fb, rolloutMembers...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(allHold(held(3, "v3"), rolloutMembers...)))
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(rolloutComplete(3, 3))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(3, 3))
 	g.Eventually(kstatusOf(fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal(kstatus.CurrentStatus))
 }
 
@@ -253,7 +218,7 @@ func TestRolloutHaltedGoesOnWhenTheFailureClears(t *testing.T) {
 	unrefuse := refusedByTheCanary(t, fb, haltedByTheCanary())
 	unrefuse()
 	g.Eventually(holding(fb, rolloutMembers...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(allHold(held(2, "bad"), rolloutMembers...)))
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(rolloutComplete(2, 3))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(2, 3))
 }
 
 // TestRolloutRollsBackTheCanary: with onFailure Rollback, the canary that refuses the new
@@ -266,12 +231,12 @@ func TestRolloutRollsBackTheCanary(t *testing.T) {
 	const key = "test.rollout/rollback"
 	ns, ring := rolloutFixture(t, key)
 	fb := stagedAtV1(t, ns, key, canaryThenRest(ring, func(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }))
-	rolledBack := And(rolloutPhase(hubv1alpha1.RolloutRolledBack),
+	rolledBack := And(fleet.RolloutPhase(hubv1alpha1.RolloutRolledBack),
 		HaveField("Rollout.FailedRevision", BeEquivalentTo(2)), HaveField("Rollout.Message", ContainSubstring(memberA)),
-		rolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.RolledBackReason),
-		rolloutCondition(hubv1alpha1.StalledCondition, metav1.ConditionTrue, hubv1alpha1.RolledBackReason),
-		rolloutCondition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolledBackReason))
-	refusedByTheCanary(t, fb, And(rolledBack, rolloutRevisions(1, 2)))
+		fleet.RolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.RolledBackReason),
+		fleet.RolloutCondition(hubv1alpha1.StalledCondition, metav1.ConditionTrue, hubv1alpha1.RolledBackReason),
+		fleet.RolloutCondition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolledBackReason))
+	refusedByTheCanary(t, fb, And(rolledBack, fleet.RolloutRevisions(1, 2)))
 	g.Expect(kstatusOf(fb)(g)).To(Equal(kstatus.FailedStatus), "a rolled-back rollout reads Failed")
 
 	// The canary's bundle is back at revision 1 and Ready; nobody gets revision 2 again.
@@ -291,7 +256,7 @@ func TestRolloutRollsBackTheCanary(t *testing.T) {
 	// A new template (revision 3) rolls out.
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Template.Spec.Message = "v3" })
 	g.Eventually(holding(fb, rolloutMembers...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(allHold(held(3, "v3"), rolloutMembers...)))
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(rolloutComplete(3, 3))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(3, 3))
 }
 
 // TestRolloutProgressDeadline: an updated member whose bundle does not get Ready within
@@ -322,10 +287,10 @@ func TestRolloutProgressDeadline(t *testing.T) {
 	g.Eventually(placed(memberA, fb)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).ShouldNot(BeNil())
 	placedAt := time.Now()
 	g.Consistently(status(fb)).WithTimeout(deadline-time.Second).WithPolling(interval).Should(And(
-		Not(rolloutPhase(hubv1alpha1.RolloutHalted)),
+		Not(fleet.RolloutPhase(hubv1alpha1.RolloutHalted)),
 		HaveField("FailedClusters", Not(ContainElement(HaveField("Reason", hubv1alpha1.ProgressDeadlineExceededReason))))),
 		"not failed before the deadline")
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(rolloutHalted(), rolloutRevisions(0, 1),
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(rolloutHalted(), fleet.RolloutRevisions(0, 1),
 		HaveField("FailedClusters", ConsistOf(failedCluster(memberA, hubv1alpha1.ProgressDeadlineExceededReason)))))
 	g.Expect(time.Since(placedAt)).To(BeNumerically(">=", deadline-time.Second), "failed before its deadline")
 	g.Expect(kstatusOf(fb)(g)).To(Equal(kstatus.FailedStatus))
@@ -334,7 +299,7 @@ func TestRolloutProgressDeadline(t *testing.T) {
 
 	release()
 	g.Eventually(holding(fb, rolloutMembers...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(allHold(held(1, "v1"), rolloutMembers...)))
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(rolloutComplete(1, 3))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(1, 3))
 }
 
 // holdEarlierConfigMap makes, in a member, the ConfigMap ns/name of an earlier ConfigBundle of

@@ -37,7 +37,7 @@ func TestRolloutRevisionsWithinTheHistoryLimit(t *testing.T) {
 		updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Template.Spec.Message = msg })
 		g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(allHold(held(i, msg), members...)))
 	}
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(rolloutComplete(6, 2))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(6, 2))
 
 	got := &hubv1alpha1.FleetBundle{}
 	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(fb), got)).To(Succeed())
@@ -76,12 +76,12 @@ func TestRolloutPausedChangesNothing(t *testing.T) {
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Rollout.Paused = true })
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Template.Spec.Message = "v2" })
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		rolloutPhase(hubv1alpha1.RolloutPaused), rolloutRevisions(1, 2),
-		rolloutCondition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolloutPausedReason)))
+		fleet.RolloutPhase(hubv1alpha1.RolloutPaused), fleet.RolloutRevisions(1, 2),
+		fleet.RolloutCondition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolloutPausedReason)))
 	g.Consistently(holding(fb, rolloutMembers...)).WithTimeout(quietPeriod).WithPolling(interval).Should(
 		Equal(allHold(held(1, "v1"), rolloutMembers...)), "paused: nothing changes")
 
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Rollout.Paused = false })
 	g.Eventually(holding(fb, rolloutMembers...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(allHold(held(2, "v2"), rolloutMembers...)))
-	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(rolloutComplete(2, 3))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(2, 3))
 }

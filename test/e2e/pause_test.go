@@ -167,7 +167,7 @@ func TestPausedMemberIsFrozenAtWhatItHolds(t *testing.T) {
 	// Every selected member paused: nothing to wait for, AllReady, saying so.
 	pauseMember(t, "ro1")
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		condition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason),
+		fleet.RolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason),
 		HaveField("Conditions", ContainElement(And(HaveField("Type", hubv1alpha1.ReadyCondition), HaveField("Message", ContainSubstring("paused"))))),
 		HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Paused: 2})))
 	g.Eventually(func(g Gomega) int64 { return fl.Fleet(g).Status.Clusters.Paused }).WithTimeout(timeout).WithPolling(interval).Should(BeEquivalentTo(2))

@@ -15,7 +15,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -114,44 +113,8 @@ func placedThenStaged(t *testing.T, ns, key string, rollout *hubv1alpha1.Rollout
 	everywhere(g, fb, "v1", members...)
 	editFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Rollout = rollout })
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
-		rolloutPhase(hubv1alpha1.RolloutComplete), revisions(1, 1), condition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason)))
+		fleet.RolloutPhase(hubv1alpha1.RolloutComplete), fleet.RolloutRevisions(1, 1), fleet.RolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason)))
 	return fb
-}
-
-// condition matches a FleetBundle status whose condition typ has status and reason, and is of
-// the status's observed generation.
-func condition(typ string, status metav1.ConditionStatus, reason string) OmegaMatcher {
-	return WithTransform(func(s hubv1alpha1.FleetBundleStatus) string {
-		c := meta.FindStatusCondition(s.Conditions, typ)
-		if c == nil {
-			return "no " + typ
-		}
-		return fmt.Sprintf("%s=%s/%s", typ, c.Status, c.Reason)
-	}, Equal(fmt.Sprintf("%s=%s/%s", typ, status, reason)))
-}
-
-// rolloutPhase matches a FleetBundle status whose status.rollout.phase is phase.
-func rolloutPhase(phase hubv1alpha1.RolloutPhase) OmegaMatcher {
-	return WithTransform(func(s hubv1alpha1.FleetBundleStatus) hubv1alpha1.RolloutPhase {
-		if s.Rollout == nil {
-			return "<no status.rollout>"
-		}
-		return s.Rollout.Phase
-	}, Equal(phase))
-}
-
-// revisions matches a FleetBundle status with currentRevision and updateRevision.
-func revisions(current, update int64) OmegaMatcher {
-	return And(HaveField("CurrentRevision", current), HaveField("UpdateRevision", update))
-}
-
-// complete matches the status of a rollout of revision that completed in every one of n members.
-func complete(revision int64, n int32) OmegaMatcher {
-	return And(rolloutPhase(hubv1alpha1.RolloutComplete), revisions(revision, revision),
-		condition(hubv1alpha1.ProgressingCondition, metav1.ConditionFalse, hubv1alpha1.RolloutCompleteReason),
-		condition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason),
-		condition(hubv1alpha1.StalledCondition, metav1.ConditionFalse, hubv1alpha1.NotStalledReason),
-		HaveField("Clusters.Updated", n), HaveField("Clusters.Ready", n), HaveField("FailedClusters", BeEmpty()))
 }
 
 // placedState is what a member holds of a FleetBundle: the message of its ConfigMap, and the
@@ -369,10 +332,10 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 	canaryAt := time.Now()
 	t.Logf("template change → the canary's ConfigMap: %v", canaryAt.Sub(changed).Round(time.Millisecond))
 	g.Eventually(fleetBundleStatus(fb)).WithTimeout(soak).WithPolling(interval).Should(And(
-		rolloutPhase(hubv1alpha1.RolloutSoaking), HaveField("Rollout.Stage", "canary"), revisions(1, 2),
-		condition(hubv1alpha1.ProgressingCondition, metav1.ConditionTrue, hubv1alpha1.SoakingReason),
-		condition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.ProgressingReason),
-		condition(hubv1alpha1.StalledCondition, metav1.ConditionFalse, hubv1alpha1.NotStalledReason),
+		fleet.RolloutPhase(hubv1alpha1.RolloutSoaking), HaveField("Rollout.Stage", "canary"), fleet.RolloutRevisions(1, 2),
+		fleet.RolloutCondition(hubv1alpha1.ProgressingCondition, metav1.ConditionTrue, hubv1alpha1.SoakingReason),
+		fleet.RolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.ProgressingReason),
+		fleet.RolloutCondition(hubv1alpha1.StalledCondition, metav1.ConditionFalse, hubv1alpha1.NotStalledReason),
 		HaveField("Clusters.Updated", BeEquivalentTo(1)), HaveField("Rollout.SoakStartTime", Not(BeNil()))))
 	g.Expect(kstatusOf(fb)(g)).To(Equal(kstatus.InProgressStatus), "a soaking rollout reads InProgress")
 	// The soak started once the canary's bundle was Ready, after its ConfigMap changed: the rest
@@ -388,7 +351,7 @@ func TestRolloutCanaryThenRest(t *testing.T) {
 
 	g.Eventually(holding(fb, members...)).WithTimeout(timeout).WithPolling(10 * time.Millisecond).Should(Equal(all(holds(2, "v2"), members...)))
 	t.Logf("template change → every ConfigMap: %v (soak %v)", time.Since(changed).Round(time.Millisecond), soak)
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(2, 3))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(2, 3))
 	g.Eventually(kstatusOf(fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal(kstatus.CurrentStatus))
 	if watch != nil {
 		g.Expect(watch.wait(t, timeout)).To(Equal(0), "hub rollout status, watching, exits 0 once the rollout is complete")
@@ -464,7 +427,7 @@ func TestRolloutMidRolloutMembersAndHubRestart(t *testing.T) {
 	g.Eventually(func(g Gomega) hubv1alpha1.FleetBundleStatus {
 		soaking = fleetBundleStatus(fb)(g)
 		return soaking
-	}).WithTimeout(timeout).WithPolling(interval).Should(And(rolloutPhase(hubv1alpha1.RolloutSoaking), HaveField("Rollout.Stage", "canary"),
+	}).WithTimeout(timeout).WithPolling(interval).Should(And(fleet.RolloutPhase(hubv1alpha1.RolloutSoaking), HaveField("Rollout.Stage", "canary"),
 		HaveField("Clusters.Selected", BeEquivalentTo(5)), HaveField("Clusters.Updated", BeEquivalentTo(2)), HaveField("Rollout.SoakStartTime", Not(BeNil()))))
 	soakStart := soaking.Rollout.SoakStartTime.Time
 	t.Logf("the canary stage soaks since %s", soakStart.Format(time.RFC3339))
@@ -492,7 +455,7 @@ func TestRolloutMidRolloutMembersAndHubRestart(t *testing.T) {
 		g.Expect(s.Rollout.SoakStartTime.Time).To(BeTemporally("==", soakStart), "the soak's start survives the restart")
 	}
 	g.Eventually(holding(fb, all5...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(2, "v2"), all5...)))
-	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(complete(2, 5))
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(2, 5))
 	auditBarrier(g, rolloutMemberNames...)
 
 	// From the audit logs: the rest were updated when the soak that started before the restart
