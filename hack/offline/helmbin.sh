@@ -21,8 +21,10 @@ HELMBIN_DIR=${HELMBIN_DIR:-$cache_root/helm/$HELM_VERSION}
 
 say() { [ "${TESTBIN_QUIET:-}" = 1 ] || printf '%s\n' "$*" >&2; }
 
+mkdir -p "$HELMBIN_DIR"
+exec 9>"$HELMBIN_DIR.lock" # one build at a time: a second caller waits for the first
+flock 9
 if [ ! -x "$HELMBIN_DIR/helm" ]; then
-  mkdir -p "$HELMBIN_DIR"
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   (

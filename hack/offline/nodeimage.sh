@@ -19,6 +19,9 @@
 # under the name configbundle.dev/kind-node:KUBE_VERSION-KEY. A daemon that has
 # the image already makes this return at once; a cold build takes about 10 minutes on two
 # cores after `hack/offline/testbin.sh node` (most of it building kubeadm and CoreDNS). Run as root.
+#
+# `nodeimage.sh --tar` only builds the cached tar (no Docker needed) and prints its path: .ci/run
+# builds it ahead, in the background. A second caller waits for a build under way.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -51,6 +54,13 @@ go_module_dir() {
   echo "$dir"
 }
 
+tar_only=false
+case "${1:-}" in
+  "") ;;
+  --tar) tar_only=true ;;
+  *) echo "usage: $0 [--tar]" >&2; exit 2 ;;
+esac
+
 [ "$(id -u)" = 0 ] || { echo "nodeimage.sh: run as root (debootstrap, chroot, image ownership)" >&2; exit 1; }
 
 # The key: every input, by content.
@@ -61,12 +71,14 @@ key=$( { echo "$inputs"; cat hack/offline/nodeimage.sh hack/offline/nodebin.sh h
 ref=configbundle.dev/kind-node:$KUBE_VERSION-$key
 tarfile=$cache/node-$KUBE_VERSION-$key.tar
 
-if docker image inspect "$ref" >/dev/null 2>&1; then
+if ! $tar_only && docker image inspect "$ref" >/dev/null 2>&1; then
   echo "$ref"
   exit 0
 fi
 
 mkdir -p "$cache"
+exec 9>"$cache/node.lock" # one build at a time: a second caller waits for the first
+flock 9
 if [ ! -f "$tarfile" ]; then
   start=$SECONDS
   say "building the kind node image $ref ($inputs)"
@@ -157,6 +169,10 @@ if [ ! -f "$tarfile" ]; then
   # Older node tars of this cache are of other inputs: remove them.
   find "$cache" -maxdepth 1 -name 'node-*.tar' ! -name "$(basename "$tarfile")" -delete
   say "built $tarfile in $((SECONDS - start)) s"
+fi
+if $tar_only; then
+  echo "$tarfile"
+  exit 0
 fi
 
 # docker load of a docker-archive whose one layer is the rootfs tar (uncompressed): unlike

@@ -39,6 +39,10 @@ elapsed() {
 }
 
 mkdir -p "$TESTBIN_DIR"
+# One build at a time: a second caller (.ci/run builds ahead in the background) waits for the
+# first and then finds the binaries built.
+exec 9>"$TESTBIN_DIR.lock"
+flock 9
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
