@@ -17,7 +17,8 @@ type pair struct {
 // Outcome is a pair's last placement failure that no object in the member records: a
 // Conflict, a missing namespace, a refused write. The zero Outcome is none.
 type Outcome struct {
-	// Reason is one of hubv1alpha1.ConflictReason, NamespaceMissingReason, PlacementFailedReason.
+	// Reason is one of hubv1alpha1.ConflictReason, NamespaceMissingReason, PlacementFailedReason,
+	// RenderFailedReason, RevisionMissingReason.
 	Reason string
 	// Message says what happened, for a human.
 	Message string
@@ -55,6 +56,9 @@ type ledger struct {
 	// succeeds there: a refused updateRevision fails the rollout, and holds its halt, until the
 	// member takes it.
 	refused map[pair]int64
+	// seenHeld holds, per pair, the revision the status controller last saw its member hold (0:
+	// none): what the member is taken to hold while it cannot be seen.
+	seenHeld map[pair]int64
 }
 
 // heldRevisionSince is a revision a member holds, and since when.
@@ -75,7 +79,8 @@ type placement struct {
 
 func newLedger() *ledger {
 	return &ledger{outcomes: map[pair]Outcome{}, placed: map[pair]placement{}, removed: map[pair]types.UID{},
-		heals: map[types.UID]int64{}, due: map[pair]time.Time{}, held: map[pair]heldRevisionSince{}, refused: map[pair]int64{}}
+		heals: map[types.UID]int64{}, due: map[pair]time.Time{}, held: map[pair]heldRevisionSince{}, refused: map[pair]int64{},
+		seenHeld: map[pair]int64{}}
 }
 
 // setOutcome records a pair's outcome and reports whether it changed.
@@ -166,6 +171,22 @@ func (m *ledger) heldSince(p pair, revision int64, now time.Time) time.Time {
 	return now
 }
 
+// noteSeenHeld records that a pair's member was seen holding revision (0: none).
+func (m *ledger) noteSeenHeld(p pair, revision int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seenHeld[p] = revision
+}
+
+// lastSeenHeld returns the revision a pair's member was last seen holding (0: none), and false
+// if it was not seen since the hub started.
+func (m *ledger) lastSeenHeld(p pair) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.seenHeld[p]
+	return n, ok
+}
+
 // wasRemoved reports whether the bundle of uid bundle is the pair's bundle the hub removed last.
 func (m *ledger) wasRemoved(p pair, bundle types.UID) bool {
 	m.mu.Lock()
@@ -229,6 +250,7 @@ func (m *ledger) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
 	deletePairs(m.held, ofFleetBundle)
 	deletePairs(m.refused, ofFleetBundle)
 	deletePairs(m.removed, ofFleetBundle)
+	deletePairs(m.seenHeld, ofFleetBundle)
 	delete(m.heals, uid)
 }
 

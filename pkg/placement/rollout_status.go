@@ -28,6 +28,15 @@ type rolloutState struct {
 	decision rollout.Decision
 }
 
+// keepHeld keeps the revisions members hold (holds) from pruning, and records them in the
+// status, with those it recorded before (prev) while some member's is unknown.
+func (s *rolloutState) keepHeld(holds holdings, prev []int64) {
+	for n := range holds.held {
+		s.held[n] = true
+	}
+	s.next.Status.HeldRevisions = rollout.RecordHeld(holds.held, holds.unknown, prev)
+}
+
 // byNumber returns the revisions by number.
 func (s *rolloutState) byNumber() map[int64]rollout.Revision {
 	m := make(map[int64]rollout.Revision, len(s.revisions))
@@ -44,7 +53,7 @@ func (s *rolloutState) byNumber() map[int64]rollout.Revision {
 // rollout stays where the status says until they have.
 func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []rollout.Member, now time.Time, tally *rollout.Tally) (*rolloutState, error) {
 	if !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) || templateError(fb) != nil { // it places nothing: no revision can carry its label, or render
-		return &rolloutState{next: fb.DeepCopy(), decision: rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
+		return &rolloutState{next: fb.DeepCopy(), held: map[int64]bool{}, decision: rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
 	}
 	revs, err := rollout.ListRevisions(ctx, r.hub, fb)
 	if err != nil {
@@ -62,6 +71,7 @@ func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetB
 		return nil, err
 	}
 	st := &rolloutState{revisions: revs, held: map[int64]bool{}, next: fb.DeepCopy()}
+	st.next.Status.ObservedRevision = rollout.HighestRevision(fb, revs)
 	for _, m := range members {
 		st.held[m.Held] = true
 	}

@@ -41,7 +41,7 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	mine, _, err := r.selectedMembers(ctx, fb, boundary) // the elected replica prunes, from the status
+	mine, holds, err := r.selectedMembers(ctx, fb, boundary) // the elected replica prunes, from the status
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -62,6 +62,9 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	prev := shareOf(fb.Status.Replicas, r.opts.Replica.ID)
 	share := shareFrom(fb, r.opts.Replica.ID, mine, health, prev, pending)
 	share.Rollout = replicaRollout(fb, tally)
+	// With a member whose revision is unknown, what the FleetBundle's status recorded stays (it
+	// may have been another replica's member).
+	share.HeldRevisions = rollout.RecordHeld(holds.held, holds.unknown, fb.Status.HeldRevisions)
 	var res ctrl.Result
 	if tally != nil {
 		res.RequeueAfter = tally.RequeueAfter // a progress deadline ends
@@ -182,6 +185,8 @@ func Totals(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, shares []hub
 		CurrentRevision:    fb.Status.CurrentRevision,
 		UpdateRevision:     fb.Status.UpdateRevision,
 		Rollout:            fb.Status.Rollout.DeepCopy(),
+		ObservedRevision:   fb.Status.ObservedRevision,
+		HeldRevisions:      slices.Clone(fb.Status.HeldRevisions),
 		Conditions:         slices.Clone(fb.Status.Conditions),
 	}
 	st.Clusters.Selected = selected
@@ -229,9 +234,28 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	ro.keepHeld(sharesHeld(fb, shares, len(members)), fb.Status.HeldRevisions)
 	want := Totals(ro.next, boundary, shares, int32(len(members)), metav1.Now())
 	res, _, err := r.writeStatus(ctx, fb, want, ro)
 	return res, err
+}
+
+// sharesHeld are the revisions the live replicas' shares say their members hold; unknown unless
+// every share was computed for the FleetBundle's generation and together they count every one of
+// the selected members (a replica gone, or one not yet caught up, may have had the member
+// holding a revision no share names).
+func sharesHeld(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int) holdings {
+	holds := holdings{held: map[int64]bool{}}
+	counted := 0
+	for _, s := range shares {
+		for _, n := range s.HeldRevisions {
+			holds.held[n] = true
+		}
+		counted += int(s.Clusters.Selected)
+		holds.unknown = holds.unknown || s.ObservedGeneration != fb.Generation
+	}
+	holds.unknown = holds.unknown || counted < selected
+	return holds
 }
 
 // memberNames is what the elected replica knows of each member the FleetBundle selects (within
