@@ -54,7 +54,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	if !cfg.ScaleOnly && !cfg.RolloutOnly && !cfg.PlacementOnly && !res.Steady.silent() {
+	if !cfg.ScaleOnly && !cfg.RolloutOnly && !cfg.PlacementOnly && !cfg.HistoryOnly && !res.Steady.silent() {
 		fmt.Fprintln(os.Stderr, "bench: failed: the hub wrote in steady state (see the FAIL line)")
 		os.Exit(1)
 	}
@@ -111,12 +111,14 @@ func parseFlags() (benchConfig, error) {
 		"placements":   "FleetBundle template changes of the placement latency run (and as many of the floor's); 0 skips the placement phase.",
 		"fleetbundles": "FleetBundles created at once, each placed in every member, for the hub's memory per FleetBundle.",
 		"backlog":      "ConfigBundles created at once in the last member while the first one's heals are measured; 0 skips the backlog phase.",
+		"tenants":      "Tenants of the revision history phase, each a FleetBundle at the bounds of its history, for the hub's memory; 0 skips the phase.",
 	} {
 		sizes[name] = flag.Int(name, 0, usage+" (default: the configuration's)")
 	}
 	rolloutSoak := flag.Duration("rollout-soak", 0, "The soakTime of each stage of the rollout phase; 0s skips the phase (default: the configuration's, 2s in the full run).")
 	rolloutOnly := flag.Bool("rollout-only", false, "Run the rollout phase alone (the members join first), none of the other phases.")
 	placementOnly := flag.Bool("placement-only", false, "Run the placement phase alone (the members join first; with its templated FleetBundle), none of the other phases.")
+	historyOnly := flag.Bool("history-only", false, "Run the revision history phase alone (no member joins), none of the other phases.")
 	scale := bindScaleFlags()
 	flag.Parse()
 	cfg := fullConfig()
@@ -144,6 +146,10 @@ func parseFlags() (benchConfig, error) {
 			cfg.FleetBundles = *sizes["fleetbundles"]
 		case "backlog":
 			cfg.BacklogBundles = *sizes["backlog"]
+		case "tenants":
+			cfg.HistoryTenants = *sizes["tenants"]
+		case "history-only":
+			cfg.HistoryOnly = *historyOnly
 		case "quiet":
 			cfg.Quiet = *quiet
 		case "rollout-soak":

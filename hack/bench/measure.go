@@ -144,6 +144,10 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printPlacement(p, cfg)
 		return
 	}
+	if cfg.HistoryOnly {
+		r.printHistory(p, cfg)
+		return
+	}
 	if !cfg.ScaleOnly {
 		r.printHeal(p, cfg)
 		r.printBacklog(p)
@@ -153,6 +157,7 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printPlacement(p, cfg)
 		r.printHubOutage(p)
 		r.printRollout(p, cfg)
+		r.printHistory(p, cfg)
 	}
 	r.printScale(p, cfg)
 }
