@@ -28,13 +28,12 @@ type rolloutState struct {
 	decision rollout.Decision
 }
 
-// keepHeld keeps the revisions members hold (holds) from pruning, and records them in the
-// status, with those it recorded before (prev) while some member's is unknown.
-func (s *rolloutState) keepHeld(holds holdings, prev []int64) {
-	for n := range holds.held {
-		s.held[n] = true
+// keepHeld keeps the revisions members hold (held) from pruning, and records them in the status.
+func (s *rolloutState) keepHeld(held map[int64]bool) {
+	for n, ok := range held {
+		s.held[n] = s.held[n] || ok
 	}
-	s.next.Status.HeldRevisions = rollout.RecordHeld(holds.held, holds.unknown, prev)
+	s.next.Status.HeldRevisions = rollout.RecordHeld(held)
 }
 
 // byNumber returns the revisions by number.

@@ -62,9 +62,7 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	prev := shareOf(fb.Status.Replicas, r.opts.Replica.ID)
 	share := shareFrom(fb, r.opts.Replica.ID, mine, health, prev, pending)
 	share.Rollout = replicaRollout(fb, tally)
-	// With a member whose revision is unknown, what the FleetBundle's status recorded stays (it
-	// may have been another replica's member).
-	share.HeldRevisions = rollout.RecordHeld(holds.held, holds.unknown, fb.Status.HeldRevisions)
+	share.HeldRevisions = rollout.RecordHeld(holds)
 	var res ctrl.Result
 	if tally != nil {
 		res.RequeueAfter = tally.RequeueAfter // a progress deadline ends
@@ -234,28 +232,32 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	ro.keepHeld(sharesHeld(fb, shares, len(members)), fb.Status.HeldRevisions)
+	ro.keepHeld(sharesHeld(fb, shares, len(members)))
 	want := Totals(ro.next, boundary, shares, int32(len(members)), metav1.Now())
 	res, _, err := r.writeStatus(ctx, fb, want, ro)
 	return res, err
 }
 
-// sharesHeld are the revisions the live replicas' shares say their members hold; unknown unless
+// sharesHeld are the revisions the live replicas' shares say their members hold and, unless
 // every share was computed for the FleetBundle's generation and together they count every one of
-// the selected members (a replica gone, or one not yet caught up, may have had the member
-// holding a revision no share names).
-func sharesHeld(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int) holdings {
-	holds := holdings{held: map[int64]bool{}}
-	counted := 0
+// its selected members, those its status recorded (a replica gone, or one not yet caught up,
+// may have had a member holding a revision no share names).
+func sharesHeld(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int) map[int64]bool {
+	held := map[int64]bool{}
+	counted, current := 0, true
 	for _, s := range shares {
 		for _, n := range s.HeldRevisions {
-			holds.held[n] = true
+			held[n] = true
 		}
 		counted += int(s.Clusters.Selected)
-		holds.unknown = holds.unknown || s.ObservedGeneration != fb.Generation
+		current = current && s.ObservedGeneration == fb.Generation
 	}
-	holds.unknown = holds.unknown || counted < selected
-	return holds
+	if !current || counted < selected {
+		for _, n := range fb.Status.HeldRevisions {
+			held[n] = true
+		}
+	}
+	return held
 }
 
 // memberNames is what the elected replica knows of each member the FleetBundle selects (within

@@ -121,7 +121,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	ro.keepHeld(holds, fb.Status.HeldRevisions)
+	ro.keepHeld(holds)
 	health := judgeAll(ro.next, ro.byNumber(), selected, ro.decision.Failed)
 	r.transitions.observe(fb, health)
 	want := statusOf(ro.next, boundary, health, pending, now)
@@ -177,14 +177,14 @@ func readyChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
 // boundary) that this replica manages (every one, unless sharded), and the revisions those
 // members and the paused ones it does not select hold (a paused member keeps what it holds,
 // healed from that revision), as seen or last seen: none of them is pruned.
-func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) ([]MemberView, holdings, error) {
+func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) ([]MemberView, map[int64]bool, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
-		return nil, holdings{}, fmt.Errorf("listing MemberClusters: %w", err)
+		return nil, nil, fmt.Errorf("listing MemberClusters: %w", err)
 	}
 	key := client.ObjectKeyFromObject(fb)
 	var views []MemberView
-	holds := holdings{held: map[int64]bool{}}
+	holds := map[int64]bool{}
 	for _, mc := range list.Items {
 		selected := boundary.Selects(fb, mc.Labels)
 		if !r.opts.Replica.Owns(mc.Name) || (!selected && !mc.Spec.Paused) { // what it holds is removed
@@ -197,7 +197,7 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 			b, err := r.readBundle(ctx, mc.Name, key)
 			v.Bundle, seen = b, err == nil
 		}
-		r.noteHeld(&holds, p, fb.UID, v.Bundle, seen)
+		r.noteHeld(holds, p, fb, v.Bundle, seen)
 		if selected {
 			views = append(views, v)
 		}
@@ -205,32 +205,21 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 	return views, holds, nil
 }
 
-// holdings are the revisions of a FleetBundle members hold.
-type holdings struct {
-	// held are the revisions members are seen holding or, those that cannot be seen, were last
-	// seen holding (0: none).
-	held map[int64]bool
-	// unknown: a member that cannot be seen was not seen since the hub started.
-	unknown bool
-}
-
-// noteHeld adds to holds the revision a pair's member holds: from its bundle b if seen (read
-// from its cache), otherwise the one it was last seen holding.
-func (r *StatusReconciler) noteHeld(holds *holdings, p pair, uid types.UID, b *configbundlev1alpha1.ConfigBundle, seen bool) {
+// noteHeld adds to holds the revision of FleetBundle fb a pair's member holds: from its bundle b
+// if seen (read from its cache), otherwise those it may hold (ledger.heldUnseen).
+func (r *StatusReconciler) noteHeld(holds map[int64]bool, p pair, fb *hubv1alpha1.FleetBundle, b *configbundlev1alpha1.ConfigBundle, seen bool) {
 	if !seen {
-		if n, ok := r.ledger.lastSeenHeld(p); ok {
-			holds.held[n] = true
-		} else {
-			holds.unknown = true
+		for _, n := range r.ledger.heldUnseen(p, fb.Status.HeldRevisions) {
+			holds[n] = true
 		}
 		return
 	}
 	n := int64(0)
-	if OwnershipOf(b, p.fb, uid) == Own {
+	if OwnershipOf(b, p.fb, fb.UID) == Own {
 		n = rollout.HeldRevision(b)
 	}
 	r.ledger.noteSeenHeld(p, n)
-	holds.held[n] = true
+	holds[n] = true
 }
 
 // notReady says why a member cannot be reached, or nothing if it can.

@@ -214,35 +214,17 @@ func Prunable(fb *hubv1alpha1.FleetBundle, revs []Revision, held map[int64]bool)
 	return spare[:n]
 }
 
-// RecordHeld is what a FleetBundle's status.heldRevisions records: the revisions of held (those
-// members are seen or last seen holding) and, if some member's is unknown (it was not seen since
-// the hub started), every revision recorded before (prev); sorted, at most MaxHeldRevisions:
-// those of held first, then the highest of prev.
-func RecordHeld(held map[int64]bool, unknown bool, prev []int64) []int64 {
-	var sure, carried []int64
+// RecordHeld is what a FleetBundle's status.heldRevisions records of the revisions members hold
+// (held): sorted, the highest MaxHeldRevisions.
+func RecordHeld(held map[int64]bool) []int64 {
+	var out []int64
 	for n, ok := range held {
 		if ok && n > 0 {
-			sure = append(sure, n)
+			out = append(out, n)
 		}
-	}
-	if unknown {
-		for _, n := range prev {
-			if n > 0 && !held[n] {
-				carried = append(carried, n)
-			}
-		}
-	}
-	slices.Sort(sure)
-	slices.Sort(carried)
-	sure = sure[max(len(sure)-hubv1alpha1.MaxHeldRevisions, 0):]
-	carried = slices.Compact(carried)
-	carried = carried[max(len(carried)-(hubv1alpha1.MaxHeldRevisions-len(sure)), 0):]
-	out := slices.Concat(sure, carried)
-	if len(out) == 0 {
-		return nil
 	}
 	slices.Sort(out)
-	return out
+	return out[max(len(out)-hubv1alpha1.MaxHeldRevisions, 0):]
 }
 
 // ReadRevision reads revision n of a FleetBundle from the hub's cache.

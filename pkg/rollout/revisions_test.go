@@ -79,9 +79,8 @@ func TestPrunable(t *testing.T) {
 	}
 }
 
-// TestRecordHeld: the status records the revisions members are seen or last seen holding; with a
-// member unknown it keeps what it recorded before too; bounded by MaxHeldRevisions, the
-// revisions seen first, then the highest recorded before.
+// TestRecordHeld: the status records the revisions members hold, sorted, none for 0 (a member
+// that holds nothing), the highest MaxHeldRevisions.
 func TestRecordHeld(t *testing.T) {
 	many := func(from, to int64) []int64 {
 		var out []int64
@@ -98,21 +97,16 @@ func TestRecordHeld(t *testing.T) {
 		return m
 	}
 	for _, tc := range []struct {
-		name    string
-		held    map[int64]bool
-		unknown bool
-		prev    []int64
-		want    []int64
+		name string
+		held map[int64]bool
+		want []int64
 	}{
 		{name: "none", held: set(0), want: nil},
-		{name: "seen, sorted", held: set(7, 3, 0), prev: []int64{1}, want: []int64{3, 7}},
-		{name: "every member known: what was recorded before goes", held: set(5), prev: []int64{2, 5}, want: []int64{5}},
-		{name: "a member unknown: what was recorded before stays", held: set(5), unknown: true, prev: []int64{2, 5}, want: []int64{2, 5}},
-		{name: "bounded: the highest carried", held: set(100), unknown: true, prev: many(1, 40), want: append(many(10, 40), 100)},
-		{name: "bounded: the seen first", held: set(many(1, 40)...), unknown: true, prev: []int64{50}, want: many(9, 40)},
+		{name: "sorted", held: set(7, 3, 0), want: []int64{3, 7}},
+		{name: "bounded: the highest", held: set(many(1, 40)...), want: many(9, 40)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := RecordHeld(tc.held, tc.unknown, tc.prev)
+			got := RecordHeld(tc.held)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("recorded (-want +got):\n%s", diff)
 			}

@@ -707,9 +707,8 @@ type FleetBundleStatus struct {
 	// heldRevisions are the revisions the members hold, sorted: none of them is pruned. A member
 	// that cannot be seen (unreachable, or paused and not connected) counts with the revision it
 	// was last seen holding until it is seen again, or leaves the selection without being paused;
-	// one not seen since the hub started keeps every revision recorded here. At most 32
-	// (MaxHeldRevisions): the revisions members are seen or last seen holding first, then the
-	// highest others.
+	// one not seen since the hub started (or since its replica took it over) counts with every
+	// revision recorded here then. At most 32 (MaxHeldRevisions), the highest.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
