@@ -126,30 +126,16 @@ func parseFlags() (benchConfig, error) {
 		cfg = smokeConfig()
 	}
 	cfg.HubBinary = *bin
+	sized := map[string]*int{"members": &cfg.Members, "bundles": &cfg.BundlesPerMember, "drifts": &cfg.Drifts, "unmanaged": &cfg.Unmanaged,
+		"rounds": &cfg.Rounds, "placements": &cfg.Placements, "fleetbundles": &cfg.FleetBundles, "backlog": &cfg.BacklogBundles,
+		"tenants": &cfg.HistoryTenants}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) {
 		set[f.Name] = true
+		if field, ok := sized[f.Name]; ok {
+			*field = *sizes[f.Name]
+		}
 		switch f.Name {
-		case "members":
-			cfg.Members = *sizes["members"]
-		case "bundles":
-			cfg.BundlesPerMember = *sizes["bundles"]
-		case "drifts":
-			cfg.Drifts = *sizes["drifts"]
-		case "unmanaged":
-			cfg.Unmanaged = *sizes["unmanaged"]
-		case "rounds":
-			cfg.Rounds = *sizes["rounds"]
-		case "placements":
-			cfg.Placements = *sizes["placements"]
-		case "fleetbundles":
-			cfg.FleetBundles = *sizes["fleetbundles"]
-		case "backlog":
-			cfg.BacklogBundles = *sizes["backlog"]
-		case "tenants":
-			cfg.HistoryTenants = *sizes["tenants"]
-		case "history-only":
-			cfg.HistoryOnly = *historyOnly
 		case "quiet":
 			cfg.Quiet = *quiet
 		case "rollout-soak":
@@ -158,6 +144,8 @@ func parseFlags() (benchConfig, error) {
 			cfg.RolloutOnly = *rolloutOnly
 		case "placement-only":
 			cfg.PlacementOnly = *placementOnly
+		case "history-only":
+			cfg.HistoryOnly = *historyOnly
 		}
 	})
 	return cfg, scale.apply(&cfg, set)
