@@ -148,7 +148,7 @@ func checkRollout(t *testing.T, rr *rolloutResults) {
 // within the bounds (waitHistoriesPruned), the memory figures there.
 func checkHistory(t *testing.T, cfg benchConfig, hr *historyResults) {
 	t.Helper()
-	if hr.Tenants != cfg.HistoryTenants || hr.Kept == 0 || hr.Kept > cfg.HistoryTenants*historyTemplates || hr.MemAfter.RSS == 0 {
+	if hr.Tenants != cfg.HistoryTenants || hr.Kept == 0 || hr.Kept > cfg.HistoryTenants*historyTemplates || hr.MemAfter.RSS == 0 || hr.PeakRSS == 0 {
 		t.Errorf("history: %d of %d tenants, %d revisions kept, memory %+v", hr.Tenants, cfg.HistoryTenants, hr.Kept, hr.MemAfter)
 	}
 }
