@@ -75,7 +75,8 @@ func ownedBy(o metav1.Object, uid types.UID) bool {
 // that does not decode is not one of them.
 func ListRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle) ([]Revision, error) {
 	list := &appsv1.ControllerRevisionList{}
-	err := reader.List(ctx, list, client.InNamespace(fb.Namespace),
+	// Read, never changed: a cache need not copy definitions of up to a MiB each.
+	err := reader.List(ctx, list, client.InNamespace(fb.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels{hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(client.ObjectKeyFromObject(fb))})
 	if err != nil {
 		return nil, fmt.Errorf("listing the FleetBundle's ControllerRevisions: %w", err)
