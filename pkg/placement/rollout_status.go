@@ -22,7 +22,7 @@ type rolloutState struct {
 	next *hubv1alpha1.FleetBundle
 	// revisions are its revisions, oldest first.
 	revisions []rollout.Revision
-	// held are the revisions the members hold.
+	// held are the revisions the members hold (keepHeld).
 	held map[int64]bool
 	// decision is where its rollout stands.
 	decision rollout.Decision
@@ -30,9 +30,7 @@ type rolloutState struct {
 
 // keepHeld keeps the revisions members hold (held) from pruning, and records them in the status.
 func (s *rolloutState) keepHeld(held map[int64]bool) {
-	for n, ok := range held {
-		s.held[n] = s.held[n] || ok
-	}
+	s.held = held
 	s.next.Status.HeldRevisions = rollout.RecordHeld(held)
 }
 
@@ -52,7 +50,7 @@ func (s *rolloutState) byNumber() map[int64]rollout.Revision {
 // rollout stays where the status says until they have.
 func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []rollout.Member, now time.Time, tally *rollout.Tally) (*rolloutState, error) {
 	if !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) || templateError(fb) != nil { // it places nothing: no revision can carry its label, or render
-		return &rolloutState{next: fb.DeepCopy(), held: map[int64]bool{}, decision: rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
+		return &rolloutState{next: fb.DeepCopy(), decision: rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
 	}
 	revs, err := rollout.ListRevisions(ctx, r.hub, fb)
 	if err != nil {
@@ -69,11 +67,8 @@ func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetB
 	if err != nil {
 		return nil, err
 	}
-	st := &rolloutState{revisions: revs, held: map[int64]bool{}, next: fb.DeepCopy()}
+	st := &rolloutState{revisions: revs, next: fb.DeepCopy()}
 	st.next.Status.ObservedRevision = rollout.HighestRevision(fb, revs)
-	for _, m := range members {
-		st.held[m.Held] = true
-	}
 	sharded := r.opts.Replica.Sharded()
 	if sharded && tally == nil && fb.Spec.Rollout != nil && fb.Status.Rollout != nil && fb.Status.UpdateRevision == update.Number {
 		st.decision = rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout.DeepCopy()}
