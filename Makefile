@@ -125,7 +125,7 @@ demo: ## Run the hub on an embedded local fleet (real control planes on loopback
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/demo --hub-binary bin/hub $(DEMO_ARGS)
 
 .PHONY: bench
-bench: ## Measure heal latency, convergence, cost per member and the scale curve (1 and 3 sharded replicas) on real control planes; prints tables (about 50 minutes; BENCH_ARGS=--scale=none skips the curve).
+bench: ## Measure heal latency, convergence, cost per member, the hub's memory with tenants at their revision history bounds and the scale curve (1 and 3 sharded replicas) on real control planes; prints tables (about 50 minutes; BENCH_ARGS=--scale=none skips the curve).
 	@dir="$$(bash hack/offline/testbin.sh)"; \
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub; \
 	KUBEBUILDER_ASSETS="$$dir" $(GO) run ./hack/bench --hub-binary bin/hub $(BENCH_ARGS)

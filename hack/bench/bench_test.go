@@ -84,12 +84,14 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("hub outage: %d drifts healed, %d not healed in time, reports fresh after %v", len(o.Heal), o.Errors, o.Reported)
 	}
 	checkRollout(t, &res.Rollout)
+	checkHistory(t, cfg, &res.History)
 	checkScale(t, cfg, &res.Scale)
 	if b := res.Backlog; len(b.Alone) != cfg.Drifts || len(b.During) != cfg.Drifts || b.AloneErrors+b.DuringErrors != 0 {
 		t.Errorf("backlog: %d and %d of %d drifts healed alone and during the backlog (errors %d / %d)", len(b.Alone), len(b.During), cfg.Drifts, b.AloneErrors, b.DuringErrors)
 	}
 	for _, want := range []string{"6. Scale curve", "1. Heal latency", "1b. Heal latency during another member's backlog", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
-		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:", "Hub cluster's API server paused", "7. Staged rollout", "rollout goals missed:"} {
+		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:", "Hub cluster's API server paused", "7. Staged rollout", "rollout goals missed:",
+		"8. Revision history", "history goals missed:"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q", want)
 		}
@@ -139,6 +141,15 @@ func checkRollout(t *testing.T, rr *rolloutResults) {
 		if bad := run.wrongWrites(); len(bad) > 0 {
 			t.Errorf("rollout %s (revision %d): writes of the placed bundle per member (got/want): %v", run.What, run.Revision, bad)
 		}
+	}
+}
+
+// checkHistory checks the revision history phase's correctness: every tenant's history pruned
+// within the bounds (waitHistoriesPruned), the memory figures there.
+func checkHistory(t *testing.T, cfg benchConfig, hr *historyResults) {
+	t.Helper()
+	if hr.Tenants != cfg.HistoryTenants || hr.Kept == 0 || hr.Kept > cfg.HistoryTenants*historyTemplates || hr.MemAfter.RSS == 0 || hr.PeakRSS == 0 {
+		t.Errorf("history: %d of %d tenants, %d revisions kept, memory %+v", hr.Tenants, cfg.HistoryTenants, hr.Kept, hr.MemAfter)
 	}
 }
 

@@ -54,7 +54,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	if !cfg.ScaleOnly && !cfg.RolloutOnly && !cfg.PlacementOnly && !res.Steady.silent() {
+	if !cfg.ScaleOnly && !cfg.RolloutOnly && !cfg.PlacementOnly && !cfg.HistoryOnly && !res.Steady.silent() {
 		fmt.Fprintln(os.Stderr, "bench: failed: the hub wrote in steady state (see the FAIL line)")
 		os.Exit(1)
 	}
@@ -111,12 +111,14 @@ func parseFlags() (benchConfig, error) {
 		"placements":   "FleetBundle template changes of the placement latency run (and as many of the floor's); 0 skips the placement phase.",
 		"fleetbundles": "FleetBundles created at once, each placed in every member, for the hub's memory per FleetBundle.",
 		"backlog":      "ConfigBundles created at once in the last member while the first one's heals are measured; 0 skips the backlog phase.",
+		"tenants":      "Tenants of the revision history phase, each a FleetBundle at the bounds of its history, for the hub's memory; 0 skips the phase.",
 	} {
 		sizes[name] = flag.Int(name, 0, usage+" (default: the configuration's)")
 	}
 	rolloutSoak := flag.Duration("rollout-soak", 0, "The soakTime of each stage of the rollout phase; 0s skips the phase (default: the configuration's, 2s in the full run).")
 	rolloutOnly := flag.Bool("rollout-only", false, "Run the rollout phase alone (the members join first), none of the other phases.")
 	placementOnly := flag.Bool("placement-only", false, "Run the placement phase alone (the members join first; with its templated FleetBundle), none of the other phases.")
+	historyOnly := flag.Bool("history-only", false, "Run the revision history phase alone (no member joins), none of the other phases.")
 	scale := bindScaleFlags()
 	flag.Parse()
 	cfg := fullConfig()
@@ -124,26 +126,16 @@ func parseFlags() (benchConfig, error) {
 		cfg = smokeConfig()
 	}
 	cfg.HubBinary = *bin
+	sized := map[string]*int{"members": &cfg.Members, "bundles": &cfg.BundlesPerMember, "drifts": &cfg.Drifts, "unmanaged": &cfg.Unmanaged,
+		"rounds": &cfg.Rounds, "placements": &cfg.Placements, "fleetbundles": &cfg.FleetBundles, "backlog": &cfg.BacklogBundles,
+		"tenants": &cfg.HistoryTenants}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) {
 		set[f.Name] = true
+		if field, ok := sized[f.Name]; ok {
+			*field = *sizes[f.Name]
+		}
 		switch f.Name {
-		case "members":
-			cfg.Members = *sizes["members"]
-		case "bundles":
-			cfg.BundlesPerMember = *sizes["bundles"]
-		case "drifts":
-			cfg.Drifts = *sizes["drifts"]
-		case "unmanaged":
-			cfg.Unmanaged = *sizes["unmanaged"]
-		case "rounds":
-			cfg.Rounds = *sizes["rounds"]
-		case "placements":
-			cfg.Placements = *sizes["placements"]
-		case "fleetbundles":
-			cfg.FleetBundles = *sizes["fleetbundles"]
-		case "backlog":
-			cfg.BacklogBundles = *sizes["backlog"]
 		case "quiet":
 			cfg.Quiet = *quiet
 		case "rollout-soak":
@@ -152,6 +144,8 @@ func parseFlags() (benchConfig, error) {
 			cfg.RolloutOnly = *rolloutOnly
 		case "placement-only":
 			cfg.PlacementOnly = *placementOnly
+		case "history-only":
+			cfg.HistoryOnly = *historyOnly
 		}
 	})
 	return cfg, scale.apply(&cfg, set)

@@ -79,7 +79,13 @@ func cpuSeconds(pid int) (float64, error) {
 }
 
 // rssBytes is a process's resident set size.
-func rssBytes(pid int) (float64, error) {
+func rssBytes(pid int) (float64, error) { return procStatusBytes(pid, "VmRSS") }
+
+// peakRSSBytes is the largest resident set size a process had.
+func peakRSSBytes(pid int) (float64, error) { return procStatusBytes(pid, "VmHWM") }
+
+// procStatusBytes reads a field of a process's /proc/<pid>/status given in kB, in bytes.
+func procStatusBytes(pid int, field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -87,12 +93,12 @@ func rssBytes(pid int) (float64, error) {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	return 0, fmt.Errorf("no %s for pid %d", field, pid)
 }
 
 func machine() string {
@@ -144,6 +150,10 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printPlacement(p, cfg)
 		return
 	}
+	if cfg.HistoryOnly {
+		r.printHistory(p, cfg)
+		return
+	}
 	if !cfg.ScaleOnly {
 		r.printHeal(p, cfg)
 		r.printBacklog(p)
@@ -153,6 +163,7 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printPlacement(p, cfg)
 		r.printHubOutage(p)
 		r.printRollout(p, cfg)
+		r.printHistory(p, cfg)
 	}
 	r.printScale(p, cfg)
 }

@@ -104,3 +104,26 @@ func TestFleetBundleImmutableFreezesOverridesAndEngine(t *testing.T) {
 		g.Expect(editSpec(thawed, e.edit)).To(Succeed(), "not immutable, %s", e.what)
 	}
 }
+
+// TestFleetBundleRevisionHistoryLimitAdmission: revisionHistoryLimit is at most
+// MaxRevisionHistoryLimit (20): 21 is refused, naming the field; 20 is admitted.
+func TestFleetBundleRevisionHistoryLimitAdmission(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	mk := func(name string, limit int32) *hubv1alpha1.FleetBundle {
+		return &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: hubv1alpha1.FleetBundleSpec{
+			ClusterSelector:      selecting("test.admission/nobody"),
+			RevisionHistoryLimit: ptr.To(limit),
+			Template:             hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "history"}},
+		}}
+	}
+	err := hub.Create(context.Background(), mk("too-long", hubv1alpha1.MaxRevisionHistoryLimit+1))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.revisionHistoryLimit"))
+
+	most := mk("most", hubv1alpha1.MaxRevisionHistoryLimit)
+	g.Expect(hub.Create(context.Background(), most)).To(Succeed())
+	t.Cleanup(func() { deleteFleetBundle(NewWithT(t), most) })
+	err = editSpec(most, func(s *hubv1alpha1.FleetBundleSpec) { s.RevisionHistoryLimit = ptr.To[int32](21) })
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "an update to 21: want Invalid, got %v", err)
+}

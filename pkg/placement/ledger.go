@@ -2,6 +2,7 @@ package placement
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,7 +18,8 @@ type pair struct {
 // Outcome is a pair's last placement failure that no object in the member records: a
 // Conflict, a missing namespace, a refused write. The zero Outcome is none.
 type Outcome struct {
-	// Reason is one of hubv1alpha1.ConflictReason, NamespaceMissingReason, PlacementFailedReason.
+	// Reason is one of hubv1alpha1.ConflictReason, NamespaceMissingReason, PlacementFailedReason,
+	// RenderFailedReason, RevisionMissingReason.
 	Reason string
 	// Message says what happened, for a human.
 	Message string
@@ -55,6 +57,14 @@ type ledger struct {
 	// succeeds there: a refused updateRevision fails the rollout, and holds its halt, until the
 	// member takes it.
 	refused map[pair]int64
+	// seenHeld holds, per pair, the revision its member was last seen holding (0: none), by the
+	// status controller or in the hub's own write: what the member is taken to hold while it
+	// cannot be seen.
+	seenHeld map[pair]int64
+	// assumedHeld holds, per pair whose member was not seen since the hub started (or since this
+	// replica took it over), the FleetBundle's status.heldRevisions when the pair was first
+	// met: the member may hold any of them.
+	assumedHeld map[pair][]int64
 }
 
 // heldRevisionSince is a revision a member holds, and since when.
@@ -75,7 +85,8 @@ type placement struct {
 
 func newLedger() *ledger {
 	return &ledger{outcomes: map[pair]Outcome{}, placed: map[pair]placement{}, removed: map[pair]types.UID{},
-		heals: map[types.UID]int64{}, due: map[pair]time.Time{}, held: map[pair]heldRevisionSince{}, refused: map[pair]int64{}}
+		heals: map[types.UID]int64{}, due: map[pair]time.Time{}, held: map[pair]heldRevisionSince{}, refused: map[pair]int64{},
+		seenHeld: map[pair]int64{}, assumedHeld: map[pair][]int64{}}
 }
 
 // setOutcome records a pair's outcome and reports whether it changed.
@@ -126,6 +137,8 @@ func (m *ledger) forget(p pair, bundle types.UID) {
 	delete(m.due, p)
 	delete(m.held, p)
 	delete(m.refused, p)
+	delete(m.assumedHeld, p)
+	m.seenHeld[p] = 0
 	m.removed[p] = bundle
 }
 
@@ -152,6 +165,8 @@ func (m *ledger) noteWritten(p pair, revision int64, now time.Time) {
 	defer m.mu.Unlock()
 	m.held[p] = heldRevisionSince{revision: revision, since: now}
 	delete(m.refused, p)
+	m.seenHeld[p] = revision
+	delete(m.assumedHeld, p)
 }
 
 // heldSince returns since when a pair's member holds revision: since the hub wrote it, or, if
@@ -164,6 +179,30 @@ func (m *ledger) heldSince(p pair, revision int64, now time.Time) time.Time {
 	}
 	m.held[p] = heldRevisionSince{revision: revision, since: now}
 	return now
+}
+
+// noteSeenHeld records that a pair's member was seen holding revision (0: none).
+func (m *ledger) noteSeenHeld(p pair, revision int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seenHeld[p] = revision
+	delete(m.assumedHeld, p)
+}
+
+// heldUnseen returns the revisions a pair's member, which cannot be seen, may hold: the one it
+// was last seen holding; or, if it was not seen since the hub started, the revisions the
+// FleetBundle's status recorded (recorded) when the pair was first met.
+func (m *ledger) heldUnseen(p pair, recorded []int64) []int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.seenHeld[p]; ok {
+		return []int64{n}
+	}
+	if assumed, ok := m.assumedHeld[p]; ok {
+		return assumed
+	}
+	m.assumedHeld[p] = slices.Clone(recorded)
+	return recorded
 }
 
 // wasRemoved reports whether the bundle of uid bundle is the pair's bundle the hub removed last.
@@ -229,6 +268,8 @@ func (m *ledger) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
 	deletePairs(m.held, ofFleetBundle)
 	deletePairs(m.refused, ofFleetBundle)
 	deletePairs(m.removed, ofFleetBundle)
+	deletePairs(m.seenHeld, ofFleetBundle)
+	deletePairs(m.assumedHeld, ofFleetBundle)
 	delete(m.heals, uid)
 }
 

@@ -103,7 +103,11 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 		return ctrl.Result{}, nil
 	}
 	rev, err := s.r.revision(ctx, s.fb, n)
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		s.revisionMissing(n)
+		return ctrl.Result{}, nil // nothing to write; a new revision for the member brings the pair back
+	case err != nil:
 		return ctrl.Result{}, err
 	}
 	if s.want, err = DesiredOf(s.fb, *rev, s.memberOf()); err != nil {
@@ -134,7 +138,8 @@ func (s *scope) healHeld(ctx context.Context, current *configbundlev1alpha1.Conf
 	rev, err := s.r.revision(ctx, s.fb, held)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil // pruned: nothing says what it should be
+		s.revisionMissing(held)
+		return nil
 	case err != nil:
 		return err
 	}
@@ -144,6 +149,14 @@ func (s *scope) healHeld(ctx context.Context, current *configbundlev1alpha1.Conf
 	}
 	s.want = want
 	return s.update(ctx, current)
+}
+
+// revisionMissing reports that revision n, which the member holds or should get, is missing (its
+// ControllerRevision was deleted): nothing says what the member should hold.
+func (s *scope) revisionMissing(n int64) {
+	s.outcome = Outcome{Reason: hubv1alpha1.RevisionMissingReason, Message: fmt.Sprintf(
+		"revision %d of FleetBundle %s/%s is missing (ControllerRevision %s is gone): member %s keeps what it holds, unhealed",
+		n, s.fb.Namespace, s.fb.Name, rollout.RevisionName(s.fb.Name, n), s.pair.member)}
 }
 
 // sameRendering reports whether two bundles carry the same template hash, revision and render

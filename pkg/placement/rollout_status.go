@@ -22,10 +22,16 @@ type rolloutState struct {
 	next *hubv1alpha1.FleetBundle
 	// revisions are its revisions, oldest first.
 	revisions []rollout.Revision
-	// held are the revisions the members hold.
+	// held are the revisions the members hold (keepHeld).
 	held map[int64]bool
 	// decision is where its rollout stands.
 	decision rollout.Decision
+}
+
+// keepHeld keeps the revisions members hold (held) from pruning, and records them in the status.
+func (s *rolloutState) keepHeld(held map[int64]bool) {
+	s.held = held
+	s.next.Status.HeldRevisions = rollout.RecordHeld(held)
 }
 
 // byNumber returns the revisions by number.
@@ -61,10 +67,8 @@ func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetB
 	if err != nil {
 		return nil, err
 	}
-	st := &rolloutState{revisions: revs, held: map[int64]bool{}, next: fb.DeepCopy()}
-	for _, m := range members {
-		st.held[m.Held] = true
-	}
+	st := &rolloutState{revisions: revs, next: fb.DeepCopy()}
+	st.next.Status.ObservedRevision = rollout.HighestRevision(fb, revs)
 	sharded := r.opts.Replica.Sharded()
 	if sharded && tally == nil && fb.Spec.Rollout != nil && fb.Status.Rollout != nil && fb.Status.UpdateRevision == update.Number {
 		st.decision = rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout.DeepCopy()}

@@ -41,7 +41,7 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	mine, _, err := r.selectedMembers(ctx, fb, boundary) // the elected replica prunes, from the status
+	mine, holds, err := r.selectedMembers(ctx, fb, boundary) // the elected replica prunes, from the status
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -62,6 +62,7 @@ func (r *StatusReconciler) reconcileShare(ctx context.Context, fb *hubv1alpha1.F
 	prev := shareOf(fb.Status.Replicas, r.opts.Replica.ID)
 	share := shareFrom(fb, r.opts.Replica.ID, mine, health, prev, pending)
 	share.Rollout = replicaRollout(fb, tally)
+	share.HeldRevisions = rollout.RecordHeld(holds)
 	var res ctrl.Result
 	if tally != nil {
 		res.RequeueAfter = tally.RequeueAfter // a progress deadline ends
@@ -182,6 +183,8 @@ func Totals(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, shares []hub
 		CurrentRevision:    fb.Status.CurrentRevision,
 		UpdateRevision:     fb.Status.UpdateRevision,
 		Rollout:            fb.Status.Rollout.DeepCopy(),
+		ObservedRevision:   fb.Status.ObservedRevision,
+		HeldRevisions:      slices.Clone(fb.Status.HeldRevisions),
 		Conditions:         slices.Clone(fb.Status.Conditions),
 	}
 	st.Clusters.Selected = selected
@@ -229,9 +232,32 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	ro.keepHeld(sharesHeld(fb, shares, len(members)))
 	want := Totals(ro.next, boundary, shares, int32(len(members)), metav1.Now())
 	res, _, err := r.writeStatus(ctx, fb, want, ro)
 	return res, err
+}
+
+// sharesHeld are the revisions the live replicas' shares say their members hold and, unless
+// every share was computed for the FleetBundle's generation and together they count every one of
+// its selected members, those its status recorded (a replica gone, or one not yet caught up,
+// may have had a member holding a revision no share names).
+func sharesHeld(fb *hubv1alpha1.FleetBundle, shares []hubv1alpha1.FleetBundleReplicaStatus, selected int) map[int64]bool {
+	held := map[int64]bool{}
+	counted, current := 0, true
+	for _, s := range shares {
+		for _, n := range s.HeldRevisions {
+			held[n] = true
+		}
+		counted += int(s.Clusters.Selected)
+		current = current && s.ObservedGeneration == fb.Generation
+	}
+	if !current || counted < selected {
+		for _, n := range fb.Status.HeldRevisions {
+			held[n] = true
+		}
+	}
+	return held
 }
 
 // memberNames is what the elected replica knows of each member the FleetBundle selects (within

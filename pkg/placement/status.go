@@ -75,7 +75,7 @@ func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]rollout.Revision, sele
 	hs := make([]Health, 0, len(selected))
 	for _, m := range selected {
 		if m.Paused {
-			hs = append(hs, Health{Cluster: m.Name, Paused: true})
+			hs = append(hs, judgePaused(m))
 			continue
 		}
 		desired, renderErr := desiredFor(fb, revs, spec, m)
@@ -90,6 +90,17 @@ func judgeAll(fb *hubv1alpha1.FleetBundle, revs map[int64]rollout.Revision, sele
 		hs = append(hs, h)
 	}
 	return hs
+}
+
+// judgePaused says where a FleetBundle's bundle stands in a paused member: counted apart, never
+// ready, failed only while it is connected and holds a revision that is missing (nothing says
+// what it should hold, so its drift cannot be healed).
+func judgePaused(m MemberView) Health {
+	h := Health{Cluster: m.Name, Paused: true}
+	if m.NotReady.Reason == "" && m.Placement.Reason == hubv1alpha1.RevisionMissingReason {
+		h.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: m.Placement.Reason, Message: fleetbundle.Truncate(m.Placement.Message)}
+	}
+	return h
 }
 
 // specRevision is the spec's definition as a revision without a number, what members are judged
@@ -145,6 +156,8 @@ func statusOf(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, health []H
 		CurrentRevision:    fb.Status.CurrentRevision,
 		UpdateRevision:     fb.Status.UpdateRevision,
 		Rollout:            fb.Status.Rollout.DeepCopy(),
+		ObservedRevision:   fb.Status.ObservedRevision,
+		HeldRevisions:      slices.Clone(fb.Status.HeldRevisions),
 		Conditions:         slices.Clone(fb.Status.Conditions),
 	}
 	st.Clusters.Selected = int32(len(health))

@@ -112,7 +112,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	selected, pausedHeld, err := r.selectedMembers(ctx, fb, boundary)
+	selected, holds, err := r.selectedMembers(ctx, fb, boundary)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -121,9 +121,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	for _, n := range pausedHeld {
-		ro.held[n] = true
-	}
+	ro.keepHeld(holds)
 	health := judgeAll(ro.next, ro.byNumber(), selected, ro.decision.Failed)
 	r.transitions.observe(fb, health)
 	want := statusOf(ro.next, boundary, health, pending, now)
@@ -176,47 +174,52 @@ func readyChanged(a, b hubv1alpha1.FleetBundleStatus) bool {
 }
 
 // selectedMembers returns what the status needs of each member the FleetBundle selects (within
-// boundary) that this replica manages (every one, unless sharded), and the revisions that paused
-// members it does not select hold: a paused member keeps what it holds, healed from that
-// revision, so that revision is not pruned.
-func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) ([]MemberView, []int64, error) {
+// boundary) that this replica manages (every one, unless sharded), and the revisions those
+// members and the paused ones it does not select hold (a paused member keeps what it holds,
+// healed from that revision), as seen or last seen: none of them is pruned.
+func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary) ([]MemberView, map[int64]bool, error) {
 	list := &hubv1alpha1.MemberClusterList{}
 	if err := r.hub.List(ctx, list); err != nil {
 		return nil, nil, fmt.Errorf("listing MemberClusters: %w", err)
 	}
 	key := client.ObjectKeyFromObject(fb)
 	var views []MemberView
-	var pausedHeld []int64
+	holds := map[int64]bool{}
 	for _, mc := range list.Items {
-		if !r.opts.Replica.Owns(mc.Name) {
+		selected := boundary.Selects(fb, mc.Labels)
+		if !r.opts.Replica.Owns(mc.Name) || (!selected && !mc.Spec.Paused) { // what it holds is removed
 			continue
 		}
-		if !boundary.Selects(fb, mc.Labels) {
-			if n := r.heldWhilePaused(ctx, &mc, key, fb.UID); n != 0 {
-				pausedHeld = append(pausedHeld, n)
-			}
-			continue
-		}
-		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.ledger.outcome(pair{member: mc.Name, fb: key}), Labels: mc.Labels,
-			Paused: mc.Spec.Paused}
+		p := pair{member: mc.Name, fb: key}
+		v := MemberView{Name: mc.Name, NotReady: r.notReady(mc.Name), Placement: r.ledger.outcome(p), Labels: mc.Labels, Paused: mc.Spec.Paused}
+		seen := false
 		if v.NotReady.Reason == "" {
-			v.Bundle = r.cachedBundle(ctx, mc.Name, key)
+			b, err := r.readBundle(ctx, mc.Name, key)
+			v.Bundle, seen = b, err == nil
 		}
-		views = append(views, v)
+		r.noteHeld(holds, p, fb, v.Bundle, seen)
+		if selected {
+			views = append(views, v)
+		}
 	}
-	return views, pausedHeld, nil
+	return views, holds, nil
 }
 
-// heldWhilePaused is the revision of the FleetBundle's bundle a paused, connected member holds, 0
-// if it is not paused or holds none.
-func (r *StatusReconciler) heldWhilePaused(ctx context.Context, mc *hubv1alpha1.MemberCluster, key client.ObjectKey, uid types.UID) int64 {
-	if !mc.Spec.Paused || r.notReady(mc.Name).Reason != "" {
-		return 0
+// noteHeld adds to holds the revision of FleetBundle fb a pair's member holds: from its bundle b
+// if seen (read from its cache), otherwise those it may hold (ledger.heldUnseen).
+func (r *StatusReconciler) noteHeld(holds map[int64]bool, p pair, fb *hubv1alpha1.FleetBundle, b *configbundlev1alpha1.ConfigBundle, seen bool) {
+	if !seen {
+		for _, n := range r.ledger.heldUnseen(p, fb.Status.HeldRevisions) {
+			holds[n] = true
+		}
+		return
 	}
-	if b := r.cachedBundle(ctx, mc.Name, key); OwnershipOf(b, key, uid) == Own {
-		return rollout.HeldRevision(b)
+	n := int64(0)
+	if OwnershipOf(b, p.fb, fb.UID) == Own {
+		n = rollout.HeldRevision(b)
 	}
-	return 0
+	r.ledger.noteSeenHeld(p, n)
+	holds[n] = true
 }
 
 // notReady says why a member cannot be reached, or nothing if it can.
@@ -230,15 +233,6 @@ func (r *StatusReconciler) notReady(name string) Outcome {
 		return Outcome{Reason: hubv1alpha1.NotJoinedReason, Message: fmt.Sprintf("member %s has not joined yet", name)}
 	}
 	return Outcome{Reason: state.Reason, Message: state.Message}
-}
-
-// cachedBundle returns the bundle of a FleetBundle's name in a member's cache, or nil.
-func (r *StatusReconciler) cachedBundle(ctx context.Context, member string, key client.ObjectKey) *configbundlev1alpha1.ConfigBundle {
-	b, err := r.readBundle(ctx, member, key)
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 // readBundle reads the bundle of key in a member's cache: nil if there is none, an error if the

@@ -45,6 +45,8 @@ type Revision struct {
 	// Name and UID are those of its ControllerRevision.
 	Name string
 	UID  types.UID
+	// Size is the size of its stored definition (the ControllerRevision's .data), in bytes.
+	Size int
 }
 
 // RevisionName is the name of the ControllerRevision of a FleetBundle's revision.
@@ -54,7 +56,7 @@ func RevisionName(fleetBundle string, revision int64) string {
 
 // RevisionOf decodes a FleetBundle's revision from its ControllerRevision.
 func RevisionOf(cr *appsv1.ControllerRevision) (Revision, error) {
-	r := Revision{Number: cr.Revision, Name: cr.Name, UID: cr.UID}
+	r := Revision{Number: cr.Revision, Name: cr.Name, UID: cr.UID, Size: len(cr.Data.Raw)}
 	if err := json.Unmarshal(cr.Data.Raw, &r.Definition); err != nil {
 		return Revision{}, fmt.Errorf("decoding the definition of ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
@@ -73,7 +75,8 @@ func ownedBy(o metav1.Object, uid types.UID) bool {
 // that does not decode is not one of them.
 func ListRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle) ([]Revision, error) {
 	list := &appsv1.ControllerRevisionList{}
-	err := reader.List(ctx, list, client.InNamespace(fb.Namespace),
+	// Read, never changed: a cache need not copy definitions of up to a MiB each.
+	err := reader.List(ctx, list, client.InNamespace(fb.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels{hubv1alpha1.FleetBundleLabel: fleetbundle.LabelValue(client.ObjectKeyFromObject(fb))})
 	if err != nil {
 		return nil, fmt.Errorf("listing the FleetBundle's ControllerRevisions: %w", err)
@@ -104,17 +107,24 @@ func RevisionOfTemplate(fb *hubv1alpha1.FleetBundle, revs []Revision) (Revision,
 	return Revision{}, false
 }
 
-// nextRevision is the number of a FleetBundle's next revision: above every revision kept and
-// every one its status names.
-func nextRevision(fb *hubv1alpha1.FleetBundle, revs []Revision) int64 {
-	n := max(fb.Status.UpdateRevision, fb.Status.CurrentRevision)
+// HighestRevision is the highest revision number issued for a FleetBundle: its
+// status.observedRevision, or higher if a revision kept or named by its status is (one created
+// before its status could record it).
+func HighestRevision(fb *hubv1alpha1.FleetBundle, revs []Revision) int64 {
+	n := max(fb.Status.ObservedRevision, fb.Status.UpdateRevision, fb.Status.CurrentRevision)
 	if fb.Status.Rollout != nil {
 		n = max(n, fb.Status.Rollout.FailedRevision)
 	}
 	for _, r := range revs {
 		n = max(n, r.Number)
 	}
-	return n + 1
+	return n
+}
+
+// nextRevision is the number of a FleetBundle's next revision: above every number issued, so
+// that none is used twice.
+func nextRevision(fb *hubv1alpha1.FleetBundle, revs []Revision) int64 {
+	return HighestRevision(fb, revs) + 1
 }
 
 // newControllerRevision is the ControllerRevision of a FleetBundle's definition as revision n.
@@ -161,30 +171,61 @@ func EnsureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetB
 	return r, append(revs, r), nil
 }
 
-// PruneRevisions deletes the oldest revisions beyond spec.revisionHistoryLimit, besides those in
-// use: the status's revisions and any a member holds.
+// PruneRevisions deletes the revisions Prunable names.
 func PruneRevisions(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, revs []Revision, held map[int64]bool) error {
-	limit := int32(hubv1alpha1.DefaultRevisionHistoryLimit)
-	if fb.Spec.RevisionHistoryLimit != nil {
-		limit = max(*fb.Spec.RevisionHistoryLimit, 0)
-	}
-	inUse := func(n int64) bool {
-		ro := fb.Status.Rollout
-		return held[n] || n == fb.Status.CurrentRevision || n == fb.Status.UpdateRevision || (ro != nil && n == ro.FailedRevision)
-	}
-	var spare []Revision
-	for _, r := range revs {
-		if !inUse(r.Number) {
-			spare = append(spare, r)
-		}
-	}
-	for _, r := range spare[:max(len(spare)-int(limit), 0)] { // revs are sorted: the oldest first
+	for _, r := range Prunable(fb, revs, held) {
 		cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: fb.Namespace}}
 		if err := c.Delete(ctx, cr, client.Preconditions{UID: &r.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting ControllerRevision %s: %w", r.Name, err)
 		}
 	}
 	return nil
+}
+
+// Prunable returns the revisions of revs (sorted, the oldest first) that are no longer kept: the
+// oldest not in use beyond spec.revisionHistoryLimit, then, while the definitions of those left
+// exceed MaxRevisionHistoryBytes, the oldest left not in use. In use are the status's
+// currentRevision, updateRevision, failedRevision and heldRevisions, and the revisions of held:
+// none of them is ever pruned.
+func Prunable(fb *hubv1alpha1.FleetBundle, revs []Revision, held map[int64]bool) []Revision {
+	limit := int32(hubv1alpha1.DefaultRevisionHistoryLimit)
+	if fb.Spec.RevisionHistoryLimit != nil {
+		limit = min(max(*fb.Spec.RevisionHistoryLimit, 0), hubv1alpha1.MaxRevisionHistoryLimit)
+	}
+	ro := fb.Status.Rollout
+	inUse := func(n int64) bool {
+		return held[n] || n == fb.Status.CurrentRevision || n == fb.Status.UpdateRevision || (ro != nil && n == ro.FailedRevision) ||
+			slices.Contains(fb.Status.HeldRevisions, n)
+	}
+	var spare []Revision
+	size := 0
+	for _, r := range revs {
+		size += r.Size
+		if !inUse(r.Number) {
+			spare = append(spare, r)
+		}
+	}
+	n := max(len(spare)-int(limit), 0)
+	for _, r := range spare[:n] {
+		size -= r.Size
+	}
+	for ; n < len(spare) && size > hubv1alpha1.MaxRevisionHistoryBytes; n++ {
+		size -= spare[n].Size
+	}
+	return spare[:n]
+}
+
+// RecordHeld is what a FleetBundle's status.heldRevisions records of the revisions members hold
+// (held): sorted, the highest MaxHeldRevisions.
+func RecordHeld(held map[int64]bool) []int64 {
+	var out []int64
+	for n, ok := range held {
+		if ok && n > 0 {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out[max(len(out)-hubv1alpha1.MaxHeldRevisions, 0):]
 }
 
 // ReadRevision reads revision n of a FleetBundle from the hub's cache.

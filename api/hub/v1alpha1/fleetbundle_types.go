@@ -253,6 +253,27 @@ const (
 	DefaultProgressDeadline = 5 * time.Minute
 )
 
+// Bounds of a FleetBundle's revisions: what its history may cost the hub, whoever writes it.
+const (
+	// MaxRevisionHistoryLimit is the most spec.revisionHistoryLimit admits.
+	MaxRevisionHistoryLimit = 20
+
+	// MaxRevisionHistoryBytes bounds the stored definitions (the .data of its ControllerRevisions)
+	// of one FleetBundle's revisions: beyond it, revisions not in use are pruned, the oldest
+	// first, even within revisionHistoryLimit. Revisions in use (currentRevision,
+	// updateRevision, failedRevision and status.heldRevisions) are never pruned.
+	MaxRevisionHistoryBytes = 8 << 20
+
+	// MaxHeldRevisions is the most entries of a FleetBundle's status.heldRevisions.
+	MaxHeldRevisions = 32
+
+	// RevisionMissingReason (a failedClusters entry): the member holds a revision of the
+	// FleetBundle whose ControllerRevision is gone (deleted by hand), so nothing says what it
+	// should hold: it is not healed, and counted failed until it gets another revision (a resume,
+	// a rollout, or a change of the template).
+	RevisionMissingReason = "RevisionMissing"
+)
+
 // MaxFailedClusters is the most entries of a FleetBundle's status.failedClusters; the total is
 // status.clusters.failed.
 const MaxFailedClusters = 10
@@ -386,10 +407,12 @@ type FleetBundleSpec struct {
 	Overrides []TemplateOverride `json:"overrides,omitempty"`
 
 	// revisionHistoryLimit is how many revisions are kept besides those in use (currentRevision,
-	// updateRevision, failedRevision and any a member holds); the oldest go first. Defaults to 10.
+	// updateRevision, failedRevision and status.heldRevisions); the oldest go first. At most 20
+	// (MaxRevisionHistoryLimit); whatever the limit, revisions not in use are pruned beyond 8 MiB
+	// of stored definitions (MaxRevisionHistoryBytes). Defaults to 10.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:validation:Maximum=20
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 
 	// rollout stages a change of the template: stage by stage, each soaking before the next,
@@ -562,6 +585,14 @@ type FleetBundleReplicaStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Heals int64 `json:"heals"`
 
+	// heldRevisions are the revisions the replica's members hold, as heldRevisions of the
+	// FleetBundle's status: the elected replica records them all there.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Minimum=1
+	HeldRevisions []int64 `json:"heldRevisions,omitempty"`
+
 	// holding is the number of the replica's connected members that hold the bundle: a
 	// FleetBundle being deleted keeps its finalizer until every live replica reports 0.
 	// +optional
@@ -665,6 +696,24 @@ type FleetBundleStatus struct {
 	// rollout is where the rollout of updateRevision stands, with spec.rollout.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// observedRevision is the highest revision number the hub issued for the FleetBundle. A new
+	// definition gets the next number, so no number is used twice in the FleetBundle's lifetime,
+	// even once the revision it named was pruned. 0 before the first revision.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedRevision int64 `json:"observedRevision,omitempty"`
+
+	// heldRevisions are the revisions the members hold, sorted: none of them is pruned. A member
+	// that cannot be seen (unreachable, or paused and not connected) counts with the revision it
+	// was last seen holding until it is seen again, or leaves the selection without being paused;
+	// one not seen since the hub started (or since its replica took it over) counts with every
+	// revision recorded here then. At most 32 (MaxHeldRevisions), the highest.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Minimum=1
+	HeldRevisions []int64 `json:"heldRevisions,omitempty"`
 
 	// replicas holds, with sharded hub replicas (--sharded), what each live replica observes of
 	// the FleetBundle in the members it manages; the replica elected for the hub-wide work sums

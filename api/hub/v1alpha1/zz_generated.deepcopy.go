@@ -406,6 +406,11 @@ func (in *FleetBundleReplicaStatus) DeepCopyInto(out *FleetBundleReplicaStatus) 
 		*out = make([]ClusterFailure, len(*in))
 		copy(*out, *in)
 	}
+	if in.HeldRevisions != nil {
+		in, out := &in.HeldRevisions, &out.HeldRevisions
+		*out = make([]int64, len(*in))
+		copy(*out, *in)
+	}
 	if in.Rollout != nil {
 		in, out := &in.Rollout, &out.Rollout
 		*out = new(ReplicaRolloutStatus)
@@ -479,6 +484,11 @@ func (in *FleetBundleStatus) DeepCopyInto(out *FleetBundleStatus) {
 		in, out := &in.Rollout, &out.Rollout
 		*out = new(RolloutStatus)
 		(*in).DeepCopyInto(*out)
+	}
+	if in.HeldRevisions != nil {
+		in, out := &in.HeldRevisions, &out.HeldRevisions
+		*out = make([]int64, len(*in))
+		copy(*out, *in)
 	}
 	if in.Replicas != nil {
 		in, out := &in.Replicas, &out.Replicas
