@@ -35,8 +35,12 @@ type Member struct {
 	// neither updated nor a failure, and the rollout does not wait for it.
 	Ready bool
 	// Paused is whether the member is paused (MemberCluster spec.paused; Ready is then false):
-	// the rollout skips it altogether. It holds no stage back, even one of paused members only,
-	// counts in no maxFailures, and gets the revision its stage has reached once resumed.
+	// it is neither updated nor counted, but a stage whose members are all paused holds the
+	// rollout (unless spec.rollout.skipPausedStages): a stage is passed only by members that
+	// took the revision. A stage with members not paused does not wait for its paused ones.
+	// Once resumed, a member is one like any other: admitted within its stage's maxConcurrency
+	// if its stage is the current one, given the revision at once if the rollout passed its
+	// stage, and counted against maxFailures.
 	Paused bool
 	// Joining is whether the hub is still connecting to the member for the first time (a hub
 	// that just started): where it stands is not known yet, so its stage neither moves on nor
@@ -173,6 +177,7 @@ func Decide(in Input) Decision {
 	d.out.Rollout = &ro
 	if c == u {
 		ro.Phase, ro.AdmittedThrough, ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
+		ro.Stage = d.lastStage() // also after an undo to currentRevision, in whatever stage it stood
 		ro.Message = fmt.Sprintf("Revision %d is rolled out", u)
 		return d.out
 	}
@@ -225,7 +230,8 @@ type decision struct {
 func (d *decision) startStage(i int) {
 	now := metav1.NewTime(d.in.Now)
 	d.ro.Stage, d.ro.StageStartTime, d.ro.SoakStartTime, d.ro.AdmittedThrough = d.names[i], &now, nil, ""
-	if d.hasMembers(i) { // an empty stage passes unsaid
+	if active, paused := d.stageMembers(i); len(active) > 0 || (len(paused) > 0 && !d.s.SkipPausedStages) {
+		// an empty stage, or one of paused members skipped, passes unsaid
 		d.event(corev1.EventTypeNormal, hubv1alpha1.StageStartedEvent, d.names[i], "Revision %d: stage %s started", d.in.Update, d.names[i])
 	}
 }
@@ -278,9 +284,31 @@ func (d *decision) failed() bool {
 	return true
 }
 
-// hasMembers reports whether stage i has members the rollout updates (not paused).
-func (d *decision) hasMembers(i int) bool {
-	return slices.ContainsFunc(d.in.Members, func(m Member) bool { return m.Stage == i && !m.Paused })
+// stageMembers are the members of stage i: those the rollout updates (not paused), sorted by
+// name, and the names of the paused ones, sorted.
+func (d *decision) stageMembers(i int) (active []Member, paused []string) {
+	for _, m := range d.in.Members {
+		switch {
+		case m.Stage != i:
+		case m.Paused:
+			paused = append(paused, m.Name)
+		default:
+			active = append(active, m)
+		}
+	}
+	slices.SortFunc(active, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	slices.Sort(paused)
+	return active, paused
+}
+
+// lastStage is the stage a complete rollout names: the implicit last one if it has members
+// (paused or not), else the last one named.
+func (d *decision) lastStage() string {
+	last := len(d.names) - 1
+	if slices.ContainsFunc(d.in.Members, func(m Member) bool { return m.Stage == last }) {
+		return d.names[last]
+	}
+	return d.names[last-1]
 }
 
 // active counts the members the rollout updates: those not paused.
@@ -318,9 +346,7 @@ func (d *decision) progress() {
 		if i == len(d.names)-1 {
 			d.out.Current = d.in.Update
 			d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
-			if !d.hasMembers(i) {
-				d.ro.Stage = d.names[i-1] // the implicit stage is empty: the rollout ended in the last stage named
-			}
+			d.ro.Stage = d.lastStage()
 			d.ro.Message = fmt.Sprintf("Revision %d is rolled out", d.in.Update)
 			d.event(corev1.EventTypeNormal, hubv1alpha1.RolloutCompleteEvent, d.ro.Stage, "Revision %d is rolled out to every stage", d.in.Update)
 			return
@@ -329,19 +355,17 @@ func (d *decision) progress() {
 	}
 }
 
-// stageDone moves stage i on and reports whether it is done (and soaked): while members of the
+// stageDone moves stage i on and reports whether it is done (and soaked): while its members are
+// all paused it waits for one to be resumed (unless skipPausedStages); while members of the
 // stage are joining it waits for them; while some of its Ready members do not hold the revision
-// Ready, it admits more of them; once all do, it soaks.
+// Ready, it admits more of them; once all do, it soaks. Its paused members are not waited for
+// otherwise: they get the revision when resumed.
 func (d *decision) stageDone(i int) bool {
 	u, stage := d.in.Update, d.names[i]
-	var members []Member
+	members, paused := d.stageMembers(i)
 	var eligible int
 	var joining []string
-	for _, m := range d.in.Members {
-		if m.Stage != i || m.Paused {
-			continue // a paused member is skipped: its stage goes on without it
-		}
-		members = append(members, m)
+	for _, m := range members {
 		if m.Ready {
 			eligible++
 		}
@@ -349,9 +373,14 @@ func (d *decision) stageDone(i int) bool {
 			joining = append(joining, m.Name)
 		}
 	}
-	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	count := d.tally.Stages[i]
 	switch done := int(count.Done); {
+	case len(members) == 0 && len(paused) > 0 && !d.s.SkipPausedStages:
+		// Not passed: no member took the revision. Its soak starts again once they are back.
+		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
+		d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Stage %s: waiting for paused members %s; resume them or set spec.rollout.skipPausedStages",
+			stage, fleetbundle.ListNames(paused)))
+		return false
 	case len(joining) > 0:
 		if d.ro.Phase != hubv1alpha1.RolloutSoaking {
 			d.ro.Phase = hubv1alpha1.RolloutProgressing

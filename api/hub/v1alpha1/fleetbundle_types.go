@@ -437,6 +437,14 @@ type RolloutStrategy struct {
 	// and healed as before.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// skipPausedStages, when true, lets the rollout pass a stage whose members are all paused
+	// (MemberCluster spec.paused); they get the revision at once when they are resumed, if the
+	// rollout has not been rolled back. By default such a stage holds the rollout, Progressing,
+	// until one of its members is resumed: a stage is passed only by members that took the
+	// revision. A stage with members that are not paused never waits for its paused ones.
+	// +optional
+	SkipPausedStages bool `json:"skipPausedStages,omitempty"`
 }
 
 // RolloutStage is one stage of a rollout.
@@ -688,7 +696,8 @@ type FleetBundleStatus struct {
 
 // RolloutStatus is where the rollout of a FleetBundle's updateRevision stands.
 type RolloutStatus struct {
-	// stage is the current stage's name ("default" for the implicit last stage).
+	// stage is the current stage's name ("default" for the implicit last stage). Once the
+	// rollout is Complete, the last stage: "default" if it has members, else the last one named.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Stage string `json:"stage,omitempty"`
