@@ -38,9 +38,10 @@ type Member struct {
 	// it is neither updated nor counted, but a stage whose members are all paused holds the
 	// rollout (unless spec.rollout.skipPausedStages): a stage is passed only by members that
 	// took the revision. A stage with members not paused does not wait for its paused ones.
-	// Once resumed, a member is one like any other: admitted within its stage's maxConcurrency
-	// if its stage is the current one, given the revision at once if the rollout passed its
-	// stage, and counted against maxFailures.
+	// Once resumed, a member is one like any other: in the current stage it is admitted within
+	// maxConcurrency (but one whose name admittedThrough passed while it was paused is updated at
+	// once, and counts in flight), in a stage passed it gets the revision at once, and anywhere
+	// its failure counts against maxFailures.
 	Paused bool
 	// Joining is whether the hub is still connecting to the member for the first time (a hub
 	// that just started): where it stands is not known yet, so its stage neither moves on nor
@@ -177,7 +178,9 @@ func Decide(in Input) Decision {
 	d.out.Rollout = &ro
 	if c == u {
 		ro.Phase, ro.AdmittedThrough, ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
-		ro.Stage = d.lastStage() // also after an undo to currentRevision, in whatever stage it stood
+		if d.prevPhase != hubv1alpha1.RolloutComplete || slices.Index(d.names, ro.Stage) < 0 {
+			ro.Stage = d.lastStage() // also after an undo to currentRevision, in whatever stage it stood
+		}
 		ro.Message = fmt.Sprintf("Revision %d is rolled out", u)
 		return d.out
 	}

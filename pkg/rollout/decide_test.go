@@ -250,6 +250,10 @@ func TestDecide(t *testing.T) {
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
 			update: 1, members: []Member{failing(member("c1", 0, 2, false)), member("r1", 1, 1, true)},
 			current: 1, stage: "rest", phase: hubv1alpha1.RolloutComplete},
+		{name: "complete keeps the stage it named", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: rolling("rest", "", hubv1alpha1.RolloutComplete)},
+			update: 1, members: []Member{member("c1", 0, 1, true), member("d1", 2, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutComplete},
 		{name: "complete names the implicit last stage when it has members", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
 			s.Stages[1].ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"ring": "rest"}}
 		}),
