@@ -185,7 +185,7 @@ func TestDecide(t *testing.T) {
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
 			update: 2, members: []Member{member("c1", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutPaused, events: []string{hubv1alpha1.StageStartedEvent}},
-		{name: "a paused member holds its stage back in nothing", strategy: strategy(),
+		{name: "a paused member among active ones holds its stage back in nothing", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c2", hubv1alpha1.RolloutProgressing)},
 			update: 2, members: []Member{paused("c1", 0, 1), member("c2", 0, 2, true), member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutSoaking, admitted: "c2", requeue: 30 * time.Second},
