@@ -39,9 +39,9 @@ type Member struct {
 	// rollout (unless spec.rollout.skipPausedStages): a stage is passed only by members that
 	// took the revision. A stage with members not paused does not wait for its paused ones.
 	// Once resumed, a member is one like any other: in the current stage it is admitted within
-	// maxConcurrency (but one whose name admittedThrough passed while it was paused is updated at
-	// once, and counts in flight), in a stage passed it gets the revision at once, and anywhere
-	// its failure counts against maxFailures.
+	// maxConcurrency (one that admittedThrough passed while it was paused waits in
+	// passedWhilePaused for a free place), in a stage passed it gets the revision at once, and
+	// anywhere its failure counts against maxFailures.
 	Paused bool
 	// Joining is whether the hub is still connecting to the member for the first time (a hub
 	// that just started): where it stands is not known yet, so its stage neither moves on nor
@@ -137,7 +137,8 @@ func StageOf(s *hubv1alpha1.RolloutStrategy, memberLabels map[string]string) int
 //   - A member already holding updateRevision keeps it.
 //   - Paused or halted: currentRevision for the others.
 //   - Otherwise updateRevision for the members of the stages passed and those of the current
-//     stage admitted so far (named up to admittedThrough), currentRevision for the others.
+//     stage admitted so far (named up to admittedThrough, but for those passed while paused and
+//     not admitted again), currentRevision for the others.
 func TargetRevision(fb *hubv1alpha1.FleetBundle, member string, memberLabels map[string]string, held int64) int64 {
 	st, s := &fb.Status, fb.Spec.Rollout
 	u, c := st.UpdateRevision, st.CurrentRevision
@@ -154,7 +155,8 @@ func TargetRevision(fb *hubv1alpha1.FleetBundle, member string, memberLabels map
 	}
 	current := slices.Index(StageNames(s), ro.Stage)
 	stage := StageOf(s, memberLabels)
-	if current >= 0 && (stage < current || (stage == current && ro.AdmittedThrough != "" && member <= ro.AdmittedThrough)) {
+	if current >= 0 && (stage < current || (stage == current && ro.AdmittedThrough != "" && member <= ro.AdmittedThrough &&
+		!slices.Contains(ro.PassedWhilePaused, member))) {
 		return u
 	}
 	return c
@@ -233,6 +235,7 @@ type decision struct {
 func (d *decision) startStage(i int) {
 	now := metav1.NewTime(d.in.Now)
 	d.ro.Stage, d.ro.StageStartTime, d.ro.SoakStartTime, d.ro.AdmittedThrough = d.names[i], &now, nil, ""
+	d.ro.PassedWhilePaused = nil
 	if active, paused := d.stageMembers(i); len(active) > 0 || (len(paused) > 0 && !d.s.SkipPausedStages) {
 		// an empty stage, or one of paused members skipped, passes unsaid
 		d.event(corev1.EventTypeNormal, hubv1alpha1.StageStartedEvent, d.names[i], "Revision %d: stage %s started", d.in.Update, d.names[i])
@@ -287,20 +290,21 @@ func (d *decision) failed() bool {
 	return true
 }
 
-// stageMembers are the members of stage i: those the rollout updates (not paused), sorted by
-// name, and the names of the paused ones, sorted.
-func (d *decision) stageMembers(i int) (active []Member, paused []string) {
+// stageMembers are the members of stage i, sorted by name: those the rollout updates (not
+// paused), and the paused ones.
+func (d *decision) stageMembers(i int) (active, paused []Member) {
 	for _, m := range d.in.Members {
 		switch {
 		case m.Stage != i:
 		case m.Paused:
-			paused = append(paused, m.Name)
+			paused = append(paused, m)
 		default:
 			active = append(active, m)
 		}
 	}
-	slices.SortFunc(active, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
-	slices.Sort(paused)
+	byName := func(a, b Member) int { return strings.Compare(a.Name, b.Name) }
+	slices.SortFunc(active, byName)
+	slices.SortFunc(paused, byName)
 	return active, paused
 }
 
@@ -382,7 +386,7 @@ func (d *decision) stageDone(i int) bool {
 		// Not passed: no member took the revision. Its soak starts again once they are back.
 		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
 		d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Stage %s: waiting for paused members %s; resume them or set spec.rollout.skipPausedStages",
-			stage, fleetbundle.ListNames(paused)))
+			stage, fleetbundle.ListNames(memberNames(paused, false))))
 		return false
 	case len(joining) > 0:
 		if d.ro.Phase != hubv1alpha1.RolloutSoaking {
@@ -396,7 +400,7 @@ func (d *decision) stageDone(i int) bool {
 		d.ro.Message = fmt.Sprintf("Stage %s: none of its %d members is Ready; waiting for one to be", stage, len(members))
 		return false
 	case done < eligible:
-		d.admit(i, members, int(count.InFlight))
+		d.admit(i, members, paused, int(count.InFlight))
 		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
 		d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in %d of %d Ready members", stage, u, done, eligible)
 		if len(count.Waiting) > 0 {
@@ -418,7 +422,7 @@ func (d *decision) stageDone(i int) bool {
 		}
 	}
 	if len(members) > 0 {
-		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, stage, "Revision %d: stage %s completed: %s", u, stage, fleetbundle.ListNames(memberNames(members)))
+		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, stage, "Revision %d: stage %s completed: %s", u, stage, fleetbundle.ListNames(memberNames(members, true)))
 	}
 	return true
 }
@@ -426,19 +430,46 @@ func (d *decision) stageDone(i int) bool {
 // admit moves admittedThrough on over the stage's members (sorted by name) so that at most the
 // stage's maxConcurrency are updated (or admitted) and not yet Ready: each member passed that is
 // Ready and does not hold updateRevision takes one of the free places. A member passed while not
-// Ready is updated when it is Ready again.
-func (d *decision) admit(stage int, members []Member, inFlight int) {
-	room := scaled(maxConcurrency(d.s, stage), len(members), intstr.FromString(hubv1alpha1.DefaultMaxConcurrency), true) - inFlight
+// Ready is updated when it is Ready again. One passed while paused is named in
+// passedWhilePaused: once resumed it waits for a free place, and takes it before the members
+// not passed yet.
+func (d *decision) admit(stage int, active, paused []Member, inFlight int) {
+	u, listed := d.in.Update, map[string]bool{}
+	for _, name := range d.ro.PassedWhilePaused {
+		listed[name] = true
+	}
+	for _, m := range active {
+		if listed[m.Name] && m.Ready && m.Held != u {
+			inFlight-- // resumed and waiting: counted in flight, as admitted, by the tally
+		}
+	}
+	room := scaled(maxConcurrency(d.s, stage), len(active), intstr.FromString(hubv1alpha1.DefaultMaxConcurrency), true) - inFlight
+	members := slices.SortedFunc(slices.Values(slices.Concat(active, paused)), func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	var passed []string
+	defer func() { d.ro.PassedWhilePaused = passed }()
 	for _, m := range members {
-		if room <= 0 {
+		// waiting: passed while paused, not holding it, and still paused or without a free place
+		waiting := listed[m.Name] && m.Held != u && (!m.Ready || room <= 0)
+		switch {
+		case m.Name <= d.ro.AdmittedThrough && waiting:
+			passed = append(passed, m.Name) // still paused, or no free place yet
+		case m.Name <= d.ro.AdmittedThrough:
+			if listed[m.Name] && m.Held != u {
+				room-- // resumed: admitted again
+			}
+		case room <= 0:
 			return
-		}
-		if m.Name <= d.ro.AdmittedThrough {
-			continue
-		}
-		d.ro.AdmittedThrough = m.Name
-		if m.Ready && m.Held != d.in.Update {
-			room--
+		case m.Paused && m.Held != u:
+			if len(passed) == hubv1alpha1.MaxPassedWhilePaused {
+				return
+			}
+			passed = append(passed, m.Name)
+			d.ro.AdmittedThrough = m.Name
+		default:
+			d.ro.AdmittedThrough = m.Name
+			if m.Ready && m.Held != u {
+				room--
+			}
 		}
 	}
 }
@@ -487,10 +518,11 @@ func scaled(v *intstr.IntOrString, total int, def intstr.IntOrString, atLeastOne
 	return max(n, 0)
 }
 
-func memberNames(ms []Member) []string {
+// memberNames names the members, only the Ready ones if ready.
+func memberNames(ms []Member, ready bool) []string {
 	names := make([]string, 0, len(ms))
 	for _, m := range ms {
-		if m.Ready {
+		if m.Ready || !ready {
 			names = append(names, m.Name)
 		}
 	}

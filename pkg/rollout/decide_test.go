@@ -368,6 +368,11 @@ func TestTargetRevision(t *testing.T) {
 			f.Status.Rollout = rolling("rest", "", hubv1alpha1.RolloutProgressing)
 		}),
 			member: "r1", held: 1, want: 1},
+		{name: "passed while paused, not admitted again: current", fb: fb(func(f *hubv1alpha1.FleetBundle) {
+			f.Status.Rollout = rolling("canary", "c3", hubv1alpha1.RolloutProgressing)
+			f.Status.Rollout.PassedWhilePaused = []string{"c2"}
+		}),
+			member: "c2", labels: canary, held: 1, want: 1},
 		{name: "holding update keeps it when halted", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout.Phase = hubv1alpha1.RolloutHalted }),
 			member: "c1", labels: canary, held: 2, want: 2},
 		{name: "halted admits nobody new", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout.Phase = hubv1alpha1.RolloutHalted }),

@@ -140,6 +140,9 @@ func (f *simFleet) decide(i int) {
 	}
 	f.logf("iteration %d: %s in stage %s, admitted through %q, current rev-%d, update rev-%d", i, ro.Phase, ro.Stage,
 		ro.AdmittedThrough, d.Current, f.update)
+	if len(ro.PassedWhilePaused) > 0 {
+		f.logf("  passed while paused: %s", strings.Join(ro.PassedWhilePaused, ", "))
+	}
 	f.logf("  message: %s", ro.Message)
 	for _, e := range d.Events {
 		f.logf("  event %s %s (stage %s): %s", e.Type, e.Reason, e.Stage, e.Note)
@@ -368,6 +371,13 @@ func simScenarios() []simScenario {
 				f.member("r1").stuck = map[int64]bool{2: true}
 			}}}, 4: {pausedMembers(false, "c2")}},
 			iterations: 10},
+		// A member that admittedThrough passed while it was paused, resumed while the stage's
+		// one place is taken, waits for it: maxConcurrency holds for members resumed one by one.
+		{name: "passed-while-paused", strategy: canaryMidRest(), members: []string{"m1=canary", "m2=mid", "m3=mid", "m4=rest"},
+			events: map[int][]simEvent{1: {pausedMembers(true, "m2"), {what: "m3 is slow to make rev-2 Ready", do: func(f *simFleet) {
+				f.member("m3").stuck = map[int64]bool{2: true}
+			}}}, 4: {pausedMembers(false, "m2")}, 6: {fixed("m3")}},
+			iterations: 14},
 		{name: "member-joins-mid-stage", strategy: canaryThenRest(func(s *hubv1alpha1.RolloutStrategy) {
 			s.Stages[0].MaxConcurrency = ptr.To(intstr.FromInt32(1))
 		}), members: []string{"c1=canary", "c3=canary", "r1="},

@@ -49,9 +49,9 @@ func firstStatusAfter(g Gomega, member string, fb *hubv1alpha1.FleetBundle, at t
 // Rollback, and a policy in ro4 that refuses the new value. With ro2 to ro5 paused, the new
 // template reaches the canary and the rollout holds at stage mid, Progressing and never
 // Complete, its status and `hub rollout status` naming the paused members it waits for.
-// Resumed all at once, the members are written one at a time (the members' audit logs: ro3 only
-// after ro2 reported its bundle, ro4 a soak after ro3), and ro4's refusal rolls the rollout
-// back: every member holds the old value again and ro5 never got the new one.
+// Resumed all at once, the members are written one at a time (the members' audit logs: the
+// second of mid only after the first reported its bundle, ro4 a soak after), and ro4's refusal
+// rolls the rollout back: every member holds the old value again and ro5 never got the new one.
 func TestRolloutHeldByPausedStages(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	const key, ns, soak = "e2e.rollout/paused-stages", "rollout-paused", 2 * time.Second
@@ -121,11 +121,16 @@ func TestRolloutHeldByPausedStages(t *testing.T) {
 		g.Expect(writes[m]).To(HaveLen(2), "%s: v2, then the rollback", m)
 		g.Expect(writes[m][0].At).To(BeTemporally(">=", resumed), "%s written after it was resumed", m)
 	}
-	ro2Reported := firstStatusAfter(g, "ro2", fb, writes["ro2"][0].At)
-	g.Expect(writes["ro3"][0].At).To(BeTemporally(">", ro2Reported),
-		"ro3 written only once ro2 (maxConcurrency 1) reported its bundle: ro2 written %s, reported %s",
-		writes["ro2"][0].At.Format(time.StampMilli), ro2Reported.Format(time.StampMilli))
-	g.Expect(writes["ro4"][0].At).To(BeTemporally(">=", writes["ro3"][0].At.Add(soak)), "ro4 written no sooner than stage mid's soak after ro3")
+	// Stage mid's members in the order they were admitted (the hub may see ro3 resumed first).
+	first, second := "ro2", "ro3"
+	if writes["ro3"][0].At.Before(writes["ro2"][0].At) {
+		first, second = "ro3", "ro2"
+	}
+	reported := firstStatusAfter(g, first, fb, writes[first][0].At)
+	g.Expect(writes[second][0].At).To(BeTemporally(">", reported),
+		"%s written only once %s (maxConcurrency 1) reported its bundle: %s written %s, reported %s", second, first,
+		first, writes[first][0].At.Format(time.StampMilli), reported.Format(time.StampMilli))
+	g.Expect(writes["ro4"][0].At).To(BeTemporally(">=", writes[second][0].At.Add(soak)), "ro4 written no sooner than stage mid's soak after %s", second)
 	t.Logf("written after the resume: ro2 %v, ro3 %v, ro4 %v", writes["ro2"][0].At.Sub(resumed).Round(time.Millisecond),
 		writes["ro3"][0].At.Sub(resumed).Round(time.Millisecond), writes["ro4"][0].At.Sub(resumed).Round(time.Millisecond))
 }

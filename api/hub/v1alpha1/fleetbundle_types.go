@@ -694,6 +694,9 @@ type FleetBundleStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// MaxPassedWhilePaused is the most names status.rollout.passedWhilePaused holds.
+const MaxPassedWhilePaused = 100
+
 // RolloutStatus is where the rollout of a FleetBundle's updateRevision stands.
 type RolloutStatus struct {
 	// stage is the current stage's name ("default" for the implicit last stage). Once the
@@ -728,6 +731,16 @@ type RolloutStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	AdmittedThrough string `json:"admittedThrough,omitempty"`
+
+	// passedWhilePaused names the members of the current stage that admittedThrough passed while
+	// they were paused: resumed, each gets updateRevision only once the hub admits it again,
+	// within maxConcurrency. When it holds MaxPassedWhilePaused names, admittedThrough stops at
+	// the next paused member until one is resumed.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=253
+	PassedWhilePaused []string `json:"passedWhilePaused,omitempty"`
 
 	// message says what the rollout waits for or why it stopped, naming members.
 	// +optional
