@@ -33,7 +33,9 @@ func newMemberPauseCommand(pause bool) *cobra.Command {
 nothing to it: no new FleetBundle, no new revision, no removal of what it holds when it stops
 being selected or its FleetBundle is deleted, no cleanup. The ConfigBundles it holds are still
 enforced and healed, so what it holds stays true, and its connection, probes and reports go on.
-Its Ready condition is unchanged; its Paused condition is True; a staged rollout skips it.
+Its Ready condition is unchanged; its Paused condition is True. A staged rollout does not update
+it; a stage whose members are all paused holds the rollout until one is resumed (unless the
+FleetBundle's spec.rollout.skipPausedStages is true).
 
 It exits 0 once the member is paused (also if it was already), 1 if NAME is not a MemberCluster
 or the hub cannot be read.`,
@@ -44,7 +46,9 @@ or the hub cannot be read.`,
 		cmd.Use = "resume NAME [flags]"
 		cmd.Short = "Resume a paused member: placement brings it up to date"
 		cmd.Long = `Clears spec.paused of the MemberCluster NAME: placement writes to it again and brings it up to
-date (a staged rollout gives it the revision its stage has reached).
+date. A staged rollout takes it in under its stage's rules: in the current stage it is admitted
+within maxConcurrency and soaked; in a stage the rollout passed it gets the revision at once; its
+failure counts against maxFailures.
 
 It exits 0 once the member is resumed (also if it was not paused), 1 if NAME is not a
 MemberCluster or the hub cannot be read.`

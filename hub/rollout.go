@@ -141,7 +141,9 @@ rollout's message and the failed members), or --timeout passes (exit 1).
 
 A rollout is complete once the hub has observed the FleetBundle's generation and its phase is
 Complete; for a FleetBundle without spec.rollout, once currentRevision equals updateRevision and
-it is Ready. A paused rollout is waited for, like a progressing one.
+it is Ready. A paused rollout is waited for, like a progressing one, and so is a rollout held at a
+stage whose members are all paused (MemberCluster spec.paused): its lines name the paused members
+it waits for, until they are resumed or spec.rollout.skipPausedStages is set.
 
 With --watch=false it prints once and exits 0 if the rollout is complete, 1 otherwise.`,
 		Example: `  hub rollout status web -n apps
@@ -337,11 +339,14 @@ func reportOutcome(out io.Writer, fb *hubv1alpha1.FleetBundle, o rolloutOutcome)
 	return failed(fmt.Errorf("FleetBundle %s: the rollout of revision %d is not complete (%s)", key, st.UpdateRevision, standing(fb)))
 }
 
-// standing says, for a rollout not complete, where it stands: its phase, or that the hub has not
-// observed the FleetBundle's generation yet.
+// standing says, for a rollout not complete, where it stands: its phase and what it waits for
+// (such as paused members), or that the hub has not observed the FleetBundle's generation yet.
 func standing(fb *hubv1alpha1.FleetBundle) string {
 	if fb.Status.ObservedGeneration != fb.Generation {
 		return fmt.Sprintf("the hub has not observed generation %d yet", fb.Generation)
+	}
+	if ro := fb.Status.Rollout; fb.Spec.Rollout != nil && ro != nil && ro.Message != "" {
+		return phaseOf(fb) + ": " + ro.Message
 	}
 	return phaseOf(fb)
 }

@@ -220,6 +220,8 @@ func TestRolloutLine(t *testing.T) {
 			"updateRevision 3, currentRevision 2, stage canary, phase Progressing: 3 selected, 1 updated, 2 ready, 1 failed; updating eu-1 (1 of 1 at once)"},
 		{withRollout(3, 3, hubv1alpha1.RolloutComplete, ""),
 			"updateRevision 3, currentRevision 3, stage canary, phase Complete: 3 selected, 1 updated, 2 ready, 1 failed"},
+		{withRollout(3, 2, hubv1alpha1.RolloutProgressing, "Stage canary: waiting for paused members eu-1, eu-2; resume them or set spec.rollout.skipPausedStages"),
+			"updateRevision 3, currentRevision 2, stage canary, phase Progressing: 3 selected, 1 updated, 2 ready, 1 failed; Stage canary: waiting for paused members eu-1, eu-2; resume them or set spec.rollout.skipPausedStages"},
 		{withRollout(0, 0, "", ""),
 			"updateRevision 0, currentRevision 0, stage -, phase -: 3 selected, 1 updated, 2 ready, 1 failed"},
 		{stale,
@@ -255,6 +257,8 @@ func TestRolloutReportOutcome(t *testing.T) {
 			[]string{"FleetBundle apps/web: the rollout of revision 3 is RolledBack"}},
 		{withRollout(3, 2, hubv1alpha1.RolloutPaused, ""), rolloutWaiting, nil,
 			[]string{"FleetBundle apps/web: the rollout of revision 3 is not complete (phase Paused)"}},
+		{withRollout(3, 2, hubv1alpha1.RolloutProgressing, "Stage canary: waiting for paused members eu-1, eu-2"), rolloutWaiting, nil,
+			[]string{"FleetBundle apps/web: the rollout of revision 3 is not complete (phase Progressing: Stage canary: waiting for paused members eu-1, eu-2)"}},
 	} {
 		var out bytes.Buffer
 		err := reportOutcome(&out, tc.fb, tc.o)
@@ -736,9 +740,9 @@ func (h *rolloutHub) testStatus(t *testing.T) {
 			"the rollout of revision 2 is RolledBack"},
 		{progressing.Name, []string{"--timeout", rolloutStatusTimeout.String()}, exitFailure,
 			[]string{"updateRevision 2, currentRevision 1, stage canary, phase Soaking: 3 selected, 1 updated, 3 ready, 0 failed; canary soaks until 10:00:30\n"},
-			"FleetBundle default/status-progressing: timed out after 2s waiting for the rollout of revision 2 to complete (phase Soaking)"},
+			"FleetBundle default/status-progressing: timed out after 2s waiting for the rollout of revision 2 to complete (phase Soaking: canary soaks until 10:00:30)"},
 		{progressing.Name, []string{"--watch=false"}, exitFailure, []string{"phase Soaking"},
-			"the rollout of revision 2 is not complete (phase Soaking)"},
+			"the rollout of revision 2 is not complete (phase Soaking: canary soaks until 10:00:30)"},
 		{plain.Name, nil, exitOK,
 			[]string{"updateRevision 1, currentRevision 1, no spec.rollout, Ready=True AllReady: 0 selected, 0 updated, 0 ready, 0 failed; 3 of 3 Ready\n",
 				"revision 1 successfully rolled out"}, ""},

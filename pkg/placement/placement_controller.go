@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -397,7 +398,7 @@ func rolloutMoved(a, b client.Object) bool {
 		return false
 	}
 	return fa.Status.UpdateRevision != fb.Status.UpdateRevision || fa.Status.CurrentRevision != fb.Status.CurrentRevision ||
-		targetFacts(fa.Status.Rollout) != targetFacts(fb.Status.Rollout)
+		!equality.Semantic.DeepEqual(targetFacts(fa.Status.Rollout), targetFacts(fb.Status.Rollout))
 }
 
 // targetFacts is what TargetRevision reads of a rollout's status.
@@ -406,7 +407,8 @@ func targetFacts(ro *hubv1alpha1.RolloutStatus) hubv1alpha1.RolloutStatus {
 		return hubv1alpha1.RolloutStatus{}
 	}
 	gates := ro.Phase == hubv1alpha1.RolloutHalted || ro.Phase == hubv1alpha1.RolloutPaused
-	out := hubv1alpha1.RolloutStatus{Stage: ro.Stage, FailedRevision: ro.FailedRevision, AdmittedThrough: ro.AdmittedThrough}
+	out := hubv1alpha1.RolloutStatus{Stage: ro.Stage, FailedRevision: ro.FailedRevision, AdmittedThrough: ro.AdmittedThrough,
+		PassedWhilePaused: ro.PassedWhilePaused}
 	if gates {
 		out.Phase = ro.Phase // Progressing, Soaking and Complete give every member the same
 	}

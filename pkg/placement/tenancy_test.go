@@ -243,10 +243,11 @@ func TestPausedMemberKeepsWhatItHolds(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "resumed, what it holds of a FleetBundle gone is removed")
 }
 
-// TestRolloutSkipsPausedMember: a staged rollout skips a paused member of its canary stage (it
-// holds the stage back in nothing) and the rest get the new revision; resumed, the member gets
-// the revision its stage reached.
-func TestRolloutSkipsPausedMember(t *testing.T) {
+// TestRolloutHeldByPausedCanary: a staged rollout whose canary stage has only a paused member
+// holds there (Progressing in stage canary, naming the paused member, currentRevision unmoved)
+// and the rest keep the old revision; spec.rollout.skipPausedStages lets it pass the stage and
+// complete; resumed, the member gets the revision the rollout completed.
+func TestRolloutHeldByPausedCanary(t *testing.T) {
 	g := NewWithT(t)
 	const key, ring = "test.placement/rollout-paused", "test.placement/rollout-paused-ring"
 	ns := newNamespace(t, memberA, memberB)
@@ -266,14 +267,22 @@ func TestRolloutSkipsPausedMember(t *testing.T) {
 
 	pauseMember(t, memberA, true)
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Template.Spec.Message = "v2" })
-	g.Eventually(message(memberB, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v2"), "the paused canary holds the rollout back in nothing")
+	held := And(HaveField("Rollout.Phase", hubv1alpha1.RolloutProgressing), HaveField("Rollout.Stage", "canary"), fleet.RolloutRevisions(1, 2),
+		HaveField("Rollout.Message", ContainSubstring("waiting for paused members "+memberA)),
+		fleet.RolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionFalse, hubv1alpha1.ProgressingReason))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(held)
+	g.Consistently(message(memberB, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal("v1"), "the rest wait for the paused canary")
+	g.Expect(status(fb)(g)).To(held)
+
+	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Rollout.SkipPausedStages = true })
+	g.Eventually(message(memberB, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v2"), "skipPausedStages passes the paused canary's stage")
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		HaveField("Rollout.Phase", hubv1alpha1.RolloutComplete), HaveField("CurrentRevision", BeEquivalentTo(2)),
 		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Paused: 1, Applied: 1, Ready: 1, Updated: 1})))
 	g.Expect(message(memberA, fb)(g)).To(Equal("v1"), "the paused member keeps what it holds")
 
 	pauseMember(t, memberA, false)
-	g.Eventually(message(memberA, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v2"), "resumed, it gets the revision its stage reached")
+	g.Eventually(message(memberA, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v2"), "resumed, it gets the revision the rollout completed")
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2, Updated: 2})))
 }

@@ -35,8 +35,13 @@ type Member struct {
 	// neither updated nor a failure, and the rollout does not wait for it.
 	Ready bool
 	// Paused is whether the member is paused (MemberCluster spec.paused; Ready is then false):
-	// the rollout skips it altogether. It holds no stage back, even one of paused members only,
-	// counts in no maxFailures, and gets the revision its stage has reached once resumed.
+	// it is neither updated nor counted, but a stage whose members are all paused holds the
+	// rollout (unless spec.rollout.skipPausedStages): a stage is passed only by members that
+	// took the revision. A stage with members not paused does not wait for its paused ones.
+	// Once resumed, a member is one like any other: in the current stage it is admitted within
+	// maxConcurrency (one that admittedThrough passed while it was paused waits in
+	// passedWhilePaused for a free place), in a stage passed it gets the revision at once, and
+	// anywhere its failure counts against maxFailures.
 	Paused bool
 	// Joining is whether the hub is still connecting to the member for the first time (a hub
 	// that just started): where it stands is not known yet, so its stage neither moves on nor
@@ -132,7 +137,8 @@ func StageOf(s *hubv1alpha1.RolloutStrategy, memberLabels map[string]string) int
 //   - A member already holding updateRevision keeps it.
 //   - Paused or halted: currentRevision for the others.
 //   - Otherwise updateRevision for the members of the stages passed and those of the current
-//     stage admitted so far (named up to admittedThrough), currentRevision for the others.
+//     stage admitted so far (named up to admittedThrough, but for those passed while paused and
+//     not admitted again), currentRevision for the others.
 func TargetRevision(fb *hubv1alpha1.FleetBundle, member string, memberLabels map[string]string, held int64) int64 {
 	st, s := &fb.Status, fb.Spec.Rollout
 	u, c := st.UpdateRevision, st.CurrentRevision
@@ -149,7 +155,8 @@ func TargetRevision(fb *hubv1alpha1.FleetBundle, member string, memberLabels map
 	}
 	current := slices.Index(StageNames(s), ro.Stage)
 	stage := StageOf(s, memberLabels)
-	if current >= 0 && (stage < current || (stage == current && ro.AdmittedThrough != "" && member <= ro.AdmittedThrough)) {
+	if current >= 0 && (stage < current || (stage == current && ro.AdmittedThrough != "" && member <= ro.AdmittedThrough &&
+		!slices.Contains(ro.PassedWhilePaused, member))) {
 		return u
 	}
 	return c
@@ -173,6 +180,9 @@ func Decide(in Input) Decision {
 	d.out.Rollout = &ro
 	if c == u {
 		ro.Phase, ro.AdmittedThrough, ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
+		if d.prevPhase != hubv1alpha1.RolloutComplete || slices.Index(d.names, ro.Stage) < 0 {
+			ro.Stage = d.lastStage() // also after an undo to currentRevision, in whatever stage it stood
+		}
 		ro.Message = fmt.Sprintf("Revision %d is rolled out", u)
 		return d.out
 	}
@@ -225,7 +235,9 @@ type decision struct {
 func (d *decision) startStage(i int) {
 	now := metav1.NewTime(d.in.Now)
 	d.ro.Stage, d.ro.StageStartTime, d.ro.SoakStartTime, d.ro.AdmittedThrough = d.names[i], &now, nil, ""
-	if d.hasMembers(i) { // an empty stage passes unsaid
+	d.ro.PassedWhilePaused = nil
+	if active, paused := d.stageMembers(i); len(active) > 0 || (len(paused) > 0 && !d.s.SkipPausedStages) {
+		// an empty stage, or one of paused members skipped, passes unsaid
 		d.event(corev1.EventTypeNormal, hubv1alpha1.StageStartedEvent, d.names[i], "Revision %d: stage %s started", d.in.Update, d.names[i])
 	}
 }
@@ -278,9 +290,32 @@ func (d *decision) failed() bool {
 	return true
 }
 
-// hasMembers reports whether stage i has members the rollout updates (not paused).
-func (d *decision) hasMembers(i int) bool {
-	return slices.ContainsFunc(d.in.Members, func(m Member) bool { return m.Stage == i && !m.Paused })
+// stageMembers are the members of stage i, sorted by name: those the rollout updates (not
+// paused), and the paused ones.
+func (d *decision) stageMembers(i int) (active, paused []Member) {
+	for _, m := range d.in.Members {
+		switch {
+		case m.Stage != i:
+		case m.Paused:
+			paused = append(paused, m)
+		default:
+			active = append(active, m)
+		}
+	}
+	byName := func(a, b Member) int { return strings.Compare(a.Name, b.Name) }
+	slices.SortFunc(active, byName)
+	slices.SortFunc(paused, byName)
+	return active, paused
+}
+
+// lastStage is the stage a complete rollout names: the implicit last one if it has members
+// (paused or not), else the last one named.
+func (d *decision) lastStage() string {
+	last := len(d.names) - 1
+	if slices.ContainsFunc(d.in.Members, func(m Member) bool { return m.Stage == last }) {
+		return d.names[last]
+	}
+	return d.names[last-1]
 }
 
 // active counts the members the rollout updates: those not paused.
@@ -318,9 +353,7 @@ func (d *decision) progress() {
 		if i == len(d.names)-1 {
 			d.out.Current = d.in.Update
 			d.ro.Phase, d.ro.AdmittedThrough, d.ro.SoakStartTime = hubv1alpha1.RolloutComplete, "", nil
-			if !d.hasMembers(i) {
-				d.ro.Stage = d.names[i-1] // the implicit stage is empty: the rollout ended in the last stage named
-			}
+			d.ro.Stage = d.lastStage()
 			d.ro.Message = fmt.Sprintf("Revision %d is rolled out", d.in.Update)
 			d.event(corev1.EventTypeNormal, hubv1alpha1.RolloutCompleteEvent, d.ro.Stage, "Revision %d is rolled out to every stage", d.in.Update)
 			return
@@ -329,19 +362,17 @@ func (d *decision) progress() {
 	}
 }
 
-// stageDone moves stage i on and reports whether it is done (and soaked): while members of the
+// stageDone moves stage i on and reports whether it is done (and soaked): while its members are
+// all paused it waits for one to be resumed (unless skipPausedStages); while members of the
 // stage are joining it waits for them; while some of its Ready members do not hold the revision
-// Ready, it admits more of them; once all do, it soaks.
+// Ready, it admits more of them; once all do, it soaks. Its paused members are not waited for
+// otherwise: they get the revision when resumed.
 func (d *decision) stageDone(i int) bool {
 	u, stage := d.in.Update, d.names[i]
-	var members []Member
+	members, paused := d.stageMembers(i)
 	var eligible int
 	var joining []string
-	for _, m := range d.in.Members {
-		if m.Stage != i || m.Paused {
-			continue // a paused member is skipped: its stage goes on without it
-		}
-		members = append(members, m)
+	for _, m := range members {
 		if m.Ready {
 			eligible++
 		}
@@ -349,9 +380,14 @@ func (d *decision) stageDone(i int) bool {
 			joining = append(joining, m.Name)
 		}
 	}
-	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	count := d.tally.Stages[i]
 	switch done := int(count.Done); {
+	case len(members) == 0 && len(paused) > 0 && !d.s.SkipPausedStages:
+		// Not passed: no member took the revision. Its soak starts again once they are back.
+		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
+		d.ro.Message = fleetbundle.Truncate(fmt.Sprintf("Stage %s: waiting for paused members %s; resume them or set spec.rollout.skipPausedStages",
+			stage, fleetbundle.ListNames(memberNames(paused, false))))
+		return false
 	case len(joining) > 0:
 		if d.ro.Phase != hubv1alpha1.RolloutSoaking {
 			d.ro.Phase = hubv1alpha1.RolloutProgressing
@@ -364,7 +400,7 @@ func (d *decision) stageDone(i int) bool {
 		d.ro.Message = fmt.Sprintf("Stage %s: none of its %d members is Ready; waiting for one to be", stage, len(members))
 		return false
 	case done < eligible:
-		d.admit(i, members, int(count.InFlight))
+		d.admit(i, members, paused, int(count.InFlight))
 		d.ro.Phase, d.ro.SoakStartTime = hubv1alpha1.RolloutProgressing, nil
 		d.ro.Message = fmt.Sprintf("Stage %s: revision %d is Ready in %d of %d Ready members", stage, u, done, eligible)
 		if len(count.Waiting) > 0 {
@@ -386,7 +422,7 @@ func (d *decision) stageDone(i int) bool {
 		}
 	}
 	if len(members) > 0 {
-		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, stage, "Revision %d: stage %s completed: %s", u, stage, fleetbundle.ListNames(memberNames(members)))
+		d.event(corev1.EventTypeNormal, hubv1alpha1.StageCompletedEvent, stage, "Revision %d: stage %s completed: %s", u, stage, fleetbundle.ListNames(memberNames(members, true)))
 	}
 	return true
 }
@@ -394,19 +430,46 @@ func (d *decision) stageDone(i int) bool {
 // admit moves admittedThrough on over the stage's members (sorted by name) so that at most the
 // stage's maxConcurrency are updated (or admitted) and not yet Ready: each member passed that is
 // Ready and does not hold updateRevision takes one of the free places. A member passed while not
-// Ready is updated when it is Ready again.
-func (d *decision) admit(stage int, members []Member, inFlight int) {
-	room := scaled(maxConcurrency(d.s, stage), len(members), intstr.FromString(hubv1alpha1.DefaultMaxConcurrency), true) - inFlight
+// Ready is updated when it is Ready again. One passed while paused is named in
+// passedWhilePaused: once resumed it waits for a free place, and takes it before the members
+// not passed yet.
+func (d *decision) admit(stage int, active, paused []Member, inFlight int) {
+	u, listed := d.in.Update, map[string]bool{}
+	for _, name := range d.ro.PassedWhilePaused {
+		listed[name] = true
+	}
+	for _, m := range active {
+		if listed[m.Name] && m.Ready && m.Held != u {
+			inFlight-- // resumed and waiting: counted in flight, as admitted, by the tally
+		}
+	}
+	room := scaled(maxConcurrency(d.s, stage), len(active), intstr.FromString(hubv1alpha1.DefaultMaxConcurrency), true) - inFlight
+	members := slices.SortedFunc(slices.Values(slices.Concat(active, paused)), func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	var passed []string
+	defer func() { d.ro.PassedWhilePaused = passed }()
 	for _, m := range members {
-		if room <= 0 {
+		// waiting: passed while paused, not holding it, and still paused or without a free place
+		waiting := listed[m.Name] && m.Held != u && (!m.Ready || room <= 0)
+		switch {
+		case m.Name <= d.ro.AdmittedThrough && waiting:
+			passed = append(passed, m.Name) // still paused, or no free place yet
+		case m.Name <= d.ro.AdmittedThrough:
+			if listed[m.Name] && m.Held != u {
+				room-- // resumed: admitted again
+			}
+		case room <= 0:
 			return
-		}
-		if m.Name <= d.ro.AdmittedThrough {
-			continue
-		}
-		d.ro.AdmittedThrough = m.Name
-		if m.Ready && m.Held != d.in.Update {
-			room--
+		case m.Paused && m.Held != u:
+			if len(passed) == hubv1alpha1.MaxPassedWhilePaused {
+				return
+			}
+			passed = append(passed, m.Name)
+			d.ro.AdmittedThrough = m.Name
+		default:
+			d.ro.AdmittedThrough = m.Name
+			if m.Ready && m.Held != u {
+				room--
+			}
 		}
 	}
 }
@@ -455,10 +518,11 @@ func scaled(v *intstr.IntOrString, total int, def intstr.IntOrString, atLeastOne
 	return max(n, 0)
 }
 
-func memberNames(ms []Member) []string {
+// memberNames names the members, only the Ready ones if ready.
+func memberNames(ms []Member, ready bool) []string {
 	names := make([]string, 0, len(ms))
 	for _, m := range ms {
-		if m.Ready {
+		if m.Ready || !ready {
 			names = append(names, m.Name)
 		}
 	}

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,8 @@ func paused(name string, stage int, held int64) Member {
 	return Member{Name: name, Stage: stage, Held: held, Paused: true}
 }
 
+func skipPaused(s *hubv1alpha1.RolloutStrategy) { s.SkipPausedStages = true }
+
 func failing(m Member) Member {
 	m.BundleReady = false
 	m.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: "UpdateFailed", Message: "refused"}
@@ -69,6 +72,10 @@ func TestDecide(t *testing.T) {
 		failed   int64
 		events   []string
 		requeue  time.Duration
+		// message, if set, is a part of the rollout's message.
+		message string
+		// noSoak: the soak is not running (soakStartTime unset).
+		noSoak bool
 	}{
 		{name: "no stages: at once", status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1}, update: 2,
 			current: 2},
@@ -178,18 +185,81 @@ func TestDecide(t *testing.T) {
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
 			update: 2, members: []Member{member("c1", 0, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutPaused, events: []string{hubv1alpha1.StageStartedEvent}},
-		{name: "a paused member holds its stage back in nothing", strategy: strategy(),
+		{name: "a paused member among active ones holds its stage back in nothing", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c2", hubv1alpha1.RolloutProgressing)},
 			update: 2, members: []Member{paused("c1", 0, 1), member("c2", 0, 2, true), member("r1", 1, 1, true)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutSoaking, admitted: "c2", requeue: 30 * time.Second},
-		{name: "a stage of paused members only passes", strategy: strategy(),
+		{name: "a stage of paused members only holds the rollout", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []Member{paused("c2", 0, 1), paused("c1", 0, 1), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing,
+			message: "Stage canary: waiting for paused members c1, c2; resume them or set spec.rollout.skipPausedStages"},
+		{name: "a new revision stops at a first stage of paused members", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
+			update: 2, members: []Member{paused("c1", 0, 1), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, events: []string{hubv1alpha1.StageStartedEvent},
+			message: "waiting for paused members c1"},
+		{name: "skipPausedStages passes a stage of paused members only", strategy: strategy(skipPaused),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
 			update: 2, members: []Member{paused("c1", 0, 1), member("r1", 1, 1, true)},
 			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1", events: []string{hubv1alpha1.StageStartedEvent}},
-		{name: "every member paused: the rollout completes without them", strategy: strategy(),
+		{name: "every member paused: the rollout holds at the first stage", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []Member{paused("c1", 0, 1), paused("r1", 1, 1)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing},
+		{name: "every member paused, skipPausedStages: the rollout completes without them", strategy: strategy(skipPaused),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
 			update: 2, members: []Member{paused("c1", 0, 1), paused("r1", 1, 1)},
 			current: 2, stage: "rest", phase: hubv1alpha1.RolloutComplete, events: []string{hubv1alpha1.RolloutCompleteEvent}},
+		{name: "a later stage of paused members holds the rollout after the canary", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
+				ro := rolling("canary", "c1", hubv1alpha1.RolloutSoaking)
+				ro.SoakStartTime = ptr.To(metav1.NewMicroTime(t0.Add(-31 * time.Second)))
+				return ro
+			}()},
+			update: 2, members: []Member{member("c1", 0, 2, true), paused("r1", 1, 1), paused("r2", 1, 1)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing,
+			events:  []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent},
+			message: "Stage rest: waiting for paused members r1, r2"},
+		{name: "a stage paused while it soaks stops its soak", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: func() *hubv1alpha1.RolloutStatus {
+				ro := rolling("canary", "c1", hubv1alpha1.RolloutSoaking)
+				ro.SoakStartTime = ptr.To(metav1.NewMicroTime(t0.Add(-31 * time.Second)))
+				return ro
+			}()},
+			update: 2, members: []Member{paused("c1", 0, 2), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1", noSoak: true},
+		{name: "members resumed into a held stage are admitted within maxConcurrency", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []Member{member("c1", 0, 1, true), member("c2", 0, 1, true), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1"},
+		{name: "a member resumed into a stage passed fails the revision: rollback", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
+			s.OnFailure = hubv1alpha1.OnFailureRollback
+		}),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("rest", "r1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []Member{member("c1", 0, 2, true), failing(member("c2", 0, 2, false)), member("r1", 1, 2, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutRolledBack, failed: 2, events: []string{hubv1alpha1.RolledBackEvent}},
+		{name: "a stage with paused and active members passes with the active ones", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
+			s.Stages[0].SoakTime = nil
+		}),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c2", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []Member{paused("c1", 0, 1), member("c2", 0, 2, true), member("r1", 1, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1",
+			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent}},
+		{name: "an undo to currentRevision while halted completes in the last stage", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
+			update: 1, members: []Member{failing(member("c1", 0, 2, false)), member("r1", 1, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutComplete},
+		{name: "complete keeps the stage it named", strategy: strategy(),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: rolling("rest", "", hubv1alpha1.RolloutComplete)},
+			update: 1, members: []Member{member("c1", 0, 1, true), member("d1", 2, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutComplete},
+		{name: "complete names the implicit last stage when it has members", strategy: strategy(func(s *hubv1alpha1.RolloutStrategy) {
+			s.Stages[1].ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"ring": "rest"}}
+		}),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted)},
+			update: 1, members: []Member{member("c1", 0, 1, true), paused("d1", 2, 1)},
+			current: 1, stage: "default", phase: hubv1alpha1.RolloutComplete},
 		{name: "a member paused while it fails the revision keeps the halt", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutHalted),
 				FailedClusters: []hubv1alpha1.ClusterFailure{{Cluster: "c1", Reason: "UpdateFailed"}}},
@@ -231,6 +301,12 @@ func TestDecide(t *testing.T) {
 			if ro.Stage != tc.stage || ro.Phase != tc.phase || ro.AdmittedThrough != tc.admitted || ro.FailedRevision != tc.failed {
 				t.Errorf("rollout = stage %q phase %q admitted %q failed %d, want %q %q %q %d (%s)", ro.Stage, ro.Phase, ro.AdmittedThrough, ro.FailedRevision,
 					tc.stage, tc.phase, tc.admitted, tc.failed, ro.Message)
+			}
+			if !strings.Contains(ro.Message, tc.message) {
+				t.Errorf("message = %q, want it to contain %q", ro.Message, tc.message)
+			}
+			if tc.noSoak && ro.SoakStartTime != nil {
+				t.Errorf("soakStartTime = %s, want none: the soak does not run", ro.SoakStartTime)
 			}
 			var events []string
 			for _, e := range d.Events {
@@ -288,6 +364,15 @@ func TestTargetRevision(t *testing.T) {
 			f.Status.Rollout = rolling("rest", "", hubv1alpha1.RolloutProgressing)
 		}),
 			member: "c9", labels: canary, held: 1, want: 2},
+		{name: "stage held by paused members, none admitted: current", fb: fb(func(f *hubv1alpha1.FleetBundle) {
+			f.Status.Rollout = rolling("rest", "", hubv1alpha1.RolloutProgressing)
+		}),
+			member: "r1", held: 1, want: 1},
+		{name: "passed while paused, not admitted again: current", fb: fb(func(f *hubv1alpha1.FleetBundle) {
+			f.Status.Rollout = rolling("canary", "c3", hubv1alpha1.RolloutProgressing)
+			f.Status.Rollout.PassedWhilePaused = []string{"c2"}
+		}),
+			member: "c2", labels: canary, held: 1, want: 1},
 		{name: "holding update keeps it when halted", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout.Phase = hubv1alpha1.RolloutHalted }),
 			member: "c1", labels: canary, held: 2, want: 2},
 		{name: "halted admits nobody new", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout.Phase = hubv1alpha1.RolloutHalted }),

@@ -58,6 +58,10 @@ type simMember struct {
 	fails map[int64]bool
 	// stuck are the revisions whose bundle never becomes Ready in this member, nor fails.
 	stuck map[int64]bool
+	// refuses are the revisions whose write this member refuses (an admission policy).
+	refuses map[int64]bool
+	// refused is the revision whose write it refused last, as the placement ledger remembers it.
+	refused int64
 }
 
 // simFleet is the fleet, the FleetBundle's spec.rollout and status, and the clock.
@@ -102,6 +106,10 @@ func (f *simFleet) rolloutMembers() []Member {
 				rm.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.name, Reason: "ApplyFailed", Message: fmt.Sprintf("revision %d does not apply", m.held)}
 			}
 		}
+		if m.refused == f.update && m.held != f.update {
+			rm.Refused = true
+			rm.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.name, Reason: hubv1alpha1.PlacementFailedReason, Message: fmt.Sprintf("revision %d is refused", m.refused)}
+		}
 		out = append(out, rm)
 	}
 	return out
@@ -132,6 +140,9 @@ func (f *simFleet) decide(i int) {
 	}
 	f.logf("iteration %d: %s in stage %s, admitted through %q, current rev-%d, update rev-%d", i, ro.Phase, ro.Stage,
 		ro.AdmittedThrough, d.Current, f.update)
+	if len(ro.PassedWhilePaused) > 0 {
+		f.logf("  passed while paused: %s", strings.Join(ro.PassedWhilePaused, ", "))
+	}
 	f.logf("  message: %s", ro.Message)
 	for _, e := range d.Events {
 		f.logf("  event %s %s (stage %s): %s", e.Type, e.Reason, e.Stage, e.Note)
@@ -154,6 +165,11 @@ func (f *simFleet) place() {
 		}
 		n := TargetRevision(fb, m.name, m.labels, m.held)
 		if n == 0 || n == m.held {
+			continue
+		}
+		if m.refuses[n] {
+			m.refused = n
+			f.logf("  %s refuses rev-%d (%s)", m.name, n, f.flight(StageOf(f.strategy, m.labels)))
 			continue
 		}
 		m.held, m.ready, m.updatedAt = n, false, f.now
@@ -249,10 +265,10 @@ func soak(d time.Duration) func(*hubv1alpha1.RolloutStrategy) {
 
 func rollback(s *hubv1alpha1.RolloutStrategy) { s.OnFailure = hubv1alpha1.OnFailureRollback }
 
-// fails makes member fail revision n from now on.
-func fails(member string, n int64) simEvent {
-	return simEvent{what: fmt.Sprintf("%s fails rev-%d", member, n), do: func(f *simFleet) {
-		f.member(member).fails = map[int64]bool{n: true}
+// fails makes member fail the revision rolled out (rev-2) from now on.
+func fails(member string) simEvent {
+	return simEvent{what: member + " fails rev-2", do: func(f *simFleet) {
+		f.member(member).fails = map[int64]bool{f.update: true}
 	}}
 }
 
@@ -264,13 +280,44 @@ func fixed(member string) simEvent {
 	}}
 }
 
-// pausedMember pauses or resumes a member (MemberCluster spec.paused).
-func pausedMember(member string, paused bool) simEvent {
-	what := member + " is resumed"
-	if paused {
-		what = member + " is paused"
+// pausedMembers pauses or resumes members at once (MemberCluster spec.paused).
+func pausedMembers(paused bool, members ...string) simEvent {
+	verb, what := " are ", "resumed"
+	if len(members) == 1 {
+		verb = " is "
 	}
-	return simEvent{what: what, do: func(f *simFleet) { f.member(member).paused = paused }}
+	if paused {
+		what = "paused"
+	}
+	return simEvent{what: strings.Join(members, ", ") + verb + what, do: func(f *simFleet) {
+		for _, m := range members {
+			f.member(m).paused = paused
+		}
+	}}
+}
+
+// refuses makes member refuse the write of the revision rolled out (rev-2) from now on, as an
+// admission policy does.
+func refuses(member string) simEvent {
+	return simEvent{what: member + " refuses rev-2", do: func(f *simFleet) {
+		f.member(member).refuses = map[int64]bool{f.update: true}
+	}}
+}
+
+// canaryMidRest is the red team's rollout: canary (stage=canary), mid (stage=mid, one member
+// at a time, soak 2s) and rest (stage=rest, one at a time), maxFailures 0, onFailure Rollback.
+func canaryMidRest(mod ...func(*hubv1alpha1.RolloutStrategy)) *hubv1alpha1.RolloutStrategy {
+	stage := func(name string) hubv1alpha1.RolloutStage {
+		return hubv1alpha1.RolloutStage{Name: name, ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"stage": name}}}
+	}
+	s := &hubv1alpha1.RolloutStrategy{Stages: []hubv1alpha1.RolloutStage{stage("canary"), stage("mid"), stage("rest")},
+		MaxFailures: ptr.To(intstr.FromInt32(0)), OnFailure: hubv1alpha1.OnFailureRollback}
+	s.Stages[1].MaxConcurrency, s.Stages[1].SoakTime = ptr.To(intstr.FromInt32(1)), &metav1.Duration{Duration: 2 * time.Second}
+	s.Stages[2].MaxConcurrency = ptr.To(intstr.FromInt32(1))
+	for _, m := range mod {
+		m(s)
+	}
+	return s
 }
 
 // pausedRollout sets spec.rollout.paused.
@@ -280,6 +327,8 @@ func pausedRollout(paused bool) simEvent {
 
 func simScenarios() []simScenario {
 	fourCanaries := []string{"c1=canary", "c2=canary", "c3=canary", "c4=canary", "r1=", "r2="}
+	redTeam := []string{"m1=canary", "m2=mid", "m3=mid", "m4=rest", "m5=rest", "m6=rest"}
+	laterStagesPaused := []simEvent{pausedMembers(true, "m2", "m3", "m4", "m5", "m6"), refuses("m4")}
 	return []simScenario{
 		{name: "canary-then-rest", strategy: canaryThenRest(), members: []string{"c1=canary", "r1=", "r2=", "r3="}, iterations: 10},
 		{name: "soak", strategy: canaryThenRest(soak(3 * time.Minute)), members: []string{"c1=canary", "r1=", "r2="}, iterations: 12},
@@ -287,11 +336,11 @@ func simScenarios() []simScenario {
 			s.Stages[0].MaxConcurrency = ptr.To(intstr.FromInt32(2))
 		}), members: fourCanaries, iterations: 12},
 		{name: "halt", strategy: canaryThenRest(), members: []string{"c1=canary", "c2=canary", "r1="},
-			events: map[int][]simEvent{1: {fails("c1", 2)}}, iterations: 4},
+			events: map[int][]simEvent{1: {fails("c1")}}, iterations: 4},
 		{name: "unhalt", strategy: canaryThenRest(), members: []string{"c1=canary", "c2=canary", "r1="},
-			events: map[int][]simEvent{1: {fails("c1", 2)}, 5: {fixed("c1")}}, iterations: 12},
+			events: map[int][]simEvent{1: {fails("c1")}, 5: {fixed("c1")}}, iterations: 12},
 		{name: "rollback", strategy: canaryThenRest(rollback), members: []string{"c1=canary", "c2=canary", "r1="},
-			events: map[int][]simEvent{1: {fails("c2", 2)}}, iterations: 10},
+			events: map[int][]simEvent{1: {fails("c2")}}, iterations: 10},
 		{name: "pause", strategy: canaryThenRest(soak(2 * time.Minute)), members: []string{"c1=canary", "r1=", "r2="},
 			events: map[int][]simEvent{3: {pausedRollout(true)}, 6: {pausedRollout(false)}}, iterations: 14},
 		{name: "deadline", strategy: canaryThenRest(func(s *hubv1alpha1.RolloutStrategy) {
@@ -300,7 +349,35 @@ func simScenarios() []simScenario {
 			events:     map[int][]simEvent{1: {{what: "c1 never makes rev-2 Ready", do: func(f *simFleet) { f.member("c1").stuck = map[int64]bool{2: true} }}}},
 			iterations: 6},
 		{name: "paused-member", strategy: canaryThenRest(), members: []string{"c1=canary", "c2=canary", "r1=", "r2="},
-			events: map[int][]simEvent{1: {pausedMember("c2", true)}, 7: {pausedMember("c2", false)}}, iterations: 12},
+			events: map[int][]simEvent{1: {pausedMembers(true, "c2")}, 7: {pausedMembers(false, "c2")}}, iterations: 12},
+		// The rollout holds at a stage whose members are all paused; resumed at once, they are
+		// admitted one at a time, soaked, and m4's refusal rolls the rollout back.
+		{name: "paused-stage", strategy: canaryMidRest(), members: redTeam,
+			events:     map[int][]simEvent{1: laterStagesPaused, 4: {pausedMembers(false, "m2", "m3", "m4", "m5", "m6")}},
+			iterations: 14},
+		// skipPausedStages passes the stages of paused members: the rollout completes after the
+		// canary, and members resumed later take the revision at once.
+		{name: "skip-paused-stages", strategy: canaryMidRest(func(s *hubv1alpha1.RolloutStrategy) { s.SkipPausedStages = true }), members: redTeam,
+			events:     map[int][]simEvent{1: laterStagesPaused, 4: {pausedMembers(false, "m2", "m3", "m4", "m5", "m6")}},
+			iterations: 8},
+		// A stage whose members are all paused while it soaks stops its soak, and soaks again
+		// in full once they are resumed.
+		{name: "paused-during-soak", strategy: canaryThenRest(soak(3 * time.Minute)), members: []string{"c1=canary", "c2=canary", "r1="},
+			events: map[int][]simEvent{3: {pausedMembers(true, "c1", "c2")}, 5: {pausedMembers(false, "c1", "c2")}}, iterations: 14},
+		// A member of a stage already passed, resumed while the rollout is in a later stage, takes
+		// the revision at once; its failure counts against maxFailures and rolls the rollout back.
+		{name: "resumed-in-passed-stage", strategy: canaryThenRest(rollback), members: []string{"c1=canary", "c2=canary", "r1=", "r2="},
+			events: map[int][]simEvent{1: {pausedMembers(true, "c2"), fails("c2"), {what: "r1 never makes rev-2 Ready", do: func(f *simFleet) {
+				f.member("r1").stuck = map[int64]bool{2: true}
+			}}}, 4: {pausedMembers(false, "c2")}},
+			iterations: 10},
+		// A member that admittedThrough passed while it was paused, resumed while the stage's
+		// one place is taken, waits for it: maxConcurrency holds for members resumed one by one.
+		{name: "passed-while-paused", strategy: canaryMidRest(), members: []string{"m1=canary", "m2=mid", "m3=mid", "m4=rest"},
+			events: map[int][]simEvent{1: {pausedMembers(true, "m2"), {what: "m3 is slow to make rev-2 Ready", do: func(f *simFleet) {
+				f.member("m3").stuck = map[int64]bool{2: true}
+			}}}, 4: {pausedMembers(false, "m2")}, 6: {fixed("m3")}},
+			iterations: 14},
 		{name: "member-joins-mid-stage", strategy: canaryThenRest(func(s *hubv1alpha1.RolloutStrategy) {
 			s.Stages[0].MaxConcurrency = ptr.To(intstr.FromInt32(1))
 		}), members: []string{"c1=canary", "c3=canary", "r1="},

@@ -460,6 +460,14 @@ type RolloutStrategy struct {
 	// and healed as before.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// skipPausedStages, when true, lets the rollout pass a stage whose members are all paused
+	// (MemberCluster spec.paused); they get the revision at once when they are resumed, if the
+	// rollout has not been rolled back. By default such a stage holds the rollout, Progressing,
+	// until one of its members is resumed: a stage is passed only by members that took the
+	// revision. A stage with members that are not paused never waits for its paused ones.
+	// +optional
+	SkipPausedStages bool `json:"skipPausedStages,omitempty"`
 }
 
 // RolloutStage is one stage of a rollout.
@@ -735,9 +743,13 @@ type FleetBundleStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// MaxPassedWhilePaused is the most names status.rollout.passedWhilePaused holds.
+const MaxPassedWhilePaused = 100
+
 // RolloutStatus is where the rollout of a FleetBundle's updateRevision stands.
 type RolloutStatus struct {
-	// stage is the current stage's name ("default" for the implicit last stage).
+	// stage is the current stage's name ("default" for the implicit last stage). Once the
+	// rollout is Complete, the last stage: "default" if it has members, else the last one named.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Stage string `json:"stage,omitempty"`
@@ -768,6 +780,16 @@ type RolloutStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	AdmittedThrough string `json:"admittedThrough,omitempty"`
+
+	// passedWhilePaused names the members of the current stage that admittedThrough passed while
+	// they were paused: resumed, each gets updateRevision only once the hub admits it again,
+	// within maxConcurrency. When it holds MaxPassedWhilePaused names, admittedThrough stops at
+	// the next paused member until one is resumed.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=253
+	PassedWhilePaused []string `json:"passedWhilePaused,omitempty"`
 
 	// message says what the rollout waits for or why it stopped, naming members.
 	// +optional
