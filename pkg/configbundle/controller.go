@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -115,14 +116,20 @@ func (r *Reconciler) Start(ctx context.Context) error {
 }
 
 // Engage implements multicluster.Aware: the Reconciler remembers the bundles of member name
-// until ctx, the engagement, ends.
-func (r *Reconciler) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
-	e := r.ledger.engage(name)
+// until ctx, the engagement, ends, and which of those the member holds now it has not
+// reconciled since (Sync).
+func (r *Reconciler) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	r.engage(ctx, name, r.unsynced(ctx, name, cl))
+	return nil
+}
+
+// engage starts the engagement ctx with member name, which holds the bundles unsynced.
+func (r *Reconciler) engage(ctx context.Context, name multicluster.ClusterName, unsynced map[types.NamespacedName]struct{}) {
+	e := r.ledger.engage(name, unsynced)
 	context.AfterFunc(ctx, func() {
 		r.ledger.forgetCluster(name, e)
 		r.fenced.forget(name)
 	})
-	return nil
 }
 
 // configMapToBundle maps a ConfigMap event in a member to the ConfigBundle of the same name, if
@@ -191,6 +198,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	if err != nil && live {
 		r.ledger.noteVerifyLive(req) // the retry reads live too
 	}
+	if recorded(s, err) {
+		r.ledger.noteRecorded(req)
+	}
 	recordMetrics(req.ClusterName, s, seenAt, seen, err)
 	return res, err
 }
@@ -233,7 +243,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request, liv
 	if s.statusDue > 0 {
 		return s, ctrl.Result{RequeueAfter: s.statusDue}, nil
 	}
-	return s, ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod)}, nil
+	// The periodic resync of a bundle that has not changed goes behind every change.
+	return s, ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod), Priority: ptr.To(handler.LowPriority)}, nil
 }
 
 // readBundle reads the bundle of req from the cache; or from the API server if live, or if the

@@ -36,7 +36,7 @@ func (r *Reconciler) resyncSource() source.TypedSource[mcreconcile.Request] {
 }
 
 // resync enqueues every bundle of a member that is back: those its cache holds and those its API
-// server holds now. A member's cache may still hold what it held before an outage (its informers
+// server holds now, those the cache is right about at low priority, behind the member's changes. A member's cache may still hold what it held before an outage (its informers
 // re-list only after a back-off), so the bundles whose bundle or ConfigMap the cache has not
 // caught up with are reconciled once on what a live read finds (ledger.noteVerifyLive). That costs
 // two lists of metadata, and two reads per bundle that changed while the hub was away; if the
@@ -61,11 +61,16 @@ func (r *Reconciler) resync(ctx context.Context, name multicluster.ClusterName, 
 	all, stale := union(cached, live), 0
 	for key := range all {
 		req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}, ClusterName: name}
-		if live == nil || live[key] != cached[key] {
+		changed := live != nil && live[key] != cached[key]
+		if live == nil || changed {
 			r.ledger.noteVerifyLive(req)
 			stale++
 		}
-		q.Add(req)
+		if changed { // while the hub was away: a change like any other
+			q.Add(req)
+			continue
+		}
+		addLowPriority(q, req) // behind the member's changes
 	}
 	log.V(1).Info("Resynced member", "bundles", len(all), "stale", stale)
 }

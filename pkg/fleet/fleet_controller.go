@@ -153,11 +153,12 @@ func CountUnowned(members []hubv1alpha1.MemberCluster, live []string, emptyOwned
 
 // FleetStatus sums up MemberClusters and FleetBundles into a Fleet status, starting from
 // current (which keeps the Ready condition's transition time, and the heartbeat). A paused
-// member is counted in clusters.paused as well; pausing changes nothing else.
+// member is counted in clusters.paused as well; pausing changes nothing else. A Ready member
+// whose Synced condition is not True keeps the Fleet from Ready (MembersSyncing).
 func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCluster, bundles []hubv1alpha1.FleetBundle) hubv1alpha1.FleetStatus {
 	st := *current.DeepCopy()
 	st.Clusters, st.Bundles, st.Heals = hubv1alpha1.ClusterCounts{}, hubv1alpha1.BundleCounts{}, 0
-	var notReady, failing []string
+	var notReady, unsynced, failing []string
 	for _, mc := range members {
 		st.Clusters.Total++
 		if mc.Spec.Paused {
@@ -172,6 +173,9 @@ func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCl
 			}
 			notReady = append(notReady, mc.Name+" ("+reason+")")
 		}
+		if syncing(mc.Status) {
+			unsynced = append(unsynced, mc.Name)
+		}
 		st.Bundles.Total += mc.Status.Bundles.Total
 		st.Bundles.Ready += mc.Status.Bundles.Ready
 		st.Bundles.Failed += mc.Status.Bundles.Failed
@@ -182,6 +186,7 @@ func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCl
 		}
 	}
 	slices.Sort(notReady)
+	slices.Sort(unsynced)
 	slices.Sort(failing)
 	st.FleetBundles = CountFleetBundles(bundles)
 	failedFleetBundles := failedFleetBundleNames(bundles)
@@ -198,6 +203,10 @@ func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCl
 	case len(notReady) > 0:
 		ready.Reason = hubv1alpha1.MembersNotReadyReason
 		ready.Message = fmt.Sprintf("%d of %d members not Ready: %s%s", len(notReady), st.Clusters.Total, firstNames(notReady), also)
+	case len(unsynced) > 0:
+		ready.Reason = hubv1alpha1.MembersSyncingReason
+		ready.Message = fmt.Sprintf("%d of %d members not synced: the hub has not yet reconciled every ConfigBundle they held when they connected (their Synced condition says how many are left): %s%s",
+			len(unsynced), st.Clusters.Total, firstNames(unsynced), also)
 	case st.Bundles.Failed > 0:
 		ready.Reason = hubv1alpha1.BundlesFailedReason
 		ready.Message = fmt.Sprintf("%d of %d ConfigBundles have failed, in %s%s", st.Bundles.Failed, st.Bundles.Total, firstNames(failing), also)

@@ -1,0 +1,118 @@
+package configbundle_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	"configbundle.dev/hub/internal/testing/fleet"
+	"configbundle.dev/hub/pkg/configbundle"
+)
+
+// Sizes and bounds of TestChangesGoAheadOfTheInitialList.
+const (
+	// listedBundles are the bundles the member holds when it connects again.
+	listedBundles = 1500
+	// drifted of them are tampered with right after it connected.
+	drifted = 5
+	// listTimeout bounds the creation and the reconciles of listedBundles.
+	listTimeout = 3 * time.Minute
+	// healPoll is how often the drifted ConfigMaps are read back.
+	healPoll = 10 * time.Millisecond
+)
+
+// TestChangesGoAheadOfTheInitialList: a member that connects again (as after a hub restart)
+// holding 1,500 unchanged bundles has each of them reconciled once, at low priority; drifts made
+// right after it connected are healed ahead of them, while most are still left; the member's
+// Sync counts the bundles left until every one of them has been reconciled. Were the initial
+// list's items as urgent as the drifts, first in first out, all five drifts would be healed
+// before half of the list only once in 32 runs. The hub's control plane joins as the member.
+func TestChangesGoAheadOfTheInitialList(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	const name = multicluster.ClusterName("member-restarted")
+	c, err := client.New(hubConfig, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	connect(t, name)
+	g.Eventually(func() bool { return reconciler.Sync(name).Synced() }).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	before := reconciler.Sync(name) // the bundles other tests left in the hub's control plane
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "initial-list-"}}
+	g.Expect(c.Create(ctx, ns)).To(Succeed())
+	g.Expect(fleet.CreateBundles(ctx, c, ns.Name, "b", "desired", listedBundles, 16)).To(Succeed())
+	g.Eventually(func(g Gomega) int { return readyIn(ctx, g, c, ns.Name) }).WithTimeout(listTimeout).WithPolling(time.Second).
+		Should(Equal(listedBundles))
+	g.Expect(reconciler.Sync(name)).To(Equal(before), "bundles created since it connected are not its backlog")
+
+	provider.Remove(name)
+	g.Eventually(func() configbundle.Sync { return reconciler.Sync(name) }).WithTimeout(timeout).WithPolling(interval).Should(BeZero())
+	connect(t, name)
+	// Once a listed bundle is reconciled, the member's sources are started: changes are events.
+	g.Eventually(func() int { return reconciler.Sync(name).Left }).WithTimeout(timeout).WithPolling(time.Millisecond).
+		Should(BeNumerically("<", before.Total+listedBundles))
+	var keys []client.ObjectKey
+	for i := range drifted {
+		key := client.ObjectKey{Namespace: ns.Name, Name: fmt.Sprintf("b-%05d", listedBundles-1-i*(listedBundles/drifted))}
+		g.Expect(fleet.Tamper(ctx, c, key, "tampered")).To(Succeed())
+		keys = append(keys, key)
+	}
+	g.Eventually(func(g Gomega) {
+		for _, key := range keys {
+			cm := &corev1.ConfigMap{}
+			g.Expect(c.Get(ctx, key, cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKeyWithValue(configbundlev1alpha1.MessageKey, "desired"), key.Name)
+		}
+	}).WithTimeout(timeout).WithPolling(healPoll).Should(Succeed())
+	s := reconciler.Sync(name)
+	t.Logf("%d drifts healed with %d of %d listed bundles left to reconcile", drifted, s.Left, s.Total)
+	g.Expect(s.Total).To(Equal(before.Total + listedBundles))
+	g.Expect(s.Left).To(BeNumerically(">=", listedBundles/2), "the drifts went ahead of the initial list")
+
+	g.Eventually(func() configbundle.Sync { return reconciler.Sync(name) }).WithTimeout(listTimeout).WithPolling(interval).
+		Should(Equal(configbundle.Sync{Connected: true, Total: before.Total + listedBundles}), "every listed bundle reconciled once")
+}
+
+// connect engages the hub's control plane as member name, its caches warm before it is engaged,
+// as the provider does; it leaves when the test ends.
+func connect(t *testing.T, name multicluster.ClusterName) {
+	t.Helper()
+	cl, err := cluster.New(hubConfig, func(o *cluster.Options) {
+		o.Scheme = scheme
+		configbundle.ConfigureCache(&o.Cache)
+	})
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", name, err)
+	}
+	for _, obj := range []client.Object{&configbundlev1alpha1.ConfigBundle{}, &corev1.ConfigMap{}} {
+		if _, err := cl.GetCache().GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
+			t.Fatalf("warming the cache of %s: %v", name, err)
+		}
+	}
+	if err := provider.Add(context.Background(), name, cl); err != nil {
+		t.Fatalf("adding %s: %v", name, err)
+	}
+	t.Cleanup(func() { provider.Remove(name) })
+}
+
+// readyIn counts the bundles of namespace ns that are Ready.
+func readyIn(ctx context.Context, g Gomega, c client.Client, ns string) int {
+	list := &configbundlev1alpha1.ConfigBundleList{}
+	g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	n := 0
+	for _, b := range list.Items {
+		if meta.IsStatusConditionTrue(b.Status.Conditions, configbundlev1alpha1.ReadyCondition) {
+			n++
+		}
+	}
+	return n
+}
