@@ -64,7 +64,7 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 	}
 	b := mcbuilder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&configbundlev1alpha1.ConfigBundle{}, mcbuilder.WithPredicates(predicate.Or(
+		Watches(&configbundlev1alpha1.ConfigBundle{}, r.bundleEvents, mcbuilder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
@@ -132,18 +132,43 @@ func (r *Reconciler) engage(ctx context.Context, name multicluster.ClusterName, 
 	})
 }
 
+// bundleEvents maps a bundle's events in a member to its request. The items of the member's
+// initial list go behind its changes (handler.LowPriority, as controller-runtime's handlers queue
+// them), except a bundle whose status is not current: its spec changed while no hub watched.
+func (r *Reconciler) bundleEvents(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	request := func(o client.Object) mcreconcile.Request {
+		return mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}, ClusterName: name}
+	}
+	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			if b, ok := e.Object.(*configbundlev1alpha1.ConfigBundle); ok && e.IsInInitialList && changedWhileAway(b, nil) {
+				addAt(q, request(e.Object), 0)
+				return
+			}
+			q.Add(request(e.Object))
+		},
+		UpdateFunc:  func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) { q.Add(request(e.ObjectNew)) },
+		DeleteFunc:  func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) { q.Add(request(e.Object)) },
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) { q.Add(request(e.Object)) },
+	}
+}
+
 // configMapToBundle maps a ConfigMap event in a member to the ConfigBundle of the same name, if
 // there is one. The name is the link, not the ownerReference, so that a foreign ConfigMap in a
 // bundle's way wakes the bundle when it goes away. A created or updated ConfigMap that is the
 // reconciler's own last write wakes nobody; a deletion always wakes the bundle, even one reported
 // by a re-list (a tombstone carrying the last state the hub saw, which may be its own write). It
-// also notes when a change was seen, the start of the heal latency.
+// also notes when a change was seen, the start of the heal latency. The items of the member's
+// initial list go behind its changes (handler.LowPriority), except a ConfigMap that changed
+// while no hub watched (changedWhileAway).
 func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
-	enqueue := func(ctx context.Context, cm client.Object, deleted bool, q queue) {
+	enqueue := func(ctx context.Context, cm client.Object, deleted, listed bool, q queue) {
 		key := client.ObjectKeyFromObject(cm)
-		if configMap, ok := cm.(*corev1.ConfigMap); !ok || !isControlledByBundle(configMap) {
-			if err := cl.GetCache().Get(ctx, key, &configbundlev1alpha1.ConfigBundle{}); err != nil {
+		bundle := &configbundlev1alpha1.ConfigBundle{}
+		if configMap, ok := cm.(*corev1.ConfigMap); listed || !ok || !isControlledByBundle(configMap) {
+			if err := cl.GetCache().Get(ctx, key, bundle); err != nil {
 				return
 			}
 		}
@@ -152,24 +177,28 @@ func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster
 			return // the reconciler's own write: nothing to do
 		}
 		r.ledger.noteSeen(req)
+		if listed && changedWhileAway(bundle, cm) {
+			addAt(q, req, 0)
+			return
+		}
 		q.Add(req)
 	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			enqueue(ctx, e.Object, false, q)
+			enqueue(ctx, e.Object, false, e.IsInInitialList, q)
 		},
 		// The old object is not looked at: it is never the reconciler's own last write. An update
 		// that changes nothing (a re-list, a resync of the informer) wakes nobody either.
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
 			if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
-				enqueue(ctx, e.ObjectNew, false, q)
+				enqueue(ctx, e.ObjectNew, false, false, q)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-			enqueue(ctx, e.Object, true, q)
+			enqueue(ctx, e.Object, true, false, q)
 		},
 		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q queue) {
-			enqueue(ctx, e.Object, true, q)
+			enqueue(ctx, e.Object, true, false, q)
 		},
 	}
 }

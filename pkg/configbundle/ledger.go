@@ -69,7 +69,8 @@ type ledger struct {
 // is engaged again gets a new one, so that the end of its previous engagement forgets nothing of
 // the new. Besides the bundles' entries, it holds the bundles the member held when it connected
 // (total of them) that no reconcile has recorded the outcome of since (unsynced): the member's
-// first full reconcile (Reconciler.Sync).
+// first full reconcile (Reconciler.Sync), whose count left the metric
+// configbundle_member_unsynced_bundles follows.
 type engagement struct {
 	bundles  map[types.NamespacedName]*bundleEntry
 	unsynced map[types.NamespacedName]struct{}
@@ -113,6 +114,7 @@ func (m *ledger) engage(name multicluster.ClusterName, unsynced map[types.Namesp
 	}
 	e := &engagement{bundles: map[types.NamespacedName]*bundleEntry{}, unsynced: unsynced, total: len(unsynced)}
 	m.members[name] = e
+	memberUnsynced.WithLabelValues(string(name)).Set(float64(len(unsynced)))
 	return e
 }
 
@@ -120,8 +122,13 @@ func (m *ledger) engage(name multicluster.ClusterName, unsynced map[types.Namesp
 func (m *ledger) noteRecorded(req mcreconcile.Request) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e := m.members[req.ClusterName]; e != nil {
+	e := m.members[req.ClusterName]
+	if e == nil {
+		return
+	}
+	if _, ok := e.unsynced[req.NamespacedName]; ok {
 		delete(e.unsynced, req.NamespacedName)
+		memberUnsynced.WithLabelValues(string(req.ClusterName)).Set(float64(len(e.unsynced)))
 	}
 }
 
@@ -143,6 +150,7 @@ func (m *ledger) forgetCluster(name multicluster.ClusterName, e *engagement) {
 	defer m.mu.Unlock()
 	if m.members[name] == e {
 		delete(m.members, name)
+		memberUnsynced.DeleteLabelValues(string(name))
 	}
 }
 

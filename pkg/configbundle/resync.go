@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -70,7 +71,7 @@ func (r *Reconciler) resync(ctx context.Context, name multicluster.ClusterName, 
 			q.Add(req)
 			continue
 		}
-		addLowPriority(q, req) // behind the member's changes
+		addAt(q, req, handler.LowPriority) // behind the member's changes
 	}
 	log.V(1).Info("Resynced member", "bundles", len(all), "stale", stale)
 }

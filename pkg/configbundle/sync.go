@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
@@ -67,12 +66,29 @@ func recorded(s *scope, err error) bool {
 	return s.statusErr == nil
 }
 
-// addLowPriority adds req to q at handler.LowPriority, behind every change, if q is a priority
-// queue: a reconcile of a bundle that has not changed, as the items of an informer's initial
-// list are queued.
-func addLowPriority(q workqueue.TypedRateLimitingInterface[mcreconcile.Request], req mcreconcile.Request) {
+// changedWhileAway reports whether a listed bundle, or its listed ConfigMap cm (nil: not
+// looked at), changed since a hub last recorded them in the bundle's status: the status is not
+// the one of the bundle's generation, or names another ConfigMap, or another resourceVersion of
+// it. Such an item of an initial list is a change made while no hub watched (during a restart),
+// as urgent as any other, not a mere re-reconcile.
+func changedWhileAway(b *configbundlev1alpha1.ConfigBundle, cm client.Object) bool {
+	if b.Status.ObservedGeneration != b.Generation {
+		return true
+	}
+	if cm == nil {
+		return false
+	}
+	ref := b.Status.ConfigMapRef
+	return ref == nil || ref.UID != cm.GetUID() || ref.ResourceVersion != cm.GetResourceVersion()
+}
+
+// addAt adds req to q at priority, if q is a priority queue: handler.LowPriority for a
+// reconcile of a bundle that has not changed, behind every change, as the items of an informer's
+// initial list are queued; 0, the default, for a change, even when the handler would queue it
+// at low priority. Another queue gets it as it comes.
+func addAt(q workqueue.TypedRateLimitingInterface[mcreconcile.Request], req mcreconcile.Request, priority int) {
 	if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, req)
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(priority)}, req)
 		return
 	}
 	q.Add(req)

@@ -24,7 +24,8 @@ import (
 const (
 	// listedBundles are the bundles the member holds when it connects again.
 	listedBundles = 1500
-	// drifted of them are tampered with right after it connected.
+	// drifted of their ConfigMaps are tampered with while it is away, and as many of their
+	// specs changed right after it connected.
 	drifted = 5
 	// listTimeout bounds the creation and the reconciles of listedBundles.
 	listTimeout = 3 * time.Minute
@@ -33,11 +34,13 @@ const (
 )
 
 // TestChangesGoAheadOfTheInitialList: a member that connects again (as after a hub restart)
-// holding 1,500 unchanged bundles has each of them reconciled once, at low priority; drifts made
-// right after it connected are healed ahead of them, while most are still left; the member's
-// Sync counts the bundles left until every one of them has been reconciled. Were the initial
-// list's items as urgent as the drifts, first in first out, all five drifts would be healed
-// before half of the list only once in 32 runs. The hub's control plane joins as the member.
+// holds 1,500 bundles whose ConfigMaps were all deleted while no hub watched: each listed bundle
+// is reconciled once, at low priority, and recreates its ConfigMap. Five ConfigMaps tampered
+// with while the member was away, and five bundles whose spec changes right after it connected,
+// go ahead of them: all ten are converged while most of the list is still left. The member's Sync
+// counts the bundles left until every one of them has been reconciled. Were the initial list's
+// items as urgent as the changes, first in first out, the ten would all be converged before half
+// of the list about once in a thousand runs. The hub's control plane joins as the member.
 func TestChangesGoAheadOfTheInitialList(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	const name = multicluster.ClusterName("member-restarted")
@@ -56,30 +59,47 @@ func TestChangesGoAheadOfTheInitialList(t *testing.T) {
 
 	provider.Remove(name)
 	g.Eventually(func() configbundle.Sync { return reconciler.Sync(name) }).WithTimeout(timeout).WithPolling(interval).Should(BeZero())
+	g.Expect(c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns.Name))).To(Succeed())
+	bundle := func(i int) *configbundlev1alpha1.ConfigBundle {
+		b := &configbundlev1alpha1.ConfigBundle{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: fmt.Sprintf("b-%05d", i)}, b)).To(Succeed())
+		return b
+	}
+	var tampered, changed []*configbundlev1alpha1.ConfigBundle
+	for i := range drifted { // the hub's ConfigMap, tampered with
+		b := bundle(i * listedBundles / drifted)
+		cm := configbundle.DesiredConfigMap(b)
+		cm.Data[configbundlev1alpha1.MessageKey] = "tampered"
+		g.Expect(c.Create(ctx, cm)).To(Succeed())
+		tampered = append(tampered, b)
+	}
+
 	connect(t, name)
 	// Once a listed bundle is reconciled, the member's sources are started: changes are events.
 	g.Eventually(func() int { return reconciler.Sync(name).Left }).WithTimeout(timeout).WithPolling(time.Millisecond).
 		Should(BeNumerically("<", before.Total+listedBundles))
-	var keys []client.ObjectKey
 	for i := range drifted {
-		key := client.ObjectKey{Namespace: ns.Name, Name: fmt.Sprintf("b-%05d", listedBundles-1-i*(listedBundles/drifted))}
-		g.Expect(fleet.Tamper(ctx, c, key, "tampered")).To(Succeed())
-		keys = append(keys, key)
+		b := bundle(listedBundles - 1 - i*listedBundles/drifted)
+		g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "changed" })).To(Succeed())
+		changed = append(changed, b)
 	}
 	g.Eventually(func(g Gomega) {
-		for _, key := range keys {
-			cm := &corev1.ConfigMap{}
-			g.Expect(c.Get(ctx, key, cm)).To(Succeed())
-			g.Expect(cm.Data).To(HaveKeyWithValue(configbundlev1alpha1.MessageKey, "desired"), key.Name)
+		for bundles, want := range map[*[]*configbundlev1alpha1.ConfigBundle]string{&tampered: "desired", &changed: "changed"} {
+			for _, b := range *bundles {
+				cm := &corev1.ConfigMap{}
+				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(b), cm)).To(Succeed())
+				g.Expect(cm.Data).To(HaveKeyWithValue(configbundlev1alpha1.MessageKey, want), b.Name)
+			}
 		}
 	}).WithTimeout(timeout).WithPolling(healPoll).Should(Succeed())
 	s := reconciler.Sync(name)
-	t.Logf("%d drifts healed with %d of %d listed bundles left to reconcile", drifted, s.Left, s.Total)
+	t.Logf("%d changes converged with %d of %d listed bundles left to reconcile", 2*drifted, s.Left, s.Total)
 	g.Expect(s.Total).To(Equal(before.Total + listedBundles))
-	g.Expect(s.Left).To(BeNumerically(">=", listedBundles/2), "the drifts went ahead of the initial list")
+	g.Expect(s.Left).To(BeNumerically(">=", listedBundles/2), "the changes went ahead of the initial list")
 
 	g.Eventually(func() configbundle.Sync { return reconciler.Sync(name) }).WithTimeout(listTimeout).WithPolling(interval).
 		Should(Equal(configbundle.Sync{Connected: true, Total: before.Total + listedBundles}), "every listed bundle reconciled once")
+	g.Expect(readyIn(ctx, g, c, ns.Name)).To(Equal(listedBundles))
 }
 
 // connect engages the hub's control plane as member name, its caches warm before it is engaged,
