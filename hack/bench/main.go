@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -54,7 +55,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	if !cfg.ScaleOnly && !cfg.RolloutOnly && !cfg.PlacementOnly && !res.Steady.silent() {
+	if !cfg.ScaleOnly && !cfg.RolloutOnly && !cfg.PlacementOnly && !cfg.RestartOnly && !res.Steady.silent() {
 		fmt.Fprintln(os.Stderr, "bench: failed: the hub wrote in steady state (see the FAIL line)")
 		os.Exit(1)
 	}
@@ -117,7 +118,7 @@ func parseFlags() (benchConfig, error) {
 	rolloutSoak := flag.Duration("rollout-soak", 0, "The soakTime of each stage of the rollout phase; 0s skips the phase (default: the configuration's, 2s in the full run).")
 	rolloutOnly := flag.Bool("rollout-only", false, "Run the rollout phase alone (the members join first), none of the other phases.")
 	placementOnly := flag.Bool("placement-only", false, "Run the placement phase alone (the members join first; with its templated FleetBundle), none of the other phases.")
-	scale := bindScaleFlags()
+	scale, restart := bindScaleFlags(), bindRestartFlags()
 	flag.Parse()
 	cfg := fullConfig()
 	if *smoke {
@@ -154,5 +155,5 @@ func parseFlags() (benchConfig, error) {
 			cfg.PlacementOnly = *placementOnly
 		}
 	})
-	return cfg, scale.apply(&cfg, set)
+	return cfg, errors.Join(scale.apply(&cfg, set), restart.apply(&cfg, set))
 }

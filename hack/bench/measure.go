@@ -144,9 +144,14 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printPlacement(p, cfg)
 		return
 	}
+	if cfg.RestartOnly {
+		r.printRestart(p)
+		return
+	}
 	if !cfg.ScaleOnly {
 		r.printHeal(p, cfg)
 		r.printBacklog(p)
+		r.printRestart(p)
 		r.printConvergence(p, cfg)
 		r.printCost(p)
 		r.printJoin(p, cfg)
