@@ -59,7 +59,7 @@ func TestPrinterColumns(t *testing.T) {
 	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
 
 	mcs := table(g, "/apis/hub.configbundle.dev/v1alpha1/memberclusters")
-	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Paused", "Age"}))
+	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Synced", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Paused", "Age"}))
 	g.Expect(columns(mcs, 1)).To(Equal([]string{"Placed", "Last-Seen", "Credentials", "Credentials-Expiry", "Replica"}))
 	var m1 []any
 	for _, row := range mcs.Rows {
