@@ -37,11 +37,12 @@ func (r *Reconciler) resyncSource() source.TypedSource[mcreconcile.Request] {
 }
 
 // resync enqueues every bundle of a member that is back: those its cache holds and those its API
-// server holds now, those the cache is right about at low priority, behind the member's changes. A member's cache may still hold what it held before an outage (its informers
+// server holds now. A member's cache may still hold what it held before an outage (its informers
 // re-list only after a back-off), so the bundles whose bundle or ConfigMap the cache has not
-// caught up with are reconciled once on what a live read finds (ledger.noteVerifyLive). That costs
-// two lists of metadata, and two reads per bundle that changed while the hub was away; if the
-// lists fail, every bundle is read live.
+// caught up with are reconciled once on what a live read finds (ledger.noteVerifyLive), as
+// urgent as any change; the others go behind the member's changes (handler.LowPriority). That
+// costs two lists of metadata, and two reads per bundle that changed while the hub was away; if
+// the lists fail, every bundle is read live.
 func (r *Reconciler) resync(ctx context.Context, name multicluster.ClusterName, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
 	log := r.manager.GetLogger().WithValues("controller", ControllerName, "cluster", name)
 	cl, err := r.manager.GetCluster(ctx, name)
