@@ -43,22 +43,24 @@ const (
 // of the list about once in a thousand runs. The hub's control plane joins as the member.
 func TestChangesGoAheadOfTheInitialList(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
-	const name = multicluster.ClusterName("member-restarted")
+	// The member is connected again under another name: the clusters provider stops a removed
+	// cluster in the background, and then removes whatever cluster has its name.
+	const first, name = multicluster.ClusterName("member-before-restart"), multicluster.ClusterName("member-restarted")
 	c, err := client.New(hubConfig, client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	connect(t, name)
-	g.Eventually(func() bool { return reconciler.Sync(name).Synced() }).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	before := reconciler.Sync(name) // the bundles other tests left in the hub's control plane
+	connect(t, first)
+	g.Eventually(func() bool { return reconciler.Sync(first).Synced() }).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	before := reconciler.Sync(first) // the bundles other tests left in the hub's control plane
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "initial-list-"}}
 	g.Expect(c.Create(ctx, ns)).To(Succeed())
 	g.Expect(fleet.CreateBundles(ctx, c, ns.Name, "b", "desired", listedBundles, 16)).To(Succeed())
 	g.Eventually(func(g Gomega) int { return readyIn(ctx, g, c, ns.Name) }).WithTimeout(listTimeout).WithPolling(time.Second).
 		Should(Equal(listedBundles))
-	g.Expect(reconciler.Sync(name)).To(Equal(before), "bundles created since it connected are not its backlog")
+	g.Expect(reconciler.Sync(first)).To(Equal(before), "bundles created since it connected are not its backlog")
 
-	provider.Remove(name)
-	g.Eventually(func() configbundle.Sync { return reconciler.Sync(name) }).WithTimeout(timeout).WithPolling(interval).Should(BeZero())
+	provider.Remove(first)
+	g.Eventually(func() configbundle.Sync { return reconciler.Sync(first) }).WithTimeout(timeout).WithPolling(interval).Should(BeZero())
 	g.Expect(c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns.Name))).To(Succeed())
 	bundle := func(i int) *configbundlev1alpha1.ConfigBundle {
 		b := &configbundlev1alpha1.ConfigBundle{}
