@@ -91,7 +91,7 @@ func TestPrinterColumns(t *testing.T) {
 		return
 	}
 	for resource, header := range map[string]string{
-		"memberclusters": "NAME   READY   REASON      VERSION",
+		"memberclusters": "NAME   READY   REASON      SYNCED   VERSION",
 		"fleet":          "NAME      READY",
 	} {
 		out, err := exec.Command(kubectl, "--kubeconfig", fl.HubPlane.KubeconfigPath, "get", resource).CombinedOutput()
