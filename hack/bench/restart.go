@@ -174,14 +174,18 @@ func (f *fleet) createRestartBundles(ctx context.Context, members []*member, tot
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	// The hub's metrics first: listing thousands of bundles every poll would slow what it waits for.
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, restartTimeout, true, func(ctx context.Context) (bool, error) {
+		metrics, err := scrape(f.hub().MetricsAddr)
+		if err != nil || metrics.sum("workqueue_depth", func(l map[string]string) bool { return l["name"] == "configbundle" }) != 0 {
+			return false, nil
+		}
 		for i, m := range members {
 			if n, err := readyIn(ctx, m, restartNS); err != nil || n < counts[i] {
 				return false, nil
 			}
 		}
-		metrics, err := scrape(f.hub().MetricsAddr)
-		return err == nil && metrics.sum("workqueue_depth", func(l map[string]string) bool { return l["name"] == "configbundle" }) == 0, nil
+		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("waiting for %d bundles to be Ready: %w", total, err)
