@@ -54,6 +54,7 @@ func TestChangesGoAheadOfTheInitialList(t *testing.T) {
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "initial-list-"}}
 	g.Expect(c.Create(ctx, ns)).To(Succeed())
+	t.Cleanup(func() { g.Expect(fleet.DeleteBundles(ctx, c, ns.Name, listTimeout)).To(Succeed()) })
 	g.Expect(fleet.CreateBundles(ctx, c, ns.Name, "b", "desired", listedBundles, 16)).To(Succeed())
 	g.Eventually(func(g Gomega) int { return readyIn(ctx, g, c, ns.Name) }).WithTimeout(listTimeout).WithPolling(time.Second).
 		Should(Equal(listedBundles))
