@@ -68,8 +68,8 @@ func TestPrinterColumns(t *testing.T) {
 		}
 	}
 	g.Expect(m1).NotTo(BeNil())
-	g.Expect(m1[1:3]).To(Equal([]any{"True", "Connected"}))
-	g.Expect(m1[3]).To(HavePrefix("v1.36"))
+	g.Expect(m1[1:4]).To(Equal([]any{"True", "Connected", "True"}), "READY, REASON, SYNCED")
+	g.Expect(m1[slices.Index(columnNames(mcs), "Version")]).To(HavePrefix("v1.36"))
 	g.Expect(m1[slices.Index(columnNames(mcs), "Paused")]).To(BeFalse(), "PAUSED: spec.paused, false by default")
 	// The credential hub register made expires in a year: -o wide says when (a date column shows
 	// the age of a past time, and "<invalid>" for a future one).
