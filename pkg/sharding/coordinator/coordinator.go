@@ -399,8 +399,14 @@ func (c *Coordinator) stop(e *engagement) context.CancelFunc {
 // and its Lease is cleared once the writes begun under it have ended, or a lease duration has
 // passed (a write that hangs must not pin the Lease). Call with c.mu held and the fence not
 // busy; it is busy until the release has ended, and released again at a later decision if
-// this one failed.
+// this one failed. While this peer's Lease is not valid it does nothing: a fence names only our
+// peer ID, and a process started with the same ID may have taken our peer Lease over once we
+// lapsed, and the fence with it; a later decision releases it, or the others take it once they
+// judge us dead.
 func (c *Coordinator) release(fence *leaseGuard) {
+	if _, _, valid := c.peers.Validity(); !valid {
+		return
+	}
 	fence.forget()
 	fence.busy = true
 	gates := fence.gates

@@ -185,3 +185,27 @@ func TestElection(t *testing.T) {
 	g.Eventually(c.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	g.Eventually(elected).WithTimeout(timeout).Should(Receive(), "elected again")
 }
+
+// TestInvalidPeerReleasesNothing: a fence this peer should not hold any more is released only
+// while its own Lease is valid. The fence names only its peer ID, which a process started with
+// the same ID may hold meanwhile, and its fences with it.
+func TestInvalidPeerReleasesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	c, sh, reg, _ := startCoordinator(t, ns)
+	g.Expect(c.Engage(ctx, "zoo", nil)).To(Succeed())
+	g.Eventually(mayWrite(c, "zoo")).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+
+	reg.mu.Lock()
+	reg.valid = false
+	reg.mu.Unlock()
+	sh.own.Store(false)
+	g.Eventually(mayWrite(c, "zoo")).WithTimeout(timeout).WithPolling(interval).Should(BeFalse())
+	g.Consistently(zooHolder(ctx, c, ns)).WithTimeout(holdFor).WithPolling(interval).Should(Equal(selfID), "released while not valid")
+
+	reg.mu.Lock()
+	reg.valid = true
+	reg.mu.Unlock()
+	g.Eventually(zooHolder(ctx, c, ns)).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty(), "released once valid")
+}
