@@ -18,6 +18,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -366,6 +367,27 @@ func (c *Coordinator) WriteDeadline() time.Time {
 	return time.Now()
 }
 
+// settledAt is when this peer's view of the live peers, as it is now, will have been settled for
+// a lease duration and a renew period (peers.Registry.Stable): a cluster's missing fence may be
+// created from then on. Any peer that ran the cluster under an earlier view has seen this one
+// within a renew period, stopped the cluster, and its writes in flight, each bounded by its
+// validity, have ended. Zero while this peer has no view.
+func (c *Coordinator) settledAt() time.Time {
+	since := c.peers.Stable()
+	if since.IsZero() {
+		return since
+	}
+	return since.Add(c.cfg.LeaseDuration + c.cfg.LeaseRenew)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // call runs fn, a fence request, bounded by half a renew period and by maxLeaseCalls requests
 // in flight at once.
 func (c *Coordinator) call(fn func(ctx context.Context)) {
@@ -495,6 +517,7 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 	fence := c.fences[name]
 	if fence == nil {
 		fence = newLeaseGuard(c.kube, c.cfg.FenceNS, c.fenceName(name.String()), c.self.ID)
+		fence.settledAt = c.settledAt
 		c.fences[name] = fence
 	}
 	eng := &engagement{name: name, cl: cl, parent: parent, fence: fence}
@@ -629,6 +652,9 @@ func (c *Coordinator) take(engm *engagement, epoch uint64) {
 	switch {
 	case !ok:
 		c.retryLater(fence)
+		if errors.Is(err, errUnsettled) {
+			fence.nextTry = later(fence.nextTry, c.settledAt())
+		}
 		c.mu.Unlock()
 		if err != nil {
 			c.log.V(1).Info("taking the fence failed; will retry", "cluster", engm.name, "peer", c.self.ID, "err", err)

@@ -18,6 +18,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -65,6 +66,9 @@ type leaseGuard struct {
 	c      client.Client
 	ns, nm string
 	id     string
+	// settledAt, if set, says from when a missing Lease may be created (see errUnsettled); zero:
+	// not yet known. Unset: at once.
+	settledAt func() time.Time
 
 	// Guarded by the coordinator's mu.
 	// busy is true while a take or a release is in flight.
@@ -88,6 +92,12 @@ type leaseGuard struct {
 	pending   *coordinationv1.Lease
 	pendingAt time.Time
 }
+
+// errUnsettled is what take returns for a missing Lease before settledAt: a Lease deleted by
+// hand may still be held, in memory, by a peer that runs the cluster under a view of the live
+// peers that this peer no longer has; once this peer's view has been settled that long, that
+// peer has seen it too, stopped the cluster, and its writes in flight have ended.
+var errUnsettled = errors.New("the Lease is missing, and this peer's view of the live peers is too recent to create it: a peer may still hold it")
 
 // newLeaseGuard builds a guard; it does not contact the API server.
 func newLeaseGuard(c client.Client, ns, name, id string) *leaseGuard {
@@ -132,6 +142,11 @@ func (g *leaseGuard) take(ctx context.Context, epoch uint64, dead func(id string
 		err = g.c.Get(ctx, types.NamespacedName{Namespace: g.ns, Name: g.nm}, ls)
 		switch {
 		case apierrors.IsNotFound(err):
+			if g.settledAt != nil {
+				if at := g.settledAt(); at.IsZero() || now.Time.Before(at) {
+					return false, "", errUnsettled
+				}
+			}
 			return g.create(ctx, epoch, now)
 		case err != nil:
 			return false, "", err

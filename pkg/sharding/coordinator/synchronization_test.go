@@ -209,3 +209,26 @@ func TestInvalidPeerReleasesNothing(t *testing.T) {
 	reg.mu.Unlock()
 	g.Eventually(zooHolder(ctx, c, ns)).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty(), "released once valid")
 }
+
+// TestMissingFenceCreatedOnceViewSettled: a cluster's fence that does not exist (never taken, or
+// deleted by hand while a peer holds it) is created only once this peer's view of the live peers
+// has been settled for a lease duration and a renew period: a peer that ran the cluster under
+// an earlier view has stopped by then, and its writes in flight have ended.
+func TestMissingFenceCreatedOnceViewSettled(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	c, _, reg, _ := startCoordinator(t, ns)
+	changed := time.Now()
+	reg.mu.Lock()
+	reg.stable = changed
+	reg.mu.Unlock()
+	g.Expect(c.Engage(ctx, "zoo", nil)).To(Succeed())
+
+	settled := c.cfg.LeaseDuration + c.cfg.LeaseRenew
+	g.Eventually(mayWrite(c, "zoo")).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Expect(time.Since(changed)).To(BeNumerically(">=", settled), "created before the view was settled")
+	ls, err := getLease(ctx, ns, c.fenceName("zoo"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ls.CreationTimestamp.Time).To(BeTemporally(">=", changed.Add(settled).Truncate(time.Second)))
+}

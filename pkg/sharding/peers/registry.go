@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +89,11 @@ type Registry interface {
 	// RefreshSoon asks for a list of the peers as soon as possible, not at the next refresh: a
 	// fence read naming a dead holder is taken once a list that started after the read agrees.
 	RefreshSoon()
+	// Stable returns since when this peer's view has been as it is: the live peers (Snapshot,
+	// this peer aside) as the list that first showed them so, and this peer live without a
+	// break (its current epoch), by the start of that list and of the renewal that began the
+	// epoch, whichever is later. Zero before the first list and the first renewal.
+	Stable() time.Time
 }
 
 type leaseRegistry struct {
@@ -100,6 +106,10 @@ type leaseRegistry struct {
 	peers map[string]peer
 	// listed is when the last successful list started; zero before the first.
 	listed time.Time
+	// live are the ids of the live peers of the last list, this peer aside, sorted and joined,
+	// and stable the start of the list that first showed them so.
+	live   string
+	stable time.Time
 	// released are the peers whose Lease the last list showed without a holder: they left, and
 	// stopped acting before they released it.
 	released map[string]bool
@@ -136,6 +146,8 @@ type ownLease struct {
 	lease *coordv1.Lease
 	// epoch counts the times this peer may have been judged dead; 0 before the first renewal.
 	epoch uint64
+	// epochStart is when the renewal that began the epoch started.
+	epochStart time.Time
 	// validUntil is when this peer stops acting unless its Lease is renewed again: the start
 	// of the last successful renewal plus ttl less one renew period.
 	validUntil time.Time
@@ -295,6 +307,37 @@ func (r *leaseRegistry) Dead(id string, after time.Time) bool {
 		return false
 	}
 	return r.listed.Sub(asked) >= r.ttl
+}
+
+// Stable implements Registry.
+func (r *leaseRegistry) Stable() time.Time {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.stable.IsZero() || r.own.epochStart.IsZero() {
+		return time.Time{}
+	}
+	return later(r.stable, r.own.epochStart)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// liveIDs returns the ids of the peers the last list shows live, this peer aside, sorted and
+// joined. Call with r.mu held.
+func (r *leaseRegistry) liveIDs() string {
+	var ids []string
+	for id, p := range r.peers {
+		if id != r.self.ID && !p.dead(r.listed) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ",")
 }
 
 // Validity implements Registry.
@@ -463,6 +506,7 @@ func (r *leaseRegistry) renewSelfLease(ctx context.Context, start time.Time) err
 	}
 	if lapsed || lease.taken {
 		r.own.epoch++
+		r.own.epochStart = start
 		r.log.Info("new epoch: fences taken before are void", "epoch", r.own.epoch)
 	}
 	r.other = nil
@@ -631,5 +675,8 @@ func (r *leaseRegistry) refreshPeers(ctx context.Context) error {
 		}
 	}
 	r.peers, r.released, r.listed = next, released, start
+	if live := r.liveIDs(); live != r.live || r.stable.IsZero() {
+		r.live, r.stable = live, start
+	}
 	return nil
 }
