@@ -198,7 +198,12 @@ func New(kube client.Client, log logr.Logger, opts ...Option) *Coordinator {
 
 	c.self = c.peers.Self()
 	if c.cfg.ElectionName != "" {
-		c.elected = &election{fence: newLeaseGuard(kube, c.cfg.FenceNS, c.cfg.ElectionName, c.self.ID)}
+		fence := newLeaseGuard(kube, c.cfg.FenceNS, c.cfg.ElectionName, c.self.ID)
+		// Its holder reads it every renew period (confirmElection): a missing one is created a
+		// lease duration and a renew period after it was first found missing, once its holder
+		// has certainly found it missing too and stopped leading.
+		fence.createAfter = func(since time.Time) time.Time { return since.Add(c.cfg.LeaseDuration + c.cfg.LeaseRenew) }
+		c.elected = &election{fence: fence}
 	}
 	return c
 }
@@ -327,7 +332,14 @@ func (c *Coordinator) OnElected(fn func()) {
 // under way, and calls the onElected callbacks if it took it. Call with c.mu held.
 func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 	e := c.elected
-	if e == nil || e.fence.busy || e.fence.heldIn(epoch) || now.Before(e.fence.nextTry) {
+	if e == nil || e.fence.busy || now.Before(e.fence.nextTry) {
+		return
+	}
+	if e.fence.heldIn(epoch) {
+		if now.Sub(e.readAt) >= c.cfg.LeaseRenew {
+			e.fence.busy = true
+			go c.confirmElection(e)
+		}
 		return
 	}
 	if e.holder != "" && !c.peers.Dead(e.holder, time.Time{}) && now.Sub(e.readAt) < c.cfg.LeaseRenew {
@@ -345,6 +357,9 @@ func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 		e.holder, e.readAt = holder, time.Now()
 		if !ok {
 			c.retryLater(e.fence)
+			if errors.Is(err, errUnsettled) {
+				e.fence.nextTry = later(e.fence.nextTry, e.fence.creatableAt())
+			}
 			if err != nil {
 				c.log.V(1).Info("taking the election fence failed; will retry", "peer", c.self.ID, "err", err)
 			}
@@ -355,6 +370,26 @@ func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 			go fn()
 		}
 	}()
+}
+
+// confirmElection reads the election fence this peer holds, as campaign does once a renew
+// period: if it is gone (deleted by hand) or names another peer, this peer stops leading at
+// once, before another may create it again (its createAfter).
+func (c *Coordinator) confirmElection(e *election) {
+	var held bool
+	var err error
+	c.call(func(ctx context.Context) { held, err = e.fence.confirm(ctx) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.fence.busy = false
+	e.readAt = time.Now()
+	if err != nil {
+		c.log.V(1).Info("reading the election fence failed; will retry", "peer", c.self.ID, "err", err)
+	}
+	if !held {
+		e.holder = ""
+		c.log.Info("election fence gone or taken: no longer elected", "peer", c.self.ID, "lease", e.fence.nm)
+	}
 }
 
 // WriteDeadline is when a write that BeginWrite lets leave now must have been answered: the
@@ -517,7 +552,7 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 	fence := c.fences[name]
 	if fence == nil {
 		fence = newLeaseGuard(c.kube, c.cfg.FenceNS, c.fenceName(name.String()), c.self.ID)
-		fence.settledAt = c.settledAt
+		fence.createAfter = func(time.Time) time.Time { return c.settledAt() }
 		c.fences[name] = fence
 	}
 	eng := &engagement{name: name, cl: cl, parent: parent, fence: fence}
@@ -653,7 +688,7 @@ func (c *Coordinator) take(engm *engagement, epoch uint64) {
 	case !ok:
 		c.retryLater(fence)
 		if errors.Is(err, errUnsettled) {
-			fence.nextTry = later(fence.nextTry, c.settledAt())
+			fence.nextTry = later(fence.nextTry, fence.creatableAt())
 		}
 		c.mu.Unlock()
 		if err != nil {

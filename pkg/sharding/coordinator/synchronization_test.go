@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
@@ -231,4 +233,27 @@ func TestMissingFenceCreatedOnceViewSettled(t *testing.T) {
 	ls, err := getLease(ctx, ns, c.fenceName("zoo"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ls.CreationTimestamp.Time).To(BeTemporally(">=", changed.Add(settled).Truncate(time.Second)))
+}
+
+// TestElectionFenceDeletedByHand: the elected peer reads its election fence every renew period.
+// Deleted by hand, it stops leading within about a renew period, and the fence is created again
+// only a lease duration and a renew period after it was found missing: by then any peer that
+// held it has found it missing and stopped leading.
+func TestElectionFenceDeletedByHand(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	c, _, _, _ := startCoordinator(t, ns, WithElection("leader"))
+	g.Eventually(c.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+
+	g.Expect(kube.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leader"}})).To(Succeed())
+	deleted := time.Now()
+	g.Eventually(c.Leading).WithTimeout(2*c.cfg.LeaseRenew).WithPolling(interval).Should(BeFalse(), "still leading")
+	stepped := time.Since(deleted)
+	g.Eventually(c.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "elected again")
+	g.Expect(time.Since(deleted)).To(BeNumerically(">=", c.cfg.LeaseDuration+c.cfg.LeaseRenew), "created again too soon")
+	ls, err := getLease(ctx, ns, "leader")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ls.Spec.HolderIdentity).To(HaveValue(Equal(selfID)))
+	t.Logf("stopped leading %s after the deletion, elected again %s after it", stepped.Round(time.Millisecond), time.Since(deleted).Round(time.Millisecond))
 }
