@@ -200,9 +200,10 @@ func New(kube client.Client, log logr.Logger, opts ...Option) *Coordinator {
 	if c.cfg.ElectionName != "" {
 		fence := newLeaseGuard(kube, c.cfg.FenceNS, c.cfg.ElectionName, c.self.ID)
 		// Its holder reads it every renew period (confirmElection): a missing one is created a
-		// lease duration and a renew period after it was first found missing, once its holder
-		// has certainly found it missing too and stopped leading.
-		fence.createAfter = func(since time.Time) time.Time { return since.Add(c.cfg.LeaseDuration + c.cfg.LeaseRenew) }
+		// lease duration (three renew periods) after it was first found missing, once its
+		// holder has certainly found it missing too, in a read that began after it went, and
+		// stopped leading.
+		fence.createAfter = func(since time.Time) time.Time { return since.Add(c.cfg.LeaseDuration) }
 		c.elected = &election{fence: fence}
 	}
 	return c
