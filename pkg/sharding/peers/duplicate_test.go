@@ -32,14 +32,17 @@ func TestDuplicatePeerIDActsOnNothingAndStops(t *testing.T) {
 	lapsed := firstTime(t, func() bool { return !valid(first)() })
 
 	reported := make(chan error, 1)
-	second := newDupRegistry(ns, func(err error) { reported <- err })
+	var found time.Time // when it reported, written before the report is sent
+	second := newDupRegistry(ns, func(err error) {
+		found = time.Now()
+		reported <- err
+	})
 	acted := firstTime(t, acting(second))
 	started := time.Now()
 	ended := run(t, second)
 
 	var err error
 	g.Eventually(reported).WithTimeout(timeout).Should(Receive(&err))
-	found := time.Now()
 	g.Expect(err).To(MatchError(ErrDuplicateID))
 	g.Expect(err.Error()).To(ContainSubstring(first.incarnation), "the report names the process that holds the Lease")
 	var runErr error
