@@ -263,6 +263,8 @@ func TestDeletedMemberLeaseNeverMakesTwoWriters(t *testing.T) {
 	r1, stop1, _ := startReplica(ctx, t, hub.Config, scheme, ns, "r1", members)
 	defer stop1()
 	overlaps := watchWriters(members, r0, r1) // before r1 can take anything: it has yet to renew its Lease
+	g.Eventually(r0.LiveReplicas).WithTimeout(timeout).WithPolling(interval).Should(Equal([]string{"r0", "r1"}))
+	g.Eventually(r1.LiveReplicas).WithTimeout(timeout).WithPolling(interval).Should(Equal([]string{"r0", "r1"}))
 	allFenced(g, members, r0, r1)
 	g.Expect(overlaps()).To(BeEmpty(), "two writers of a member at once")
 	var of1 []string
