@@ -203,7 +203,7 @@ func New(kube client.Client, log logr.Logger, opts ...Option) *Coordinator {
 		// lease duration (three renew periods) after it was first found missing, once its
 		// holder has certainly found it missing too, in a read that began after it went, and
 		// stopped leading.
-		fence.createAfter = func(since time.Time) time.Time { return since.Add(c.cfg.LeaseDuration) }
+		fence.createAfter = func(since time.Time) time.Time { return c.createAfter(since, since.Add(c.cfg.LeaseDuration)) }
 		c.elected = &election{fence: fence}
 	}
 	return c
@@ -416,6 +416,21 @@ func (c *Coordinator) settledAt() time.Time {
 	return since.Add(c.cfg.LeaseDuration + c.cfg.LeaseRenew)
 }
 
+// createAfter is from when a fence first found missing at since may be created: at once if a
+// list of the peers that started since shows no other live peer (any peer that could hold it
+// would show: it took it before it went missing), otherwise at otherwise. Zero until such a
+// list is made, which it asks for.
+func (c *Coordinator) createAfter(since, otherwise time.Time) time.Time {
+	switch alone, known := c.peers.Alone(since); {
+	case alone:
+		return since
+	case !known:
+		c.peers.RefreshSoon()
+		return time.Time{}
+	}
+	return otherwise
+}
+
 // later returns the later of a and b.
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -553,7 +568,7 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 	fence := c.fences[name]
 	if fence == nil {
 		fence = newLeaseGuard(c.kube, c.cfg.FenceNS, c.fenceName(name.String()), c.self.ID)
-		fence.createAfter = func(time.Time) time.Time { return c.settledAt() }
+		fence.createAfter = func(since time.Time) time.Time { return c.createAfter(since, c.settledAt()) }
 		c.fences[name] = fence
 	}
 	eng := &engagement{name: name, cl: cl, parent: parent, fence: fence}

@@ -143,7 +143,8 @@ func (g *leaseGuard) take(ctx context.Context, epoch uint64, dead func(id string
 		err = g.c.Get(ctx, types.NamespacedName{Namespace: g.ns, Name: g.nm}, ls)
 		switch {
 		case apierrors.IsNotFound(err):
-			if at := g.missing(now.Time); at.IsZero() || now.Time.Before(at) {
+			// Missing since this read returned, at the latest: a peer that held it took it before.
+			if at := g.missing(time.Now()); at.IsZero() || time.Now().Before(at) {
 				return false, "", errUnsettled
 			}
 			return g.create(ctx, epoch, now)

@@ -76,9 +76,9 @@ func (s *stubSharder) ShouldOwn(string, []sharder.PeerInfo, sharder.PeerInfo) bo
 	return s.own.Load()
 }
 
-// stubRegistry is a peer registry alone with itself, valid in epoch until told otherwise, its
-// view stable since stable (an hour before it was made, unless told otherwise); dead are the
-// peers it judges dead.
+// stubRegistry is a peer registry alone with itself (unless told that others may be live: not
+// alone), valid in epoch until told otherwise, its view stable since stable (an hour before it
+// was made, unless told otherwise); dead are the peers it judges dead.
 type stubRegistry struct {
 	self sharder.PeerInfo
 
@@ -86,7 +86,9 @@ type stubRegistry struct {
 	epoch  uint64
 	valid  bool
 	stable time.Time
-	dead   map[string]bool
+	// notAlone: others may be live (Alone is false).
+	notAlone bool
+	dead     map[string]bool
 }
 
 func newStubRegistry(id string) *stubRegistry {
@@ -106,6 +108,12 @@ func (r *stubRegistry) Validity() (uint64, time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.epoch, time.Now().Add(time.Minute), r.valid
+}
+
+func (r *stubRegistry) Alone(time.Time) (alone, known bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.notAlone, true
 }
 
 func (r *stubRegistry) Stable() time.Time {

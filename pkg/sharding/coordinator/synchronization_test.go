@@ -223,7 +223,7 @@ func TestMissingFenceCreatedOnceViewSettled(t *testing.T) {
 	c, _, reg, _ := startCoordinator(t, ns)
 	changed := time.Now()
 	reg.mu.Lock()
-	reg.stable = changed
+	reg.stable, reg.notAlone = changed, true
 	reg.mu.Unlock()
 	g.Expect(c.Engage(ctx, "zoo", nil)).To(Succeed())
 
@@ -243,8 +243,11 @@ func TestElectionFenceDeletedByHand(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	c, _, _, _ := startCoordinator(t, ns, WithElection("leader"))
+	c, _, reg, _ := startCoordinator(t, ns, WithElection("leader"))
 	g.Eventually(c.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	reg.mu.Lock()
+	reg.notAlone = true // another peer may be live, and elected
+	reg.mu.Unlock()
 
 	g.Expect(kube.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leader"}})).To(Succeed())
 	deleted := time.Now()

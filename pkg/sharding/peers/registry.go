@@ -94,6 +94,10 @@ type Registry interface {
 	// break (its current epoch), by the start of that list and of the renewal that began the
 	// epoch, whichever is later. Zero before the first list and the first renewal.
 	Stable() time.Time
+	// Alone reports whether a list that started after after showed no other live peer (known:
+	// such a list has been made). Any peer that acted before after, and may act still, shows in
+	// such a list: its Lease existed then, and it is live, or dead only once it stopped acting.
+	Alone(after time.Time) (alone, known bool)
 }
 
 type leaseRegistry struct {
@@ -317,6 +321,14 @@ func (r *leaseRegistry) Stable() time.Time {
 		return time.Time{}
 	}
 	return later(r.stable, r.own.epochStart)
+}
+
+// Alone implements Registry.
+func (r *leaseRegistry) Alone(after time.Time) (alone, known bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	known = r.listed.After(after)
+	return known && r.live == "", known
 }
 
 // later returns the later of a and b.
