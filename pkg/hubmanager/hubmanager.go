@@ -194,7 +194,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", d.LeaderElect, "Elect a leader among hub replicas (a Lease in --secret-namespace), so that only one reconciles. Exclusive with --sharded.")
 	fs.BoolVar(&o.Sharded, "sharded", d.Sharded, "Share the members between the hub replicas run with it: each member is reconciled by exactly one live replica, fenced by a Lease in --secret-namespace. Exclusive with --leader-elect.")
 	o.ReplicaID = ""
-	fs.StringVar(&o.ReplicaID, "replica-id", "", "This replica's identity, unique among the replicas: names its Leases and shows in MemberCluster status.replica. (default $POD_NAME, else the hostname)")
+	fs.StringVar(&o.ReplicaID, "replica-id", "", "This replica's identity, unique among the replicas: names its Leases and shows in MemberCluster status.replica. A second process with the id of a live replica writes nothing and exits 1. (default $POD_NAME, else the hostname)")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", d.LeaseDuration, "Duration of the Leases of --leader-elect and --sharded (each renewed every third of it): a dead replica's work is taken over after about this long.")
 	fs.DurationVar(&o.CredentialsExpiryWarning, "credentials-expiry-warning", d.CredentialsExpiryWarning, "How long before a member's credential expires its MemberCluster's CredentialsValid condition turns False (ExpiresSoon).")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "How often the hub refreshes Fleet status.heartbeatTime, which hub status --max-age checks (one write per interval).")
@@ -281,6 +281,7 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	if replica.Sharded() {
+		replica.ReportTo(mgr.GetLocalManager().GetEventRecorder(hubv1alpha1.FieldOwner))
 		if err := mgr.GetLocalManager().Add(replica.Rebalancer(provider.Rebalance)); err != nil {
 			return nil, err
 		}

@@ -212,3 +212,69 @@ func hostOf(t *testing.T, cfg *rest.Config) string {
 	}
 	return u.Host
 }
+
+// TestDuplicateReplicaIDNeverWrites: a second replica started with the id of a live one owns no
+// member and may write to none, not even for a moment, while the first keeps fencing every
+// member; the peer Lease stays the first's.
+func TestDuplicateReplicaIDNeverWrites(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	const ns = "duplicate"
+	hub, scheme, kube := startHubWithNamespace(t, ns)
+	members := []string{"m0", "m1", "m2", "m3"}
+	opts := Options{Namespace: ns, ReplicaID: "r0", LeaseDuration: 2 * MinLeaseDuration}
+	first, stopFirst, _ := startReplicaWith(ctx, t, hub.Config, scheme, opts, members)
+	defer stopFirst()
+	allFenced(g, members, first)
+	peer := &coordinationv1.Lease{}
+	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: hubv1alpha1.PeerLeasePrefix + "-r0"}, peer)).To(Succeed())
+	holder := peer.Annotations
+
+	second, stopSecond, _ := startReplicaWith(ctx, t, hub.Config, scheme, opts, members)
+	defer stopSecond()
+	g.Consistently(func(g Gomega) {
+		for _, m := range members {
+			g.Expect(second.Owns(m)).To(BeFalse(), "member %s owned by the duplicate", m)
+			g.Expect(second.MayWrite(m)).To(BeFalse(), "member %s writable by the duplicate", m)
+		}
+	}).WithTimeout(2 * opts.LeaseDuration).WithPolling(time.Millisecond).Should(Succeed())
+	allFenced(g, members, first, second)
+	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: hubv1alpha1.PeerLeasePrefix + "-r0"}, peer)).To(Succeed())
+	g.Expect(peer.Annotations).To(Equal(holder), "the peer Lease is the first's")
+}
+
+// TestDeletedMemberLeaseNeverMakesTwoWriters: the members' Leases are deleted by hand while r0
+// holds them all; r1 then joins. r1 creates the Lease of a member it owns only once its view of
+// the replicas has settled, after r0 stopped that member: never two writers of a member.
+func TestDeletedMemberLeaseNeverMakesTwoWriters(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	const ns = "deleted"
+	hub, scheme, kube := startHubWithNamespace(t, ns)
+	members := []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"}
+	r0, stop0, _ := startReplica(ctx, t, hub.Config, scheme, ns, "r0", members)
+	defer stop0()
+	allFenced(g, members, r0)
+	for _, m := range members {
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hubv1alpha1.MemberLeasePrefix + "-" + m}}
+		g.Expect(kube.Delete(ctx, lease)).To(Succeed())
+	}
+
+	r1, stop1, _ := startReplica(ctx, t, hub.Config, scheme, ns, "r1", members)
+	defer stop1()
+	overlaps := watchWriters(members, r0, r1) // before r1 can take anything: it has yet to renew its Lease
+	g.Eventually(r0.LiveReplicas).WithTimeout(timeout).WithPolling(interval).Should(Equal([]string{"r0", "r1"}))
+	g.Eventually(r1.LiveReplicas).WithTimeout(timeout).WithPolling(interval).Should(Equal([]string{"r0", "r1"}))
+	allFenced(g, members, r0, r1)
+	g.Expect(overlaps()).To(BeEmpty(), "two writers of a member at once")
+	var of1 []string
+	for _, m := range members {
+		if r1.Owns(m) {
+			of1 = append(of1, m)
+		}
+	}
+	g.Expect(of1).NotTo(BeEmpty(), "r1 owns no member")
+	for m, lease := range memberLeases(ctx, g, kube, ns, of1) {
+		g.Expect(lease[1]).To(Equal("r1"), "member %s: its Lease created again by its new owner", m)
+	}
+}

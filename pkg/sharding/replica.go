@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -63,12 +66,19 @@ func (r Replica) OnElected(fn func()) {
 	}
 }
 
+// ErrDuplicateReplica is what the manager of a sharded replica ends with, wrapped, when another
+// live process holds the peer Lease of its replica id: it wrote nothing to any member, reported
+// it (a log line, the gauge configbundle_hub_duplicate_replica, the Event DuplicateReplica on the
+// Fleet), and stopped a lease duration later. The process that holds the Lease runs on.
+var ErrDuplicateReplica = peers.ErrDuplicateID
+
 // shards is a sharded replica's view of its peers and its members' Leases.
 type shards struct {
-	registry peers.Registry
-	sharder  sharder.Sharder
-	coord    *coordinator.Coordinator
-	log      logr.Logger
+	registry   peers.Registry
+	sharder    sharder.Sharder
+	coord      *coordinator.Coordinator
+	log        logr.Logger
+	duplicates *duplicateReport
 }
 
 // New returns a sharded Replica that holds its Leases on the hub cluster of cfg; scheme is the
@@ -92,8 +102,11 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error
 	}
 	log := ctrl.Log.WithName("sharding").WithValues("replica", opts.ReplicaID)
 	refresh := min(renew, opts.PeerRefreshInterval)
+	duplicates := &duplicateReport{log: log, id: opts.ReplicaID, lease: &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: opts.Namespace, Name: hubv1alpha1.PeerLeasePrefix + "-" + opts.ReplicaID}}}
 	registry := peers.NewLeaseRegistry(direct, opts.Namespace, hubv1alpha1.PeerLeasePrefix, opts.ReplicaID, 1, log,
-		peers.WithLeaseTimings(opts.LeaseDuration, renew), peers.WithRefreshInterval(refresh))
+		peers.WithLeaseTimings(opts.LeaseDuration, renew), peers.WithRefreshInterval(refresh),
+		peers.WithDuplicateHandler(duplicates.report))
 	hrw := sharder.NewHRW()
 	coord := coordinator.New(direct, log,
 		coordinator.WithPeerRegistry(registry),
@@ -104,7 +117,15 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (Replica, error
 		coordinator.WithSynchronizationIntervals(decisionInterval, opts.LeaseDuration),
 		coordinator.WithElection(hubv1alpha1.LeaderElectionID),
 	)
-	return Replica{ID: opts.ReplicaID, shards: &shards{registry: registry, sharder: hrw, coord: coord, log: log}}, nil
+	return Replica{ID: opts.ReplicaID, shards: &shards{registry: registry, sharder: hrw, coord: coord, log: log, duplicates: duplicates}}, nil
+}
+
+// ReportTo records this replica's Events with recorder: DuplicateReplica on the Fleet when
+// another live process holds the peer Lease of its replica id. Unless sharded, it does nothing.
+func (r Replica) ReportTo(recorder events.EventRecorder) {
+	if r.shards != nil {
+		r.shards.duplicates.setRecorder(recorder)
+	}
 }
 
 // Sharded reports whether the members are shared between replicas: then the per-member work

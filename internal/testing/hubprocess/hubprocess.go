@@ -119,6 +119,14 @@ func (p *Process) Exited() bool {
 	}
 }
 
+// ExitCode is the hub's exit code once it has exited; -1 while it runs, or if a signal ended it.
+func (p *Process) ExitCode() int {
+	if !p.Exited() {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
 // Pid is the hub's process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 

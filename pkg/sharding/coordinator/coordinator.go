@@ -18,6 +18,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -197,7 +198,13 @@ func New(kube client.Client, log logr.Logger, opts ...Option) *Coordinator {
 
 	c.self = c.peers.Self()
 	if c.cfg.ElectionName != "" {
-		c.elected = &election{fence: newLeaseGuard(kube, c.cfg.FenceNS, c.cfg.ElectionName, c.self.ID)}
+		fence := newLeaseGuard(kube, c.cfg.FenceNS, c.cfg.ElectionName, c.self.ID)
+		// Its holder reads it every renew period (confirmElection): a missing one is created a
+		// lease duration (three renew periods) after it was first found missing, once its
+		// holder has certainly found it missing too, in a read that began after it went, and
+		// stopped leading.
+		fence.createAfter = func(since time.Time) time.Time { return c.createAfter(since, since.Add(c.cfg.LeaseDuration)) }
+		c.elected = &election{fence: fence}
 	}
 	return c
 }
@@ -326,7 +333,14 @@ func (c *Coordinator) OnElected(fn func()) {
 // under way, and calls the onElected callbacks if it took it. Call with c.mu held.
 func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 	e := c.elected
-	if e == nil || e.fence.busy || e.fence.heldIn(epoch) || now.Before(e.fence.nextTry) {
+	if e == nil || e.fence.busy || now.Before(e.fence.nextTry) {
+		return
+	}
+	if e.fence.heldIn(epoch) {
+		if now.Sub(e.readAt) >= c.cfg.LeaseRenew {
+			e.fence.busy = true
+			go c.confirmElection(e)
+		}
 		return
 	}
 	if e.holder != "" && !c.peers.Dead(e.holder, time.Time{}) && now.Sub(e.readAt) < c.cfg.LeaseRenew {
@@ -344,6 +358,9 @@ func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 		e.holder, e.readAt = holder, time.Now()
 		if !ok {
 			c.retryLater(e.fence)
+			if errors.Is(err, errUnsettled) {
+				e.fence.nextTry = later(e.fence.nextTry, e.fence.creatableAt())
+			}
 			if err != nil {
 				c.log.V(1).Info("taking the election fence failed; will retry", "peer", c.self.ID, "err", err)
 			}
@@ -356,6 +373,26 @@ func (c *Coordinator) campaign(epoch uint64, now time.Time) {
 	}()
 }
 
+// confirmElection reads the election fence this peer holds, as campaign does once a renew
+// period: if it is gone (deleted by hand) or names another peer, this peer stops leading at
+// once, before another may create it again (its createAfter).
+func (c *Coordinator) confirmElection(e *election) {
+	var held bool
+	var err error
+	c.call(func(ctx context.Context) { held, err = e.fence.confirm(ctx) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.fence.busy = false
+	e.readAt = time.Now()
+	if err != nil {
+		c.log.V(1).Info("reading the election fence failed; will retry", "peer", c.self.ID, "err", err)
+	}
+	if !held {
+		e.holder = ""
+		c.log.Info("election fence gone or taken: no longer elected", "peer", c.self.ID, "lease", e.fence.nm)
+	}
+}
+
 // WriteDeadline is when a write that BeginWrite lets leave now must have been answered: the
 // end of this peer's validity, after which another peer may take its clusters over; now, if it
 // is not valid.
@@ -364,6 +401,42 @@ func (c *Coordinator) WriteDeadline() time.Time {
 		return until
 	}
 	return time.Now()
+}
+
+// settledAt is when this peer's view of the live peers, as it is now, will have been settled for
+// a lease duration and a renew period (peers.Registry.Stable): a cluster's missing fence may be
+// created from then on. Any peer that ran the cluster under an earlier view has seen this one
+// within a renew period, stopped the cluster, and its writes in flight, each bounded by its
+// validity, have ended. Zero while this peer has no view.
+func (c *Coordinator) settledAt() time.Time {
+	since := c.peers.Stable()
+	if since.IsZero() {
+		return since
+	}
+	return since.Add(c.cfg.LeaseDuration + c.cfg.LeaseRenew)
+}
+
+// createAfter is from when a fence first found missing at since may be created: at once if a
+// list of the peers that started since shows no other live peer (any peer that could hold it
+// would show: it took it before it went missing), otherwise at otherwise. Zero until such a
+// list is made, which it asks for.
+func (c *Coordinator) createAfter(since, otherwise time.Time) time.Time {
+	switch alone, known := c.peers.Alone(since); {
+	case alone:
+		return since
+	case !known:
+		c.peers.RefreshSoon()
+		return time.Time{}
+	}
+	return otherwise
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // call runs fn, a fence request, bounded by half a renew period and by maxLeaseCalls requests
@@ -399,8 +472,14 @@ func (c *Coordinator) stop(e *engagement) context.CancelFunc {
 // and its Lease is cleared once the writes begun under it have ended, or a lease duration has
 // passed (a write that hangs must not pin the Lease). Call with c.mu held and the fence not
 // busy; it is busy until the release has ended, and released again at a later decision if
-// this one failed.
+// this one failed. While this peer's Lease is not valid it does nothing: a fence names only our
+// peer ID, and a process started with the same ID may have taken our peer Lease over once we
+// lapsed, and the fence with it; a later decision releases it, or the others take it once they
+// judge us dead.
 func (c *Coordinator) release(fence *leaseGuard) {
+	if _, _, valid := c.peers.Validity(); !valid {
+		return
+	}
 	fence.forget()
 	fence.busy = true
 	gates := fence.gates
@@ -489,6 +568,7 @@ func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterNa
 	fence := c.fences[name]
 	if fence == nil {
 		fence = newLeaseGuard(c.kube, c.cfg.FenceNS, c.fenceName(name.String()), c.self.ID)
+		fence.createAfter = func(since time.Time) time.Time { return c.createAfter(since, c.settledAt()) }
 		c.fences[name] = fence
 	}
 	eng := &engagement{name: name, cl: cl, parent: parent, fence: fence}
@@ -623,6 +703,9 @@ func (c *Coordinator) take(engm *engagement, epoch uint64) {
 	switch {
 	case !ok:
 		c.retryLater(fence)
+		if errors.Is(err, errUnsettled) {
+			fence.nextTry = later(fence.nextTry, fence.creatableAt())
+		}
 		c.mu.Unlock()
 		if err != nil {
 			c.log.V(1).Info("taking the fence failed; will retry", "cluster", engm.name, "peer", c.self.ID, "err", err)

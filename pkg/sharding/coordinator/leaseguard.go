@@ -18,6 +18,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -65,6 +66,9 @@ type leaseGuard struct {
 	c      client.Client
 	ns, nm string
 	id     string
+	// createAfter, if set, says from when a missing Lease, first read missing at since, may be
+	// created (see errUnsettled); zero: not yet known. Unset: at once.
+	createAfter func(since time.Time) time.Time
 
 	// Guarded by the coordinator's mu.
 	// busy is true while a take or a release is in flight.
@@ -87,7 +91,14 @@ type leaseGuard struct {
 	// writes it once a list that started after then still judges the holder dead.
 	pending   *coordinationv1.Lease
 	pendingAt time.Time
+	// missingSince is when a take first found the Lease missing, none having found it since;
+	// zero while it is not known missing.
+	missingSince time.Time
 }
+
+// errUnsettled is what take returns for a missing Lease before createAfter allows to create it:
+// a Lease deleted by hand may still be held, in memory, by a peer that has not noticed yet.
+var errUnsettled = errors.New("the Lease is missing, too recently for this peer to create it: a peer may still hold it")
 
 // newLeaseGuard builds a guard; it does not contact the API server.
 func newLeaseGuard(c client.Client, ns, name, id string) *leaseGuard {
@@ -132,10 +143,15 @@ func (g *leaseGuard) take(ctx context.Context, epoch uint64, dead func(id string
 		err = g.c.Get(ctx, types.NamespacedName{Namespace: g.ns, Name: g.nm}, ls)
 		switch {
 		case apierrors.IsNotFound(err):
+			// Missing since this read returned, at the latest: a peer that held it took it before.
+			if at := g.missing(time.Now()); at.IsZero() || time.Now().Before(at) {
+				return false, "", errUnsettled
+			}
 			return g.create(ctx, epoch, now)
 		case err != nil:
 			return false, "", err
 		}
+		g.found()
 		holder = ptr.Deref(ls.Spec.HolderIdentity, "")
 		if holder != "" && holder != g.id {
 			if dead(holder, time.Time{}) && !renewedLately(ls, now) {
@@ -184,6 +200,53 @@ func (g *leaseGuard) create(ctx context.Context, epoch uint64, now metav1.MicroT
 	return true, "", nil
 }
 
+// missing notes that a take found the Lease missing at now, and returns from when it may be
+// created: at once unless createAfter is set; zero if not yet known.
+func (g *leaseGuard) missing(now time.Time) time.Time {
+	g.mu.Lock()
+	if g.missingSince.IsZero() {
+		g.missingSince = now
+	}
+	g.mu.Unlock()
+	if g.createAfter == nil {
+		return now
+	}
+	return g.creatableAt()
+}
+
+// creatableAt is from when the Lease, known missing, may be created; zero if not yet known.
+func (g *leaseGuard) creatableAt() time.Time {
+	g.mu.Lock()
+	since := g.missingSince
+	g.mu.Unlock()
+	if since.IsZero() || g.createAfter == nil {
+		return since
+	}
+	return g.createAfter(since)
+}
+
+// found notes that a read found the Lease.
+func (g *leaseGuard) found() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.missingSince = time.Time{}
+}
+
+// confirm reads the Lease and reports whether it still names this peer: false if it is gone
+// (deleted by hand) or names another peer, and then the fence is forgotten.
+func (g *leaseGuard) confirm(ctx context.Context) (bool, error) {
+	ls := &coordinationv1.Lease{}
+	err := g.c.Get(ctx, types.NamespacedName{Namespace: g.ns, Name: g.nm}, ls)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return true, err
+	}
+	if err == nil && ptr.Deref(ls.Spec.HolderIdentity, "") == g.id {
+		return true, nil
+	}
+	g.forget()
+	return false, nil
+}
+
 // hasPending reports whether a read naming a dead holder waits for a later list to agree.
 func (g *leaseGuard) hasPending() bool {
 	g.mu.Lock()
@@ -207,7 +270,7 @@ func (g *leaseGuard) claim() {
 func (g *leaseGuard) took(epoch uint64, ls *coordinationv1.Lease) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.held, g.epoch, g.lease, g.pending = true, epoch, ls, nil
+	g.held, g.epoch, g.lease, g.pending, g.missingSince = true, epoch, ls, nil, time.Time{}
 }
 
 // forget marks the fence not held, without writing anything: no write may rely on it any more.

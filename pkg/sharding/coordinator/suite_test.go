@@ -76,19 +76,23 @@ func (s *stubSharder) ShouldOwn(string, []sharder.PeerInfo, sharder.PeerInfo) bo
 	return s.own.Load()
 }
 
-// stubRegistry is a peer registry alone with itself, valid in epoch until told otherwise; dead
-// are the peers it judges dead.
+// stubRegistry is a peer registry alone with itself (unless told that others may be live: not
+// alone), valid in epoch until told otherwise, its view stable since stable (an hour before it
+// was made, unless told otherwise); dead are the peers it judges dead.
 type stubRegistry struct {
 	self sharder.PeerInfo
 
-	mu    sync.Mutex
-	epoch uint64
-	valid bool
-	dead  map[string]bool
+	mu     sync.Mutex
+	epoch  uint64
+	valid  bool
+	stable time.Time
+	// notAlone: others may be live (Alone is false).
+	notAlone bool
+	dead     map[string]bool
 }
 
 func newStubRegistry(id string) *stubRegistry {
-	return &stubRegistry{self: sharder.PeerInfo{ID: id, Weight: 1}, epoch: 1, valid: true, dead: map[string]bool{}}
+	return &stubRegistry{self: sharder.PeerInfo{ID: id, Weight: 1}, epoch: 1, valid: true, stable: time.Now().Add(-time.Hour), dead: map[string]bool{}}
 }
 
 func (r *stubRegistry) Self() sharder.PeerInfo       { return r.self }
@@ -104,6 +108,18 @@ func (r *stubRegistry) Validity() (uint64, time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.epoch, time.Now().Add(time.Minute), r.valid
+}
+
+func (r *stubRegistry) Alone(time.Time) (alone, known bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.notAlone, true
+}
+
+func (r *stubRegistry) Stable() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stable
 }
 
 func (r *stubRegistry) Dead(id string, _ time.Time) bool {

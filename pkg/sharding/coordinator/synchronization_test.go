@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
@@ -184,4 +186,77 @@ func TestElection(t *testing.T) {
 	g.Expect(c.Leading()).To(BeFalse(), "void at once")
 	g.Eventually(c.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	g.Eventually(elected).WithTimeout(timeout).Should(Receive(), "elected again")
+}
+
+// TestInvalidPeerReleasesNothing: a fence this peer should not hold any more is released only
+// while its own Lease is valid. The fence names only its peer ID, which a process started with
+// the same ID may hold meanwhile, and its fences with it.
+func TestInvalidPeerReleasesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	c, sh, reg, _ := startCoordinator(t, ns)
+	g.Expect(c.Engage(ctx, "zoo", nil)).To(Succeed())
+	g.Eventually(mayWrite(c, "zoo")).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+
+	reg.mu.Lock()
+	reg.valid = false
+	reg.mu.Unlock()
+	sh.own.Store(false)
+	g.Eventually(mayWrite(c, "zoo")).WithTimeout(timeout).WithPolling(interval).Should(BeFalse())
+	g.Consistently(zooHolder(ctx, c, ns)).WithTimeout(holdFor).WithPolling(interval).Should(Equal(selfID), "released while not valid")
+
+	reg.mu.Lock()
+	reg.valid = true
+	reg.mu.Unlock()
+	g.Eventually(zooHolder(ctx, c, ns)).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty(), "released once valid")
+}
+
+// TestMissingFenceCreatedOnceViewSettled: a cluster's fence that does not exist (never taken, or
+// deleted by hand while a peer holds it) is created only once this peer's view of the live peers
+// has been settled for a lease duration and a renew period: a peer that ran the cluster under
+// an earlier view has stopped by then, and its writes in flight have ended.
+func TestMissingFenceCreatedOnceViewSettled(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	c, _, reg, _ := startCoordinator(t, ns)
+	changed := time.Now()
+	reg.mu.Lock()
+	reg.stable, reg.notAlone = changed, true
+	reg.mu.Unlock()
+	g.Expect(c.Engage(ctx, "zoo", nil)).To(Succeed())
+
+	settled := c.cfg.LeaseDuration + c.cfg.LeaseRenew
+	g.Eventually(mayWrite(c, "zoo")).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Expect(time.Since(changed)).To(BeNumerically(">=", settled), "created before the view was settled")
+	ls, err := getLease(ctx, ns, c.fenceName("zoo"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ls.CreationTimestamp.Time).To(BeTemporally(">=", changed.Add(settled).Truncate(time.Second)))
+}
+
+// TestElectionFenceDeletedByHand: the elected peer reads its election fence every renew period.
+// Deleted by hand, it stops leading within about a renew period, and the fence is created again
+// only a lease duration after it was found missing: by then any peer that held it has found it
+// missing and stopped leading.
+func TestElectionFenceDeletedByHand(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	c, _, reg, _ := startCoordinator(t, ns, WithElection("leader"))
+	g.Eventually(c.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	reg.mu.Lock()
+	reg.notAlone = true // another peer may be live, and elected
+	reg.mu.Unlock()
+
+	g.Expect(kube.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leader"}})).To(Succeed())
+	deleted := time.Now()
+	g.Eventually(c.Leading).WithTimeout(2*c.cfg.LeaseRenew).WithPolling(interval).Should(BeFalse(), "still leading")
+	stepped := time.Since(deleted)
+	g.Eventually(c.Leading).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "elected again")
+	g.Expect(time.Since(deleted)).To(BeNumerically(">=", c.cfg.LeaseDuration), "created again too soon")
+	ls, err := getLease(ctx, ns, "leader")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ls.Spec.HolderIdentity).To(HaveValue(Equal(selfID)))
+	t.Logf("stopped leading %s after the deletion, elected again %s after it", stepped.Round(time.Millisecond), time.Since(deleted).Round(time.Millisecond))
 }

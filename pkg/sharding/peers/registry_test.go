@@ -98,11 +98,11 @@ func TestRenewalStartsNewEpoch(t *testing.T) {
 	g.Expect(selfLease(ctx, g, ns).Spec.HolderIdentity).To(HaveValue(Equal(selfID)), "taken back")
 }
 
-// TestRefreshPeersFiltersAndParses: the snapshot holds this peer and the peers whose Leases
-// carry its prefix, with their weights; a released Lease's peer is left out and dead. Upstream
-// left out a Lease whose RenewTime was older than its duration; liveness is now judged on this
-// peer's own clock, by a Lease seen unchanged for a ttl, so such a peer is live at first sight
-// and dead only once a list a ttl later still shows it unchanged.
+// TestRefreshPeersFiltersAndParses: once this peer has written its Lease, the snapshot holds it
+// and the peers whose Leases carry its prefix, with their weights; a released Lease's peer is
+// left out and dead. Upstream left out a Lease whose RenewTime was older than its duration;
+// liveness is now judged on this peer's own clock, by a Lease seen unchanged for a ttl, so such
+// a peer is live at first sight and dead only once a list a ttl later still shows it unchanged.
 func TestRefreshPeersFiltersAndParses(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -118,7 +118,10 @@ func TestRefreshPeersFiltersAndParses(t *testing.T) {
 	r := NewLeaseRegistry(kube, ns, prefix, selfID, 1, logr.Discard(), WithLeaseTimings(ttl, ttl/3)).(*leaseRegistry)
 	g.Expect(r.Snapshot()).To(BeEmpty(), "nothing before the first list")
 	g.Expect(r.Dead(otherID, time.Time{})).To(BeFalse(), "nobody judged before the first list")
+	g.Expect(r.refreshPeers(ctx)).To(Succeed())
+	g.Expect(r.Snapshot()).To(BeEmpty(), "nothing before this peer wrote its Lease")
 
+	g.Expect(r.renewSelfLease(ctx, time.Now())).To(Succeed())
 	g.Expect(r.refreshPeers(ctx)).To(Succeed())
 	g.Expect(r.Snapshot()).To(ConsistOf(sharder.PeerInfo{ID: selfID, Weight: 1}, sharder.PeerInfo{ID: otherID, Weight: 5}))
 	g.Expect(r.Dead("gone", time.Time{})).To(BeTrue(), "released")

@@ -1,0 +1,61 @@
+package sharding
+
+import (
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+)
+
+// duplicateReplica is 1 while this process acts on nothing because another live process holds
+// the peer Lease of its replica id: alert on max(configbundle_hub_duplicate_replica) > 0.
+var duplicateReplica = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "configbundle_hub_duplicate_replica",
+	Help: "1 while this hub process (--sharded) writes nothing because another live process holds the peer Lease of its --replica-id; it exits 1 a lease duration later. Else 0.",
+})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(duplicateReplica)
+}
+
+// duplicateReport reports that this process found its replica id taken by another live process:
+// a log line, the gauge, and an Event on the Fleet once a recorder is set.
+type duplicateReport struct {
+	log logr.Logger
+	// id is the replica id, lease its peer Lease (the Event's related object).
+	id    string
+	lease *coordinationv1.Lease
+
+	mu       sync.Mutex
+	recorder events.EventRecorder
+}
+
+// setRecorder sets the recorder of the Event.
+func (d *duplicateReport) setRecorder(recorder events.EventRecorder) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.recorder = recorder
+}
+
+// report reports err, which says which process holds the Lease.
+func (d *duplicateReport) report(err error) {
+	duplicateReplica.Set(1)
+	d.log.Error(err, "Another live process holds this replica's id: writing nothing, and exiting after a lease duration",
+		"lease", d.lease.Namespace+"/"+d.lease.Name)
+	d.mu.Lock()
+	recorder := d.recorder
+	d.mu.Unlock()
+	if recorder == nil {
+		return
+	}
+	fleet := &hubv1alpha1.Fleet{ObjectMeta: metav1.ObjectMeta{Name: hubv1alpha1.FleetName}}
+	recorder.Eventf(fleet, d.lease, corev1.EventTypeWarning, hubv1alpha1.DuplicateReplicaEvent, "Refuse",
+		"Replica %s: %v; this process writes nothing and exits", d.id, err)
+}
