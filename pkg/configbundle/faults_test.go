@@ -407,16 +407,20 @@ func eventsAbout(ctx context.Context, c client.Client, b *configbundlev1alpha1.C
 	return out, nil
 }
 
-// statusWrites counts the writes of a bundle's status that memberA served since since.
-func statusWrites(t *testing.T, b *configbundlev1alpha1.ConfigBundle, since time.Time) int {
+// statusWrites counts the writes of a bundle's status that memberA served since since, and
+// those it refused.
+func statusWrites(t *testing.T, b *configbundlev1alpha1.ConfigBundle, since time.Time) (served, refused int) {
 	t.Helper()
-	n := 0
 	for _, w := range writesSince(t, memberA, b.Namespace, since) {
-		if w.Resource == "configbundles" && w.Subresource == "status" && w.Name == b.Name {
-			n++
+		switch {
+		case w.Resource != "configbundles" || w.Subresource != "status" || w.Name != b.Name:
+		case w.Code < 300:
+			served++
+		default:
+			refused++
 		}
 	}
-	return n
+	return served, refused
 }
 
 // writesSince returns the writes to a namespace that a member with Options.AuditWrites served
@@ -468,9 +472,12 @@ func TestFaultFightingWriter(t *testing.T) {
 	g.Expect(b.Status.Heals).To(BeNumerically("<=", tampers), "at most one heal per change")
 	g.Expect(healsMetric(t, memberA)-metricBefore).To(BeEquivalentTo(b.Status.Heals), "configbundle_heals_total")
 	// The writes are counted from the fight's start until now: the fight, and the heals that its
-	// last changes still cost (longer on a loaded machine).
-	writes, elapsed := statusWrites(t, b, fightStart), time.Since(fightStart)
-	t.Logf("%d status writes for %d heals in %v", writes, b.Status.Heals, elapsed.Round(time.Millisecond))
+	// last changes still cost (longer on a loaded machine). A write the API server refused (a
+	// conflict: the cached bundle lagged behind the hub's own last write, more often on a loaded
+	// machine) is retried on a fresh read: it is an attempt, not a status written.
+	elapsed := time.Since(fightStart)
+	writes, refused := statusWrites(t, b, fightStart)
+	t.Logf("%d status writes (and %d refused) for %d heals in %v", writes, refused, b.Status.Heals, elapsed.Round(time.Millisecond))
 	g.Expect(writes).To(BeNumerically("<=", int(elapsed/time.Second)+2), "one status write per second, at most")
 
 	g.Eventually(func(g Gomega) {

@@ -33,8 +33,10 @@ const (
 	tamperPeriod = time.Second
 	// cleanupTimeout bounds the deletion of the backlog.
 	cleanupTimeout = 3 * time.Minute
-	// syncTimeout bounds the first full reconcile of the backlog after a restart of the hub.
-	syncTimeout = 2 * time.Minute
+	// syncTimeout bounds the first full reconcile of the backlog after a restart of the hub: the
+	// bundles not reconciled before the restart cost two writes each (ConfigMap, status) at the
+	// member client's 50 QPS, 200 s for all 5,000 at worst.
+	syncTimeout = 4 * time.Minute
 )
 
 // TestQuietMemberHealsDuringAnotherMembersBacklog: one member (m3) gets 5,000 bundles at once
