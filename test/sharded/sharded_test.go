@@ -91,9 +91,16 @@ func TestAddedReplicaTakesItsShareWithoutDoubleWriters(t *testing.T) {
 	after := settledOwners(t, "r0", "r1", "r2", "r3")
 	moved := membersOf(after, "r3")
 	Expect(moved).NotTo(BeEmpty(), "r3 took no member: %v", after)
-	// Keep drifting a moment with the new owners, then let everything heal.
-	Eventually(func() int { return len(healsOf(healsIn(t, from, time.Now(), "r3"), moved)) }).
-		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">=", len(moved)))
+	// Keep drifting until the new owner healed in each member it took, then let everything heal.
+	Eventually(func() []string {
+		var waiting []string
+		for _, m := range moved {
+			if len(healsOf(healsIn(t, from, time.Now(), "r3"), []string{m})) == 0 {
+				waiting = append(waiting, m)
+			}
+		}
+		return waiting
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty(), "members r3 took and has not healed yet")
 	drifts := d.Stop()
 	expectHealed(t, names...)
 	to := time.Now()
