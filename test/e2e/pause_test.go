@@ -140,26 +140,7 @@ func TestPausedMemberIsFrozenAtWhatItHolds(t *testing.T) {
 	g.Expect(fleet.Tamper(ctx, fl.Member("ro2").Client, client.ObjectKeyFromObject(fb), "tampered")).To(Succeed())
 	g.Eventually(placedMessage("ro2", fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v1"))
 	ro2 := fl.Member("ro2").Client
-	// kubectl edit configbundle web; edited is the generation of the hand edit.
-	var edited int64
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		b := &configbundlev1alpha1.ConfigBundle{}
-		if err := ro2.Get(ctx, client.ObjectKeyFromObject(fb), b); err != nil {
-			return err
-		}
-		b.Spec.Message = "tampered"
-		err := ro2.Update(ctx, b)
-		edited = b.Generation
-		return err
-	})).To(Succeed())
-	// Restored by the hub (a newer generation), and that generation seen by the member's own
-	// reconciler, which may have written the edit to the ConfigMap in between: then settled.
-	g.Eventually(func(g Gomega) {
-		b := &configbundlev1alpha1.ConfigBundle{}
-		g.Expect(ro2.Get(ctx, client.ObjectKeyFromObject(fb), b)).To(Succeed())
-		g.Expect(b.Generation).To(BeNumerically(">", edited))
-		g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	editPlacedBundle(ctx, g, ro2, client.ObjectKeyFromObject(fb)) // kubectl edit configbundle web
 	g.Eventually(holding(fb, "ro2")).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(1, "v1"), "ro2")))
 	g.Consistently(holding(fb, "ro2")).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(all(holds(1, "v1"), "ro2")))
 	g.Expect(placed("ro2", api)(g)).To(BeNil())
@@ -204,4 +185,27 @@ func TestPausedMemberIsFrozenAtWhatItHolds(t *testing.T) {
 		g.Expect(stdout).To(BeEmpty(), "hub %v", tc.args)
 	}
 	g.Expect(fl.MemberCluster("ro1")(g).Spec.Paused).To(BeFalse())
+}
+
+// editPlacedBundle edits member's placed bundle key by hand (kubectl edit) and waits until the
+// hub restored it (a newer generation) and the member's own reconciler saw that generation,
+// which may have written the edit to the ConfigMap in between: then it is settled.
+func editPlacedBundle(ctx context.Context, g Gomega, member client.Client, key client.ObjectKey) {
+	var edited int64 // the generation of the hand edit
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b := &configbundlev1alpha1.ConfigBundle{}
+		if err := member.Get(ctx, key, b); err != nil {
+			return err
+		}
+		b.Spec.Message = "tampered"
+		err := member.Update(ctx, b)
+		edited = b.Generation
+		return err
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := &configbundlev1alpha1.ConfigBundle{}
+		g.Expect(member.Get(ctx, key, b)).To(Succeed())
+		g.Expect(b.Generation).To(BeNumerically(">", edited))
+		g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }

@@ -8,11 +8,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/fleet"
 )
@@ -69,25 +67,7 @@ func TestPausedMemberAwayKeepsItsRevision(t *testing.T) {
 	since := time.Now()
 	ro2 := fl.Member("ro2").Client
 	g.Expect(fleet.Tamper(ctx, ro2, client.ObjectKeyFromObject(fb), "tampered")).To(Succeed())
-	var edited int64 // the generation of the hand edit
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		b := &configbundlev1alpha1.ConfigBundle{}
-		if err := ro2.Get(ctx, client.ObjectKeyFromObject(fb), b); err != nil {
-			return err
-		}
-		b.Spec.Message = "tampered"
-		err := ro2.Update(ctx, b)
-		edited = b.Generation
-		return err
-	})).To(Succeed())
-	// Restored by the hub (a newer generation), and that generation seen by ro2's reconciler,
-	// which may have written the edit to the ConfigMap in between: then settled.
-	g.Eventually(func(g Gomega) {
-		b := &configbundlev1alpha1.ConfigBundle{}
-		g.Expect(ro2.Get(ctx, client.ObjectKeyFromObject(fb), b)).To(Succeed())
-		g.Expect(b.Generation).To(BeNumerically(">", edited))
-		g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	editPlacedBundle(ctx, g, ro2, client.ObjectKeyFromObject(fb))
 	g.Eventually(holding(fb, "ro2")).WithTimeout(timeout).WithPolling(interval).Should(Equal(all(holds(1, "v1"), "ro2")),
 		"the placed bundle and the ConfigMap restored to the revision ro2 holds")
 	g.Consistently(holding(fb, "ro2")).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(all(holds(1, "v1"), "ro2")))
