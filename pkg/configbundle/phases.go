@@ -101,10 +101,16 @@ func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 		return s.create(ctx, DesiredConfigMap(s.bundle))
 	}
 	if !ownedBy(s.bundle, current) {
-		switch adopt, gone, err := s.adoptable(ctx, current); {
-		case err != nil || gone:
+		// Whose the ConfigMap is, is decided on the bundle as stored: a cached bundle may lag
+		// the status write that recorded the ConfigMap as its own, whose ownerReference someone
+		// removed or demoted since.
+		if gone, err := s.bundleGone(ctx); err != nil || gone {
 			return err
-		case !adopt:
+		}
+	}
+	if !ownedBy(s.bundle, current) {
+		switch {
+		case !s.adoptable(current):
 			return s.conflict(current)
 		case !current.DeletionTimestamp.IsZero():
 			// Garbage whose deletion a finalizer holds: its deletion wakes the bundle.
@@ -220,10 +226,11 @@ func (s *scope) replace(ctx context.Context, current *corev1.ConfigMap, drift []
 	return s.setSynced(cm)
 }
 
-// bundleGone reads the bundle from the API server before a create that follows a deletion
-// (unless this reconcile read it from there already): a bundle that is gone, or going, never gets
-// a new ConfigMap (the cache may not know yet, and the garbage collector would only delete the
-// ConfigMap again). A bundle that is still there replaces the cached one, which may lag.
+// bundleGone reads the bundle from the API server (unless this reconcile read it from there
+// already) before a create that follows a deletion, and before the ConfigMap is taken for
+// another's: a bundle that is gone, or going, never gets a new ConfigMap (the cache may not know
+// yet, and the garbage collector would only delete the ConfigMap again). A bundle that is still
+// there replaces the cached one, which may lag.
 func (s *scope) bundleGone(ctx context.Context) (bool, error) {
 	if s.live {
 		return false, nil // read from the API server moments ago
@@ -232,7 +239,7 @@ func (s *scope) bundleGone(ctx context.Context) (bool, error) {
 	switch err := s.member.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(s.bundle), live); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return false, s.fail(configbundlev1alpha1.CreateFailedReason, "reading the bundle before recreating its ConfigMap", err)
+		return false, s.fail(configbundlev1alpha1.CreateFailedReason, "reading the bundle before writing its ConfigMap", err)
 	case live.UID == s.bundle.UID && live.DeletionTimestamp.IsZero():
 		s.bundle = live
 		s.ledger.noteLiveRead(s.req, live.ResourceVersion)
@@ -258,13 +265,11 @@ func (s *scope) restoreSpec(ctx context.Context, current *corev1.ConfigMap) erro
 	return nil
 }
 
-// adoptable reports whether cm, which the bundle does not own, is the garbage of an earlier bundle
-// of the same name: its controller is a ConfigBundle of this name and namespace (ownerReferences
-// are namespaced) with another uid. While this bundle exists, no other ConfigBundle of its name
-// can: that owner is gone (a placed bundle deleted and placed again, a bundle deleted and
-// recreated), and the garbage collector has not removed its ConfigMap yet. The bundle is read
-// from the API server first (unless it was), so that a cached bundle that is itself gone adopts
-// nothing: gone reports that it is gone (nothing to do).
+// adoptable reports whether cm, which the bundle as stored does not own, is the garbage of an
+// earlier bundle of the same name: its controller is a ConfigBundle of this name and namespace
+// (ownerReferences are namespaced) with another uid. While this bundle exists, no other
+// ConfigBundle of its name can: that owner is gone (a placed bundle deleted and placed again, a
+// bundle deleted and recreated), and the garbage collector has not removed its ConfigMap yet.
 //
 // The garbage is adopted rather than waited for: the bundle is Synced at once instead of
 // reporting a conflict (or waiting) for as long as the collector takes. Adoption is a
@@ -275,15 +280,9 @@ func (s *scope) restoreSpec(ctx context.Context, current *corev1.ConfigMap) erro
 // owner alive and keeps it; if the deletion wins, the bundle finds the ConfigMap gone and
 // creates its own. A ConfigMap controlled by anything else (another kind, a ConfigBundle of
 // another name) or by nothing is a conflict, left untouched.
-func (s *scope) adoptable(ctx context.Context, cm *corev1.ConfigMap) (adopt, gone bool, err error) {
+func (s *scope) adoptable(cm *corev1.ConfigMap) bool {
 	ref := metav1.GetControllerOfNoCopy(cm)
-	if ref == nil || !isControlledByBundle(cm) || ref.Name != s.bundle.Name || ref.UID == s.bundle.UID {
-		return false, false, nil
-	}
-	if gone, err := s.bundleGone(ctx); err != nil || gone {
-		return false, gone, err
-	}
-	return true, false, nil
+	return ref != nil && isControlledByBundle(cm) && ref.Name == s.bundle.Name && ref.UID != s.bundle.UID
 }
 
 func (s *scope) conflict(current *corev1.ConfigMap) error {
