@@ -50,7 +50,8 @@ func runSmall(t *testing.T, cfg benchConfig) *results {
 // round, every bundle converges, the hub writes nothing unplanned in steady state, the black
 // holes do not join, every placement reaches every member with one write of the placed bundle
 // per member (none when nothing changed), every member of the scale curve joins and is managed
-// by exactly one replica, the figures are all there.
+// by exactly one replica, every drift made around a restart of the hub is healed and the Fleet
+// is not AllReady before the hub has reconciled every bundle once, the figures are all there.
 func TestSmoke(t *testing.T) {
 	if os.Getenv("BENCH_SMOKE") != "1" {
 		t.Skip("the full smoke runs with make bench-smoke (BENCH_SMOKE=1)")
@@ -89,12 +90,34 @@ func TestSmoke(t *testing.T) {
 	if b := res.Backlog; len(b.Alone) != cfg.Drifts || len(b.During) != cfg.Drifts || b.AloneErrors+b.DuringErrors != 0 {
 		t.Errorf("backlog: %d and %d of %d drifts healed alone and during the backlog (errors %d / %d)", len(b.Alone), len(b.During), cfg.Drifts, b.AloneErrors, b.DuringErrors)
 	}
-	for _, want := range []string{"6. Scale curve", "1. Heal latency", "1b. Heal latency during another member's backlog", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
+	checkRestart(t, cfg, &res.Restart)
+	for _, want := range []string{"6. Scale curve", "1. Heal latency", "1b. Heal latency during another member's backlog", "1c. Heal latency right after a hub restart", "floor: minimal client-go informer", fmt.Sprintf("median over %d rounds", cfg.Rounds), "goals missed:",
 		"2. Convergence", "steady state: the hub's writes", "3. Cost", "4. Join", "5. Placement", "placement goals missed:", "Hub cluster's API server paused", "7. Staged rollout", "rollout goals missed:",
 		"8. Revision history", "history goals missed:"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q", want)
 		}
+	}
+}
+
+// checkRestart checks the restart phase's correctness, never a time: its bundles spread over its
+// members, both drifts in each member healed, each member Synced again, and the Fleet never
+// AllReady before.
+func checkRestart(t *testing.T, cfg benchConfig, rr *restartResults) {
+	t.Helper()
+	if want := min(cfg.Members, restartMembers); len(rr.Members) != want {
+		t.Fatalf("restart: %d members measured, want %d", len(rr.Members), want)
+	}
+	total := 0
+	for _, m := range rr.Members {
+		total += m.Bundles
+		if m.Away == 0 || m.After == 0 || m.Synced == 0 {
+			t.Errorf("restart: %s: drift made while the hub was stopped healed after %v, drift made once connected after %v (0: not healed), Synced after %v",
+				m.Name, m.Away, m.After, m.Synced)
+		}
+	}
+	if total != cfg.RestartBundles || rr.FleetEarly != 0 {
+		t.Errorf("restart: %d of %d bundles; the Fleet seen AllReady %d times before every member was Synced", total, cfg.RestartBundles, rr.FleetEarly)
 	}
 }
 

@@ -1,8 +1,9 @@
 // Command bench measures ConfigBundle Hub on real control planes and prints a table: heal latency
 // against the physical floor (a minimal client-go healer) and the seed operator's polling model,
 // convergence throughput and API writes per bundle, the hub's cost per member and per bundle, and
-// join time and heal latency with unreachable members among the healthy ones, and FleetBundle
-// placement latency against its floor, writes per placement and memory per FleetBundle. It exits non-zero
+// join time and heal latency with unreachable members among the healthy ones, heal latency right
+// after a restart of the hub with 20,000 bundles, and FleetBundle placement latency against its
+// floor, writes per placement and memory per FleetBundle. It exits non-zero
 // if the hub writes anything but the Fleet's heartbeat in steady state (counted by the API
 // servers). `make bench` runs it; `go test ./hack/bench` runs a small smoke version that checks
 // correctness only.
@@ -10,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -54,7 +56,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	if !cfg.ScaleOnly && !cfg.RolloutOnly && !cfg.PlacementOnly && !cfg.HistoryOnly && !res.Steady.silent() {
+	if !cfg.ScaleOnly && !cfg.RolloutOnly && !cfg.PlacementOnly && !cfg.HistoryOnly && !cfg.RestartOnly && !res.Steady.silent() {
 		fmt.Fprintln(os.Stderr, "bench: failed: the hub wrote in steady state (see the FAIL line)")
 		os.Exit(1)
 	}
@@ -119,7 +121,7 @@ func parseFlags() (benchConfig, error) {
 	rolloutOnly := flag.Bool("rollout-only", false, "Run the rollout phase alone (the members join first), none of the other phases.")
 	placementOnly := flag.Bool("placement-only", false, "Run the placement phase alone (the members join first; with its templated FleetBundle), none of the other phases.")
 	historyOnly := flag.Bool("history-only", false, "Run the revision history phase alone (no member joins), none of the other phases.")
-	scale := bindScaleFlags()
+	scale, restart := bindScaleFlags(), bindRestartFlags()
 	flag.Parse()
 	cfg := fullConfig()
 	if *smoke {
@@ -148,5 +150,5 @@ func parseFlags() (benchConfig, error) {
 			cfg.HistoryOnly = *historyOnly
 		}
 	})
-	return cfg, scale.apply(&cfg, set)
+	return cfg, errors.Join(scale.apply(&cfg, set), restart.apply(&cfg, set))
 }

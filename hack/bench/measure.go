@@ -154,9 +154,14 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printHistory(p, cfg)
 		return
 	}
+	if cfg.RestartOnly {
+		r.printRestart(p)
+		return
+	}
 	if !cfg.ScaleOnly {
 		r.printHeal(p, cfg)
 		r.printBacklog(p)
+		r.printRestart(p)
 		r.printConvergence(p, cfg)
 		r.printCost(p)
 		r.printJoin(p, cfg)

@@ -60,6 +60,11 @@ type benchConfig struct {
 	// HistoryOnly runs it alone, with no member joined.
 	HistoryTenants int
 	HistoryOnly    bool
+	// RestartBundles are created over the first restartMembers members before a restart of the
+	// hub (restart.go); 0 skips it. RestartOnly runs the members' join and the restart phase
+	// alone, on restartMembers members at most.
+	RestartBundles int
+	RestartOnly    bool
 	// Capacity, if set, makes the run the capacity probe alone (capacity.go): up to Capacity
 	// slim members, CapacityStep at a time.
 	Capacity, CapacityStep int
@@ -69,14 +74,14 @@ func fullConfig() benchConfig {
 	return benchConfig{Members: 16, ThroughputMembers: 4, BundlesPerMember: 1000, Unmanaged: 10000,
 		HealMembers: 2, Drifts: 320, Rounds: 5, BlackHoles: 2, PausedShare: 0.2, PollInterval: 10 * time.Second, Quiet: 70 * time.Second,
 		Placements: 50, FleetBundles: 100, Scale: fullScaleConfig(), CapacityStep: 20, BacklogBundles: 5000, RolloutSoak: 2 * time.Second,
-		HistoryTenants: 10}
+		HistoryTenants: 10, RestartBundles: 20000}
 }
 
 func smokeConfig() benchConfig {
 	return benchConfig{Members: 4, ThroughputMembers: 2, BundlesPerMember: 20, Unmanaged: 200,
 		HealMembers: 2, Drifts: 24, Rounds: 2, BlackHoles: 1, PausedShare: 0.25, PollInterval: 10 * time.Second, Quiet: 3 * time.Second,
 		Placements: 4, FleetBundles: 5, Scale: smokeScaleConfig(), CapacityStep: 2, BacklogBundles: 100, RolloutSoak: time.Second,
-		HistoryTenants: 2}
+		HistoryTenants: 2, RestartBundles: 400}
 }
 
 // results are the figures of a run.
@@ -115,6 +120,7 @@ type results struct {
 	Rollout rolloutResults
 
 	History historyResults
+	Restart restartResults
 
 	Scale scaleResults
 }
@@ -157,6 +163,10 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 		cfg.Members = 1 // the phase needs no member: one control plane of a member, never joined
 		return res, onFleet(ctx, cfg, res, say, (*fleet).measureHistory)
 	}
+	if cfg.RestartOnly {
+		cfg.Members = min(cfg.Members, restartMembers)
+		return res, onFleet(ctx, cfg, res, say, (*fleet).joinAll, (*fleet).measureRestart)
+	}
 	if !cfg.ScaleOnly {
 		if err := runPhases(ctx, cfg, res, say); err != nil {
 			return res, err
@@ -170,7 +180,7 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 func runPhases(ctx context.Context, cfg benchConfig, res *results, say func(string, ...any)) error {
 	return onFleet(ctx, cfg, res, say,
 		(*fleet).measureJoin, (*fleet).measureConvergence, (*fleet).measureUnmanaged, (*fleet).measureHeal,
-		(*fleet).measurePlacement, (*fleet).measureBacklog, (*fleet).measureHubOutage, (*fleet).measureRollout, (*fleet).measureHistory)
+		(*fleet).measurePlacement, (*fleet).measureBacklog, (*fleet).measureHubOutage, (*fleet).measureRollout, (*fleet).measureRestart, (*fleet).measureHistory)
 }
 
 // runRolloutOnly runs the members' join and the rollout phase alone (--rollout-only).

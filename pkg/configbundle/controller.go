@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,7 +64,7 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 	}
 	b := mcbuilder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&configbundlev1alpha1.ConfigBundle{}, mcbuilder.WithPredicates(predicate.Or(
+		Watches(&configbundlev1alpha1.ConfigBundle{}, r.bundleEvents, mcbuilder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
@@ -115,14 +116,42 @@ func (r *Reconciler) Start(ctx context.Context) error {
 }
 
 // Engage implements multicluster.Aware: the Reconciler remembers the bundles of member name
-// until ctx, the engagement, ends.
-func (r *Reconciler) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
-	e := r.ledger.engage(name)
+// until ctx, the engagement, ends, and which of those the member holds now it has not
+// reconciled since (Sync).
+func (r *Reconciler) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	r.engage(ctx, name, r.unsynced(ctx, name, cl))
+	return nil
+}
+
+// engage starts the engagement ctx with member name, which holds the bundles unsynced.
+func (r *Reconciler) engage(ctx context.Context, name multicluster.ClusterName, unsynced map[types.NamespacedName]struct{}) {
+	e := r.ledger.engage(name, unsynced)
 	context.AfterFunc(ctx, func() {
 		r.ledger.forgetCluster(name, e)
 		r.fenced.forget(name)
 	})
-	return nil
+}
+
+// bundleEvents maps a bundle's events in a member to its request. The items of the member's
+// initial list go behind its changes (handler.LowPriority, as controller-runtime's handlers queue
+// them), except a bundle whose status is not current: its spec changed while no hub watched.
+func (r *Reconciler) bundleEvents(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	request := func(o client.Object) mcreconcile.Request {
+		return mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}, ClusterName: name}
+	}
+	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			if b, ok := e.Object.(*configbundlev1alpha1.ConfigBundle); ok && e.IsInInitialList && changedWhileAway(b, nil) {
+				addAt(q, request(e.Object), 0)
+				return
+			}
+			q.Add(request(e.Object))
+		},
+		UpdateFunc:  func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) { q.Add(request(e.ObjectNew)) },
+		DeleteFunc:  func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) { q.Add(request(e.Object)) },
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) { q.Add(request(e.Object)) },
+	}
 }
 
 // configMapToBundle maps a ConfigMap event in a member to the ConfigBundle of the same name, if
@@ -130,13 +159,16 @@ func (r *Reconciler) Engage(ctx context.Context, name multicluster.ClusterName, 
 // bundle's way wakes the bundle when it goes away. A created or updated ConfigMap that is the
 // reconciler's own last write wakes nobody; a deletion always wakes the bundle, even one reported
 // by a re-list (a tombstone carrying the last state the hub saw, which may be its own write). It
-// also notes when a change was seen, the start of the heal latency.
+// also notes when a change was seen, the start of the heal latency. The items of the member's
+// initial list go behind its changes (handler.LowPriority), except a ConfigMap that changed
+// while no hub watched (changedWhileAway).
 func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
-	enqueue := func(ctx context.Context, cm client.Object, deleted bool, q queue) {
+	enqueue := func(ctx context.Context, cm client.Object, deleted, listed bool, q queue) {
 		key := client.ObjectKeyFromObject(cm)
-		if configMap, ok := cm.(*corev1.ConfigMap); !ok || !isControlledByBundle(configMap) {
-			if err := cl.GetCache().Get(ctx, key, &configbundlev1alpha1.ConfigBundle{}); err != nil {
+		bundle := &configbundlev1alpha1.ConfigBundle{}
+		if configMap, ok := cm.(*corev1.ConfigMap); listed || !ok || !isControlledByBundle(configMap) {
+			if err := cl.GetCache().Get(ctx, key, bundle); err != nil {
 				return
 			}
 		}
@@ -145,24 +177,28 @@ func (r *Reconciler) configMapToBundle(name multicluster.ClusterName, cl cluster
 			return // the reconciler's own write: nothing to do
 		}
 		r.ledger.noteSeen(req)
+		if listed && changedWhileAway(bundle, cm) {
+			addAt(q, req, 0)
+			return
+		}
 		q.Add(req)
 	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			enqueue(ctx, e.Object, false, q)
+			enqueue(ctx, e.Object, false, e.IsInInitialList, q)
 		},
 		// The old object is not looked at: it is never the reconciler's own last write. An update
 		// that changes nothing (a re-list, a resync of the informer) wakes nobody either.
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
 			if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
-				enqueue(ctx, e.ObjectNew, false, q)
+				enqueue(ctx, e.ObjectNew, false, false, q)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-			enqueue(ctx, e.Object, true, q)
+			enqueue(ctx, e.Object, true, false, q)
 		},
 		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q queue) {
-			enqueue(ctx, e.Object, true, q)
+			enqueue(ctx, e.Object, true, false, q)
 		},
 	}
 }
@@ -190,6 +226,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	s, res, err := r.reconcile(ctx, req, live)
 	if err != nil && live {
 		r.ledger.noteVerifyLive(req) // the retry reads live too
+	}
+	if recorded(s, err) {
+		r.ledger.noteRecorded(req)
 	}
 	recordMetrics(req.ClusterName, s, seenAt, seen, err)
 	return res, err
@@ -233,7 +272,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request, liv
 	if s.statusDue > 0 {
 		return s, ctrl.Result{RequeueAfter: s.statusDue}, nil
 	}
-	return s, ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod)}, nil
+	// The periodic resync of a bundle that has not changed goes behind every change.
+	return s, ctrl.Result{RequeueAfter: jitter(r.opts.ResyncPeriod), Priority: ptr.To(handler.LowPriority)}, nil
 }
 
 // readBundle reads the bundle of req from the cache; or from the API server if live, or if the

@@ -67,9 +67,14 @@ type ledger struct {
 
 // engagement is what is remembered during one engagement with a member cluster. A member that
 // is engaged again gets a new one, so that the end of its previous engagement forgets nothing of
-// the new.
+// the new. Besides the bundles' entries, it holds the bundles the member held when it connected
+// (total of them) that no reconcile has recorded the outcome of since (unsynced): the member's
+// first full reconcile (Reconciler.Sync), whose count left the metric
+// configbundle_member_unsynced_bundles follows.
 type engagement struct {
-	bundles map[types.NamespacedName]*bundleEntry
+	bundles  map[types.NamespacedName]*bundleEntry
+	unsynced map[types.NamespacedName]struct{}
+	total    int
 }
 
 // bundleEntry is what is remembered of one bundle; see ledger.
@@ -98,17 +103,44 @@ type writtenStatus struct {
 	at     time.Time
 }
 
-// engage starts remembering the bundles of member name, afresh, and returns the engagement to
-// pass to forgetCluster when it ends.
-func (m *ledger) engage(name multicluster.ClusterName) *engagement {
+// engage starts remembering the bundles of member name, afresh, with the bundles it holds as it
+// connects still to be reconciled once (unsynced), and returns the engagement to pass to
+// forgetCluster when it ends.
+func (m *ledger) engage(name multicluster.ClusterName, unsynced map[types.NamespacedName]struct{}) *engagement {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.members == nil {
 		m.members = map[multicluster.ClusterName]*engagement{}
 	}
-	e := &engagement{bundles: map[types.NamespacedName]*bundleEntry{}}
+	e := &engagement{bundles: map[types.NamespacedName]*bundleEntry{}, unsynced: unsynced, total: len(unsynced)}
 	m.members[name] = e
+	memberUnsynced.WithLabelValues(string(name)).Set(float64(len(unsynced)))
 	return e
+}
+
+// noteRecorded notes that a reconcile recorded the outcome of the bundle of req.
+func (m *ledger) noteRecorded(req mcreconcile.Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.members[req.ClusterName]
+	if e == nil {
+		return
+	}
+	if _, ok := e.unsynced[req.NamespacedName]; ok {
+		delete(e.unsynced, req.NamespacedName)
+		memberUnsynced.WithLabelValues(string(req.ClusterName)).Set(float64(len(e.unsynced)))
+	}
+}
+
+// sync says how far the first full reconcile of member name since it connected has got.
+func (m *ledger) sync(name multicluster.ClusterName) Sync {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.members[name]
+	if e == nil {
+		return Sync{}
+	}
+	return Sync{Connected: true, Total: e.total, Left: len(e.unsynced)}
 }
 
 // forgetCluster forgets every bundle of member name, unless the member has been engaged again
@@ -118,6 +150,7 @@ func (m *ledger) forgetCluster(name multicluster.ClusterName, e *engagement) {
 	defer m.mu.Unlock()
 	if m.members[name] == e {
 		delete(m.members, name)
+		memberUnsynced.DeleteLabelValues(string(name))
 	}
 }
 

@@ -35,7 +35,7 @@ func TestLedger(t *testing.T) {
 	m.noteSeen(x)
 	g.Expect(m.size("a")).To(BeZero(), "nothing is remembered of a member not engaged")
 
-	m.engage("a")
+	m.engage("a", nil)
 	m.noteWrite(x, "1")
 	g.Expect(m.isOwnWrite(x, "1")).To(BeTrue())
 	g.Expect(m.isOwnWrite(x, "2")).To(BeFalse())
@@ -65,11 +65,11 @@ func TestLedgerOfAnEngagement(t *testing.T) {
 	g := NewWithT(t)
 	var m ledger
 	x := request("a", "x")
-	old := m.engage("a")
+	old := m.engage("a", nil)
 	m.noteWrite(x, "1")
 
 	// Engaged again (make-before-break): the end of the old engagement forgets nothing of the new.
-	current := m.engage("a")
+	current := m.engage("a", nil)
 	g.Expect(m.size("a")).To(BeZero(), "a new engagement starts afresh")
 	m.noteWrite(x, "2")
 	m.forgetCluster("a", old)
@@ -87,7 +87,7 @@ func TestEngageForgetsWhenTheEngagementEnds(t *testing.T) {
 	r := &Reconciler{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	g.Expect(r.Engage(ctx, "a", nil)).To(Succeed())
+	r.engage(ctx, "a", nil)
 	r.ledger.noteWrite(request("a", "x"), "1")
 	g.Expect(r.ledger.size("a")).To(Equal(1))
 
@@ -95,11 +95,34 @@ func TestEngageForgetsWhenTheEngagementEnds(t *testing.T) {
 	g.Eventually(func() int { return r.ledger.size("a") }).WithTimeout(forgetTimeout).WithPolling(10 * time.Millisecond).Should(BeZero())
 }
 
+func TestLedgerOfTheFirstFullReconcile(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	var m ledger
+	x, y := request("a", "x"), request("a", "y")
+	g.Expect(m.sync("a")).To(Equal(Sync{}), "not connected")
+
+	e := m.engage("a", map[types.NamespacedName]struct{}{x.NamespacedName: {}, y.NamespacedName: {}})
+	g.Expect(m.sync("a")).To(Equal(Sync{Connected: true, Total: 2, Left: 2}))
+	m.noteRecorded(x)
+	m.noteRecorded(x)
+	m.noteRecorded(request("b", "y"))
+	m.noteRecorded(request("a", "new"))
+	g.Expect(m.sync("a")).To(Equal(Sync{Connected: true, Total: 2, Left: 1}), "each bundle it held counts once, in its member only")
+	m.noteRecorded(y)
+	g.Expect(m.sync("a").Synced()).To(BeTrue())
+
+	m.forgetCluster("a", e)
+	g.Expect(m.sync("a")).To(Equal(Sync{}), "forgotten when the member leaves")
+	g.Expect(m.engage("a", nil)).NotTo(BeNil())
+	g.Expect(m.sync("a").Synced()).To(BeTrue(), "a member that held nothing is synced as it connects")
+}
+
 func TestLedgerOfHealsAndLiveReads(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	var m ledger
-	m.engage("a")
+	m.engage("a", nil)
 	x := request("a", "x")
 
 	m.observe(x, "uid-1")

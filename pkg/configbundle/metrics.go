@@ -48,6 +48,11 @@ var (
 		Help: "ConfigBundles of a member cluster waiting in the work queue for a worker (ready now; delayed retries and resyncs are not counted).",
 	}, []string{"cluster"})
 
+	memberUnsynced = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_member_unsynced_bundles",
+		Help: "ConfigBundles a member cluster held when it connected that the hub has not reconciled once since; 0 once its first full reconcile is done (its MemberCluster is Synced). Alert when above 0 for long.",
+	}, []string{"cluster"})
+
 	memberQueueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "configbundle_member_queue_wait_seconds",
 		Help:    "Time a ConfigBundle of a member cluster waited in the work queue, from ready to handed to a worker.",
@@ -56,7 +61,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(reconcilesTotal, reconcileErrorsTotal, healsTotal, fightsTotal, healLatency, memberQueueDepth, memberQueueWait)
+	ctrlmetrics.Registry.MustRegister(reconcilesTotal, reconcileErrorsTotal, healsTotal, fightsTotal, healLatency, memberQueueDepth, memberQueueWait, memberUnsynced)
 }
 
 // queueMetrics are the work queue's figures of each member cluster; a member's series are

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -38,9 +39,10 @@ func (r *Reconciler) resyncSource() source.TypedSource[mcreconcile.Request] {
 // resync enqueues every bundle of a member that is back: those its cache holds and those its API
 // server holds now. A member's cache may still hold what it held before an outage (its informers
 // re-list only after a back-off), so the bundles whose bundle or ConfigMap the cache has not
-// caught up with are reconciled once on what a live read finds (ledger.noteVerifyLive). That costs
-// two lists of metadata, and two reads per bundle that changed while the hub was away; if the
-// lists fail, every bundle is read live.
+// caught up with are reconciled once on what a live read finds (ledger.noteVerifyLive), as
+// urgent as any change; the others go behind the member's changes (handler.LowPriority). That
+// costs two lists of metadata, and two reads per bundle that changed while the hub was away; if
+// the lists fail, every bundle is read live.
 func (r *Reconciler) resync(ctx context.Context, name multicluster.ClusterName, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
 	log := r.manager.GetLogger().WithValues("controller", ControllerName, "cluster", name)
 	cl, err := r.manager.GetCluster(ctx, name)
@@ -61,11 +63,16 @@ func (r *Reconciler) resync(ctx context.Context, name multicluster.ClusterName, 
 	all, stale := union(cached, live), 0
 	for key := range all {
 		req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}, ClusterName: name}
-		if live == nil || live[key] != cached[key] {
+		changed := live != nil && live[key] != cached[key]
+		if live == nil || changed {
 			r.ledger.noteVerifyLive(req)
 			stale++
 		}
-		q.Add(req)
+		if changed { // while the hub was away: a change like any other
+			q.Add(req)
+			continue
+		}
+		addAt(q, req, handler.LowPriority) // behind the member's changes
 	}
 	log.V(1).Info("Resynced member", "bundles", len(all), "stale", stale)
 }

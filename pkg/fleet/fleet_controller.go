@@ -20,8 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/sharding"
 	"configbundle.dev/hub/pkg/statusbudget"
 )
@@ -36,13 +38,14 @@ type fleetReconciler struct {
 	hub       client.Client
 	heartbeat time.Duration
 	replica   sharding.Replica
+	sync      func(multicluster.ClusterName) configbundle.Sync
 }
 
 // setupFleet builds the Fleet controller. Unless sharded it waits for the manager's leader
 // election, if any; sharded, it runs on every replica and writes only on the one elected for
 // the hub-wide work (Replica.Leading), which starts over with the Fleet each time it is elected.
 func setupFleet(mgr manager.Manager, opts Options) error {
-	r := &fleetReconciler{hub: mgr.GetClient(), heartbeat: opts.HeartbeatInterval, replica: opts.Replica}
+	r := &fleetReconciler{hub: mgr.GetClient(), heartbeat: opts.HeartbeatInterval, replica: opts.Replica, sync: opts.Sync}
 	toDefault := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: hubv1alpha1.FleetName}}}
 	})
@@ -103,6 +106,7 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return ctrl.Result{}, fmt.Errorf("reading Fleet: %w", err)
 	}
 	now := time.Now()
+	r.ownSync(members.Items)
 	want := FleetStatus(fleet.Status, members.Items, bundles.Items)
 	want.Clusters.Unowned = r.unowned(fleet.Status.Clusters.Unowned, members.Items)
 	want.HeartbeatIntervalSeconds = int64((r.heartbeat + time.Second - 1) / time.Second) // rounded up
@@ -120,6 +124,21 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return ctrl.Result{}, fmt.Errorf("writing Fleet status: %w", err)
 	}
 	return ctrl.Result{RequeueAfter: r.heartbeat - now.Sub(updated.Status.HeartbeatTime.Time)}, nil
+}
+
+// ownSync sets, in the MemberClusters of the members this replica manages, the Synced condition
+// this process would write now (Options.Sync): a MemberCluster holds what the hub that wrote it
+// last saw, an earlier process's after a restart, until this one writes it, and the Fleet must
+// not vouch for a member this process has not synced yet.
+func (r *fleetReconciler) ownSync(members []hubv1alpha1.MemberCluster) {
+	if r.sync == nil {
+		return
+	}
+	for i := range members {
+		if r.replica.Owns(members[i].Name) {
+			meta.SetStatusCondition(&members[i].Status.Conditions, syncedCondition(r.sync(multicluster.ClusterName(members[i].Name))))
+		}
+	}
 }
 
 // unowned counts the members no live hub replica manages (CountUnowned) and exports the count.
@@ -153,36 +172,11 @@ func CountUnowned(members []hubv1alpha1.MemberCluster, live []string, emptyOwned
 
 // FleetStatus sums up MemberClusters and FleetBundles into a Fleet status, starting from
 // current (which keeps the Ready condition's transition time, and the heartbeat). A paused
-// member is counted in clusters.paused as well; pausing changes nothing else.
+// member is counted in clusters.paused as well; pausing changes nothing else. A Ready member
+// whose Synced condition is not True keeps the Fleet from Ready (MembersSyncing).
 func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCluster, bundles []hubv1alpha1.FleetBundle) hubv1alpha1.FleetStatus {
 	st := *current.DeepCopy()
-	st.Clusters, st.Bundles, st.Heals = hubv1alpha1.ClusterCounts{}, hubv1alpha1.BundleCounts{}, 0
-	var notReady, failing []string
-	for _, mc := range members {
-		st.Clusters.Total++
-		if mc.Spec.Paused {
-			st.Clusters.Paused++
-		}
-		if c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
-			st.Clusters.Ready++
-		} else {
-			reason := "Unknown"
-			if c != nil {
-				reason = c.Reason
-			}
-			notReady = append(notReady, mc.Name+" ("+reason+")")
-		}
-		st.Bundles.Total += mc.Status.Bundles.Total
-		st.Bundles.Ready += mc.Status.Bundles.Ready
-		st.Bundles.Failed += mc.Status.Bundles.Failed
-		st.Bundles.Placed += mc.Status.Bundles.Placed
-		st.Heals += mc.Status.Heals
-		if n := mc.Status.Bundles.Failed; n > 0 {
-			failing = append(failing, fmt.Sprintf("%s (%d)", mc.Name, n))
-		}
-	}
-	slices.Sort(notReady)
-	slices.Sort(failing)
+	notReady, unsynced, failing := sumMembers(&st, members)
 	st.FleetBundles = CountFleetBundles(bundles)
 	failedFleetBundles := failedFleetBundleNames(bundles)
 	// also says, after the message of a reason that wins over FleetBundlesFailed, how many
@@ -198,6 +192,10 @@ func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCl
 	case len(notReady) > 0:
 		ready.Reason = hubv1alpha1.MembersNotReadyReason
 		ready.Message = fmt.Sprintf("%d of %d members not Ready: %s%s", len(notReady), st.Clusters.Total, firstNames(notReady), also)
+	case len(unsynced) > 0:
+		ready.Reason = hubv1alpha1.MembersSyncingReason
+		ready.Message = fmt.Sprintf("%d of %d members not synced: the hub has not yet reconciled every ConfigBundle they held when they connected (their Synced condition says how many are left): %s%s",
+			len(unsynced), st.Clusters.Total, firstNames(unsynced), also)
 	case st.Bundles.Failed > 0:
 		ready.Reason = hubv1alpha1.BundlesFailedReason
 		ready.Message = fmt.Sprintf("%d of %d ConfigBundles have failed, in %s%s", st.Bundles.Failed, st.Bundles.Total, firstNames(failing), also)
@@ -211,6 +209,42 @@ func FleetStatus(current hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCl
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	return st
+}
+
+// sumMembers sets the counts of st from the members, and names, sorted, the members not Ready
+// (with their reason), those not synced, and those with failed bundles (with their number).
+func sumMembers(st *hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCluster) (notReady, unsynced, failing []string) {
+	st.Clusters, st.Bundles, st.Heals = hubv1alpha1.ClusterCounts{}, hubv1alpha1.BundleCounts{}, 0
+	for _, mc := range members {
+		st.Clusters.Total++
+		if mc.Spec.Paused {
+			st.Clusters.Paused++
+		}
+		if c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
+			st.Clusters.Ready++
+		} else {
+			reason := "Unknown"
+			if c != nil {
+				reason = c.Reason
+			}
+			notReady = append(notReady, mc.Name+" ("+reason+")")
+		}
+		if syncing(mc.Status) {
+			unsynced = append(unsynced, mc.Name)
+		}
+		st.Bundles.Total += mc.Status.Bundles.Total
+		st.Bundles.Ready += mc.Status.Bundles.Ready
+		st.Bundles.Failed += mc.Status.Bundles.Failed
+		st.Bundles.Placed += mc.Status.Bundles.Placed
+		st.Heals += mc.Status.Heals
+		if n := mc.Status.Bundles.Failed; n > 0 {
+			failing = append(failing, fmt.Sprintf("%s (%d)", mc.Name, n))
+		}
+	}
+	slices.Sort(notReady)
+	slices.Sort(unsynced)
+	slices.Sort(failing)
+	return notReady, unsynced, failing
 }
 
 // firstNames joins the first hubv1alpha1.MaxNamedMembers of names and says how many more there

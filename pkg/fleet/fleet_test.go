@@ -26,6 +26,12 @@ func member(name string, ready bool, reason string, counts hubv1alpha1.BundleCou
 	}
 }
 
+// unsynced returns mc with its Synced condition False (Syncing).
+func unsynced(mc hubv1alpha1.MemberCluster) hubv1alpha1.MemberCluster {
+	mc.Status.Conditions = append(mc.Status.Conditions, metav1.Condition{Type: hubv1alpha1.SyncedCondition, Status: metav1.ConditionFalse, Reason: hubv1alpha1.SyncingReason})
+	return mc
+}
+
 // paused returns mc paused for maintenance (spec.paused).
 func paused(mc hubv1alpha1.MemberCluster) hubv1alpha1.MemberCluster {
 	mc.Spec.Paused = true
@@ -82,6 +88,27 @@ func TestFleetStatus(t *testing.T) {
 		want:       hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 1, Ready: 1, Paused: 1}, Bundles: hubv1alpha1.BundleCounts{Total: 1, Ready: 1}},
 		wantReady:  metav1.ConditionTrue,
 		wantReason: hubv1alpha1.AllReadyReason,
+	}, {
+		name: "members not synced since they connected keep the fleet from Ready, after members not Ready",
+		members: []hubv1alpha1.MemberCluster{
+			unsynced(member("b", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 3, Ready: 1, Failed: 1}, 0)),
+			unsynced(member("a", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 3, Ready: 3}, 0)),
+			member("c", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{Total: 1, Ready: 1}, 0),
+		},
+		want:       hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 3, Ready: 3}, Bundles: hubv1alpha1.BundleCounts{Total: 7, Ready: 5, Failed: 1}},
+		wantReady:  metav1.ConditionFalse,
+		wantReason: hubv1alpha1.MembersSyncingReason,
+		wantInMsg:  "2 of 3 members not synced",
+	}, {
+		name: "a member not Ready goes first",
+		members: []hubv1alpha1.MemberCluster{
+			unsynced(member("a", true, hubv1alpha1.ConnectedReason, hubv1alpha1.BundleCounts{}, 0)),
+			unsynced(member("b", false, hubv1alpha1.ConnectingReason, hubv1alpha1.BundleCounts{}, 0)),
+		},
+		want:       hubv1alpha1.FleetStatus{Clusters: hubv1alpha1.ClusterCounts{Total: 2, Ready: 1}},
+		wantReady:  metav1.ConditionFalse,
+		wantReason: hubv1alpha1.MembersNotReadyReason,
+		wantInMsg:  "1 of 2 members not Ready: b (Connecting)",
 	}, {
 		name: "failed bundles",
 		members: []hubv1alpha1.MemberCluster{

@@ -132,7 +132,7 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 	want := r.status(ctx, mc, state, now)
 	setMemberMetrics(name, want)
 	if equality.Semantic.DeepEqual(want, mc.Status) {
-		return r.requeue(state, now), nil
+		return r.requeue(state, want, now), nil
 	}
 	// A change of a condition or of the managing replica is written at once; counts and
 	// lastSeenTime wait for the budget.
@@ -148,7 +148,7 @@ func (r *MemberClusterReconciler) Reconcile(ctx context.Context, req mcreconcile
 		return ctrl.Result{}, fmt.Errorf("writing MemberCluster status: %w", err)
 	}
 	r.recordTransitions(mc, updated)
-	return r.requeue(state, now), nil
+	return r.requeue(state, want, now), nil
 }
 
 // getOrCreate reads the member's MemberCluster, creating it if it does not exist. The hub never
@@ -232,11 +232,15 @@ func (r *MemberClusterReconciler) deleteStale(ctx context.Context, name string, 
 	return nil
 }
 
-// requeue comes back to count a counted member's bundles again, and when the member's
-// credential enters the warning window or expires.
-func (r *MemberClusterReconciler) requeue(state spokeprovider.State, now time.Time) ctrl.Result {
+// requeue comes back to count a counted member's bundles again (every MinWriteInterval while
+// the status st says it is Syncing, for the count left and the end of it), and when the
+// member's credential enters the warning window or expires.
+func (r *MemberClusterReconciler) requeue(state spokeprovider.State, st hubv1alpha1.MemberClusterStatus, now time.Time) ctrl.Result {
 	var next time.Duration
-	if counted(state) {
+	switch {
+	case counted(state) && syncing(st):
+		next = r.opts.MinWriteInterval
+	case counted(state):
 		next = r.opts.RecountInterval
 	}
 	if exp := state.CredentialsExpiry; !exp.IsZero() {

@@ -17,6 +17,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/configbundle"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -25,7 +26,8 @@ const maxFailedBundleMessage = 1024
 
 // status computes the status of the MemberCluster mc at now. The counts come from the member's
 // cache while the member is counted; otherwise the last ones stay, with the lastSeenTime they
-// were observed at. The Paused condition follows mc's spec.paused.
+// were observed at. The Paused condition follows mc's spec.paused, the Synced condition the
+// reconciler's progress (Options.Sync).
 func (r *MemberClusterReconciler) status(ctx context.Context, mc *hubv1alpha1.MemberCluster, state spokeprovider.State, now time.Time) hubv1alpha1.MemberClusterStatus {
 	name, current := mc.Name, mc.Status
 	st := *current.DeepCopy()
@@ -36,6 +38,9 @@ func (r *MemberClusterReconciler) status(ctx context.Context, mc *hubv1alpha1.Me
 	meta.SetStatusCondition(&st.Conditions, ready)
 	meta.SetStatusCondition(&st.Conditions, credentialsCondition(state, now, r.opts.CredentialsExpiryWarning))
 	meta.SetStatusCondition(&st.Conditions, pausedCondition(mc.Spec.Paused))
+	if r.opts.Sync != nil {
+		meta.SetStatusCondition(&st.Conditions, syncedCondition(r.opts.Sync(multicluster.ClusterName(name))))
+	}
 	st.CredentialsExpiry = nil
 	if !state.CredentialsExpiry.IsZero() {
 		st.CredentialsExpiry = &metav1.Time{Time: state.CredentialsExpiry}
@@ -83,6 +88,29 @@ func pausedCondition(paused bool) metav1.Condition {
 		Message: "Placement proceeds in the member"}
 }
 
+// syncedCondition says whether the first full reconcile of the member since it connected has
+// finished: True (AllReconciled) once it has, False (Syncing) with the count left until then,
+// and while the member is not connected.
+func syncedCondition(s configbundle.Sync) metav1.Condition {
+	c := metav1.Condition{Type: hubv1alpha1.SyncedCondition, Status: metav1.ConditionFalse, Reason: hubv1alpha1.SyncingReason}
+	switch {
+	case !s.Connected:
+		c.Message = "The member is not connected: its ConfigBundles are reconciled once it connects"
+	case s.Left > 0:
+		c.Message = fmt.Sprintf("%d of %d ConfigBundles left to reconcile since the member connected", s.Left, s.Total)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.AllReconciledReason
+		c.Message = fmt.Sprintf("All %d ConfigBundles the member held when it connected have been reconciled since", s.Total)
+	}
+	return c
+}
+
+// syncing reports whether a status says its member is Syncing.
+func syncing(st hubv1alpha1.MemberClusterStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.SyncedCondition)
+	return c != nil && c.Status != metav1.ConditionTrue
+}
+
 // credentialsCondition says whether the member's credential is valid for longer than warning.
 func credentialsCondition(state spokeprovider.State, now time.Time, warning time.Duration) metav1.Condition {
 	c := metav1.Condition{Type: hubv1alpha1.CredentialsValidCondition}
@@ -128,7 +156,8 @@ func (r *MemberClusterReconciler) count(ctx context.Context, name string) (hubv1
 }
 
 // tally counts bundles by their Ready condition (the one in unreported, where the hub could not
-// write it to the bundle's status) and lists the first failing ones.
+// write it to the bundle's status) and lists the first failing ones. A bundle whose status was
+// not computed for its current generation is neither Ready nor failed.
 func tally(bundles []configbundlev1alpha1.ConfigBundle, unreported map[types.NamespacedName]metav1.Condition) (hubv1alpha1.BundleCounts, []hubv1alpha1.FailedBundle, int64) {
 	var counts hubv1alpha1.BundleCounts
 	var failed []hubv1alpha1.FailedBundle
@@ -141,6 +170,9 @@ func tally(bundles []configbundlev1alpha1.ConfigBundle, unreported map[types.Nam
 		}
 		heals += b.Status.Heals
 		c := meta.FindStatusCondition(b.Status.Conditions, configbundlev1alpha1.ReadyCondition)
+		if b.Status.ObservedGeneration != b.Generation {
+			c = nil // a status of an earlier spec: neither Ready nor failed
+		}
 		if u, ok := unreported[client.ObjectKeyFromObject(b)]; ok {
 			c = &u // the outcome the hub could not write to the bundle's status
 		}

@@ -12,6 +12,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/configbundle"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -92,16 +93,41 @@ func TestTally(t *testing.T) {
 		bundle("never-reported", "", 0),
 		bundle("stale-ready", metav1.ConditionTrue, 1),
 		bundle("pending", "", 0),
+		bundle("new-spec", metav1.ConditionTrue, 0),
 	}
+	bundles[len(bundles)-1].Generation = 2 // its status is the one of generation 0
 	unreported := map[types.NamespacedName]metav1.Condition{
 		{Namespace: "ns", Name: "never-reported"}: {Type: configbundlev1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "CreateFailed", Message: "creating ConfigMap ns/never-reported: forbidden"},
 		{Namespace: "ns", Name: "stale-ready"}:    {Type: configbundlev1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "StatusWriteFailed", Message: "writing status: forbidden"},
 	}
 	counts, failed, heals := tally(bundles, unreported)
-	if want := (hubv1alpha1.BundleCounts{Total: 5, Ready: 2, Failed: 2, Placed: 1}); counts != want || heals != 3 {
+	if want := (hubv1alpha1.BundleCounts{Total: 6, Ready: 2, Failed: 2, Placed: 1}); counts != want || heals != 3 {
 		t.Errorf("counts %+v, heals %d; want %+v, 3", counts, heals, want)
 	}
 	if len(failed) != 2 || failed[0].Name != "never-reported" || failed[0].Reason != "CreateFailed" || failed[1].Reason != "StatusWriteFailed" {
 		t.Errorf("failed bundles %+v", failed)
+	}
+}
+
+func TestSyncedCondition(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sync            configbundle.Sync
+		status          metav1.ConditionStatus
+		reason, message string
+	}{
+		{sync: configbundle.Sync{}, status: metav1.ConditionFalse, reason: hubv1alpha1.SyncingReason,
+			message: "The member is not connected: its ConfigBundles are reconciled once it connects"},
+		{sync: configbundle.Sync{Connected: true, Total: 20012, Left: 12000}, status: metav1.ConditionFalse, reason: hubv1alpha1.SyncingReason,
+			message: "12000 of 20012 ConfigBundles left to reconcile since the member connected"},
+		{sync: configbundle.Sync{Connected: true, Total: 20012}, status: metav1.ConditionTrue, reason: hubv1alpha1.AllReconciledReason,
+			message: "All 20012 ConfigBundles the member held when it connected have been reconciled since"},
+		{sync: configbundle.Sync{Connected: true}, status: metav1.ConditionTrue, reason: hubv1alpha1.AllReconciledReason,
+			message: "All 0 ConfigBundles the member held when it connected have been reconciled since"},
+	} {
+		c := syncedCondition(tc.sync)
+		if c.Type != hubv1alpha1.SyncedCondition || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
+			t.Errorf("syncedCondition(%+v) = %+v, want %s %s %q", tc.sync, c, tc.status, tc.reason, tc.message)
+		}
 	}
 }

@@ -6,7 +6,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/sharding"
 )
 
@@ -69,6 +71,12 @@ type Options struct {
 	// configbundle.Reconciler.Unreported): those bundles are counted by it, not by their stale
 	// status. Defaults to nil.
 	Unreported func(member string) map[types.NamespacedName]metav1.Condition
+
+	// Sync, if set, says how far the first full reconcile of each member since it connected has
+	// got (the reconciler's configbundle.Reconciler.Sync): the MemberCluster's Synced condition
+	// says it, and its status is computed again every MinWriteInterval until it is done.
+	// Defaults to nil: no Synced condition.
+	Sync func(member multicluster.ClusterName) configbundle.Sync
 
 	// Replica is this hub replica: its ID, if any, is written to the status.replica of the
 	// MemberClusters it manages. A sharded one (sharding.New) runs the MemberCluster controller

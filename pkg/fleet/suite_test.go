@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,11 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/controlplane"
 	"configbundle.dev/hub/internal/testing/suite"
+	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/hubmanager"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
@@ -54,6 +57,8 @@ var (
 	// memberClients are uncached clients of the members, by name.
 	memberClients map[string]client.Client
 	members       *suite.Members
+	// syncs plays the ConfigBundle reconciler's progress with each member (Options.Sync).
+	syncs = newSyncs()
 )
 
 func TestMain(m *testing.M) {
@@ -90,7 +95,7 @@ func setUp(ctx, startCtx context.Context, cps []*controlplane.ControlPlane) erro
 	memberClients = h.Clients
 	mgr := h.Manager
 	members = suite.NewMembers(h.Provider)
-	if err := fleet.SetupWithManager(mgr, members, secretNamespace, fleet.Options{HeartbeatInterval: heartbeatInterval}); err != nil {
+	if err := fleet.SetupWithManager(mgr, members, secretNamespace, fleet.Options{HeartbeatInterval: heartbeatInterval, Sync: syncs.get}); err != nil {
 		return err
 	}
 	if err := mgr.Add(members); err != nil { // engaged last, as the provider's members are
@@ -200,4 +205,37 @@ func newBundle(t *testing.T, member, name string, status metav1.ConditionStatus,
 	})
 	g.Expect(c.Status().Update(ctx, b)).To(Succeed())
 	t.Cleanup(func() { g.Expect(client.IgnoreNotFound(c.Delete(ctx, b))).To(Succeed()) })
+}
+
+// syncProgress is the ConfigBundle reconciler's progress with each member, as a test sets it:
+// a member connected and synced unless a test says otherwise.
+type syncProgress struct {
+	mu sync.Mutex
+	m  map[multicluster.ClusterName]configbundle.Sync
+}
+
+func newSyncs() *syncProgress {
+	return &syncProgress{m: map[multicluster.ClusterName]configbundle.Sync{}}
+}
+
+// get is the progress with member name.
+func (s *syncProgress) get(name multicluster.ClusterName) configbundle.Sync {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.m[name]; ok {
+		return p
+	}
+	return configbundle.Sync{Connected: true}
+}
+
+// set makes p the progress with member name until the test ends.
+func (s *syncProgress) set(t *testing.T, name string, p configbundle.Sync) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[multicluster.ClusterName(name)] = p
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.m, multicluster.ClusterName(name))
+	})
 }

@@ -336,6 +336,7 @@ func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, o
 		CredentialsExpiryWarning: opts.CredentialsExpiryWarning,
 		HeartbeatInterval:        opts.HeartbeatInterval,
 		Unreported:               unreported(reconciler),
+		Sync:                     reconciler.Sync,
 		Replica:                  replica,
 	}); err != nil {
 		return err

@@ -207,3 +207,26 @@ func TestPlacementCountsMembersNotReady(t *testing.T) {
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2, Updated: 2})))
 }
+
+// TestPlacementCountsJoiningMembersNeitherFailedNorReady: a selected member the hub is only
+// connecting to (as every member is right after a hub restart) has not failed: the FleetBundle is
+// Progressing, with no failed cluster, until the member is connected and holds the bundle.
+func TestPlacementCountsJoiningMembersNeitherFailedNorReady(t *testing.T) {
+	g := NewWithT(t)
+	const key = "test.placement/joining"
+	ns := newNamespace(t, memberA, memberB)
+	labelMember(t, memberA, key, "yes")
+	members.Set(memberB, spokeprovider.State{Reason: hubv1alpha1.ConnectingReason, Message: "Connecting to the member"})
+	t.Cleanup(func() { members.Set(memberB, connected()) })
+	labelMember(t, memberB, key, "yes")
+	fb := newFleetBundle(t, ns, selecting(key), "v1")
+
+	joining := And(fleet.FleetBundleReady(hubv1alpha1.ProgressingReason),
+		haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 1, Ready: 1, Updated: 1}), HaveField("FailedClusters", BeEmpty()))
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(joining)
+	g.Consistently(status(fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(joining, "a member joining never counts as failed")
+
+	members.Set(memberB, connected())
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason),
+		haveCounts(hubv1alpha1.PlacementCounts{Selected: 2, Applied: 2, Ready: 2, Updated: 2})))
+}

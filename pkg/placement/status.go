@@ -22,7 +22,8 @@ type MemberView struct {
 	// Name is the member's name.
 	Name string
 	// NotReady, if its Reason is set, says why the member cannot be reached: the reason of its
-	// state (Connecting, Unreachable, Forbidden, CRDMissing, ...) or NotJoinedReason.
+	// state (Connecting, Unreachable, Forbidden, CRDMissing, ...) or NotJoinedReason. A member
+	// only joining (NotJoined, Connecting) is not counted failed.
 	NotReady Outcome
 	// Placement is the pair's last placement failure (Conflict, NamespaceMissing,
 	// PlacementFailed); zero if none.
@@ -38,12 +39,15 @@ type MemberView struct {
 
 // judge says where a FleetBundle's bundle stands in one selected member, against the bundle it
 // should hold there (nil: none decided yet): the member's own unreadiness first, then
-// placement's failure, then the placed bundle's Ready condition.
+// placement's failure, then the placed bundle's Ready condition. A member that is only joining
+// (NotJoined, Connecting: the hub has just started, say) has not failed, and is not Ready yet.
 func judge(fb *hubv1alpha1.FleetBundle, desired *configbundlev1alpha1.ConfigBundle, m MemberView) Health {
 	fail := func(o Outcome) Health {
 		return Health{Cluster: m.Name, Failure: &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: o.Reason, Message: fleetbundle.Truncate(o.Message)}}
 	}
 	switch {
+	case joining(m.NotReady.Reason):
+		return Health{Cluster: m.Name}
 	case m.NotReady.Reason != "":
 		return fail(m.NotReady)
 	case m.Placement.Reason != "":

@@ -57,11 +57,17 @@ func TestComputeStatus(t *testing.T) {
 		{name: "failures of every kind, sorted", members: []MemberView{
 			ready("m0"),
 			{Name: "m4", Placement: Outcome{Reason: hubv1alpha1.ConflictReason}},
-			{Name: "m3", NotReady: Outcome{Reason: hubv1alpha1.NotJoinedReason}},
+			{Name: "m3", NotReady: Outcome{Reason: hubv1alpha1.ForbiddenReason}},
 			{Name: "m2", Bundle: placedBundle(fb, metav1.ConditionFalse, configbundlev1alpha1.ConfigMapConflictReason)},
 			{Name: "m1", Placement: Outcome{Reason: hubv1alpha1.NamespaceMissingReason}},
 		}, counts: hubv1alpha1.PlacementCounts{Selected: 5, Applied: 2, Ready: 1, Failed: 4}, reason: hubv1alpha1.ClustersFailedReason,
-			failed: []string{"m1/NamespaceMissing", "m2/ConfigMapConflict", "m3/NotJoined", "m4/Conflict"}},
+			failed: []string{"m1/NamespaceMissing", "m2/ConfigMapConflict", "m3/Forbidden", "m4/Conflict"}},
+		// A hub that has just started knows none of its members yet, then connects to them.
+		{name: "members joining have not failed", members: []MemberView{
+			ready("m1"),
+			{Name: "m2", NotReady: Outcome{Reason: hubv1alpha1.NotJoinedReason}},
+			{Name: "m3", NotReady: Outcome{Reason: hubv1alpha1.ConnectingReason}},
+		}, counts: hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1}, reason: hubv1alpha1.ProgressingReason},
 		{name: "at most MaxFailedClusters listed", members: many,
 			counts: hubv1alpha1.PlacementCounts{Selected: 12, Failed: 12}, reason: hubv1alpha1.ClustersFailedReason,
 			failed: []string{"m01/Unreachable", "m02/Unreachable", "m03/Unreachable", "m04/Unreachable", "m05/Unreachable",

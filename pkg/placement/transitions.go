@@ -44,9 +44,9 @@ type Transition struct {
 // order) with the failures last observed (by member), and returns the failures to remember and
 // the transitions, sorted by member. A member starts failing, or fails for another reason, when
 // its failure's reason differs from the one last observed; it recovers when a member that was
-// failing is Ready. A member neither failing nor Ready (its bundle being placed, or its new
-// template not observed yet) keeps what was last observed, as does a member that is only joining
-// (NotJoined, Connecting): neither is a transition. A member no longer selected is forgotten
+// failing is Ready. A member neither failing nor Ready (its bundle being placed, its new
+// template not observed yet, or the member only joining) keeps what was last observed: no
+// transition. A member no longer selected is forgotten
 // without one.
 func Transitions(last map[string]hubv1alpha1.ClusterFailure, now []Health) (map[string]hubv1alpha1.ClusterFailure, []Transition) {
 	next := map[string]hubv1alpha1.ClusterFailure{}
@@ -54,10 +54,6 @@ func Transitions(last map[string]hubv1alpha1.ClusterFailure, now []Health) (map[
 	for _, h := range now {
 		was, failing := last[h.Cluster]
 		switch {
-		case h.Failure != nil && joining(h.Failure.Reason):
-			if failing {
-				next[h.Cluster] = was
-			}
 		case h.Failure != nil:
 			next[h.Cluster] = *h.Failure
 			if !failing || was.Reason != h.Failure.Reason {

@@ -55,11 +55,6 @@ func TestTransitions(t *testing.T) {
 			wantNext: failing(conflict),
 		},
 		{
-			name: "joining is no failure and keeps what was observed", last: failing(conflict),
-			now:      []Health{{Cluster: "m2", Failure: fail("m2", hubv1alpha1.ConnectingReason)}, {Cluster: "m4", Failure: fail("m4", hubv1alpha1.NotJoinedReason)}},
-			wantNext: failing(conflict),
-		},
-		{
 			name: "a member not Ready fails", now: []Health{{Cluster: "m2", Failure: fail("m2", hubv1alpha1.UnreachableReason)}},
 			wantNext: failing(Health{Cluster: "m2", Failure: fail("m2", hubv1alpha1.UnreachableReason)}),
 			want:     []Transition{{Cluster: "m2", Failure: fail("m2", hubv1alpha1.UnreachableReason)}},

@@ -3,13 +3,18 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/internal/testing/fleet"
 )
 
@@ -28,6 +33,10 @@ const (
 	tamperPeriod = time.Second
 	// cleanupTimeout bounds the deletion of the backlog.
 	cleanupTimeout = 3 * time.Minute
+	// syncTimeout bounds the first full reconcile of the backlog after a restart of the hub: the
+	// bundles not reconciled before the restart cost two writes each (ConfigMap, status) at the
+	// member client's 50 QPS, 200 s for all 5,000 at worst.
+	syncTimeout = 4 * time.Minute
 )
 
 // TestQuietMemberHealsDuringAnotherMembersBacklog: one member (m3) gets 5,000 bundles at once
@@ -35,7 +44,9 @@ const (
 // member takes less than 2 s while the hub works through the backlog, and again after a restart
 // of the hub (with --leader-elect, the default install) that lists the busy member's bundles
 // anew. The hub hands its workers fairly across members (package fairqueue); with one queue
-// for all, first in first out, a heal waited behind the whole backlog (over 60 s).
+// for all, first in first out, a heal waited behind the whole backlog (over 60 s). After the
+// restart, m3's MemberCluster says Synced=False (Syncing) until the hub has reconciled each of
+// its bundles once, and the restarted hub never reports the Fleet AllReady before that.
 func TestQuietMemberHealsDuringAnotherMembersBacklog(t *testing.T) {
 	const quiet, busy, ns = "m2", "m3", "backlog"
 	g, ctx := NewWithT(t), context.Background()
@@ -68,12 +79,71 @@ func TestQuietMemberHealsDuringAnotherMembersBacklog(t *testing.T) {
 		fl.StopHub(fleet.HubName, syscall.SIGTERM)
 		g.Expect(startHub()).To(Succeed())
 	})
+	restarted := time.Now()
+	synced := watchSync(busy, restarted)
 	_, err := fl.StartHub(ctx, fleet.HubName, "--leader-elect")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(fl.WaitReported(ctx, fleet.HubName)).To(Succeed())
 	after := measureHeals(t, quiet, keys, time.Now().Add(backlogWindow))
 	t.Logf("heals in %s after a restart of the hub (--leader-elect) with %d bundles in %s (%d): %s", quiet, backlogBundles, busy, len(after), fleet.HealSummary(after))
 	expectHealsWithin(t, after, "after a restart of the hub")
+
+	s := <-synced
+	g.Expect(s.err).NotTo(HaveOccurred())
+	t.Logf("%s after the restart: Syncing (%q) at %s, Synced at %s", busy, s.syncing,
+		s.syncingAt.Sub(restarted).Round(time.Millisecond), s.syncedAt.Sub(restarted).Round(time.Millisecond))
+	g.Expect(s.syncing).To(MatchRegexp(`^\d+ of \d+ ConfigBundles left to reconcile since the member connected$`))
+	g.Expect(s.early).To(BeEmpty(), "the Fleet AllReady while %s was not synced", busy)
+}
+
+// syncSeen is what watchSync saw of a member and the Fleet after a restart of the hub.
+type syncSeen struct {
+	// syncing is the first message of the member's Synced condition while False, and when.
+	syncing   string
+	syncingAt time.Time
+	// syncedAt is when the member was first seen Synced after it was seen Syncing.
+	syncedAt time.Time
+	// early are the Fleet's Ready messages seen AllReady, written after the restart, while the
+	// member was not synced.
+	early []string
+	err   error
+}
+
+// watchSync watches the Synced condition of a member and the Fleet's Ready from a restart of the
+// hub at restarted until the member is Synced again, at most syncTimeout, and sends what it saw.
+func watchSync(member string, restarted time.Time) <-chan syncSeen {
+	out := make(chan syncSeen, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+		defer cancel()
+		var s syncSeen
+		s.err = wait.PollUntilContextCancel(ctx, interval/2, true, func(ctx context.Context) (bool, error) {
+			f, err := fl.GetFleet(ctx)
+			if err != nil || f.Status.HeartbeatTime == nil || !f.Status.HeartbeatTime.After(restarted.Truncate(time.Second)) {
+				return false, nil // the Fleet of the hub that stopped
+			}
+			mc, err := fl.GetMemberCluster(ctx, member)
+			if err != nil {
+				return false, nil
+			}
+			ready := meta.FindStatusCondition(f.Status.Conditions, hubv1alpha1.ReadyCondition)
+			allReady := ready != nil && ready.Reason == hubv1alpha1.AllReadyReason
+			switch c := meta.FindStatusCondition(mc.Status.Conditions, hubv1alpha1.SyncedCondition); {
+			case c != nil && c.Status == metav1.ConditionFalse && c.Reason == hubv1alpha1.SyncingReason:
+				if s.syncingAt.IsZero() && strings.Contains(c.Message, "left to reconcile") {
+					s.syncing, s.syncingAt = c.Message, time.Now()
+				}
+				if allReady { // read before the MemberCluster, which is only ever more synced
+					s.early = append(s.early, ready.Message)
+				}
+			case c != nil && c.Status == metav1.ConditionTrue && !s.syncingAt.IsZero() && s.syncedAt.IsZero():
+				s.syncedAt = time.Now()
+			}
+			return !s.syncedAt.IsZero(), nil
+		})
+		out <- s
+	}()
+	return out
 }
 
 // measureHeals tampers with the ConfigMaps of keys in member, one every tamperPeriod, until

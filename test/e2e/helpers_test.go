@@ -59,7 +59,7 @@ func TestPrinterColumns(t *testing.T) {
 	g.Eventually(fl.Fleet).WithTimeout(timeout).WithPolling(interval).ShouldNot(BeNil())
 
 	mcs := table(g, "/apis/hub.configbundle.dev/v1alpha1/memberclusters")
-	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Paused", "Age"}))
+	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Synced", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Paused", "Age"}))
 	g.Expect(columns(mcs, 1)).To(Equal([]string{"Placed", "Last-Seen", "Credentials", "Credentials-Expiry", "Replica"}))
 	var m1 []any
 	for _, row := range mcs.Rows {
@@ -68,8 +68,8 @@ func TestPrinterColumns(t *testing.T) {
 		}
 	}
 	g.Expect(m1).NotTo(BeNil())
-	g.Expect(m1[1:3]).To(Equal([]any{"True", "Connected"}))
-	g.Expect(m1[3]).To(HavePrefix("v1.36"))
+	g.Expect(m1[1:4]).To(Equal([]any{"True", "Connected", "True"}), "READY, REASON, SYNCED")
+	g.Expect(m1[slices.Index(columnNames(mcs), "Version")]).To(HavePrefix("v1.36"))
 	g.Expect(m1[slices.Index(columnNames(mcs), "Paused")]).To(BeFalse(), "PAUSED: spec.paused, false by default")
 	// The credential hub register made expires in a year: -o wide says when (a date column shows
 	// the age of a past time, and "<invalid>" for a future one).
@@ -91,7 +91,7 @@ func TestPrinterColumns(t *testing.T) {
 		return
 	}
 	for resource, header := range map[string]string{
-		"memberclusters": "NAME   READY   REASON      VERSION",
+		"memberclusters": "NAME   READY   REASON      SYNCED   VERSION",
 		"fleet":          "NAME      READY",
 	} {
 		out, err := exec.Command(kubectl, "--kubeconfig", fl.HubPlane.KubeconfigPath, "get", resource).CombinedOutput()

@@ -6,13 +6,19 @@ import (
 
 // Reasons of the Fleet's Ready condition.
 const (
-	// AllReadyReason (True): every member is Ready, no bundle has failed and no FleetBundle has
-	// failed.
+	// AllReadyReason (True): every member is Ready and synced, no bundle has failed and no
+	// FleetBundle has failed.
 	AllReadyReason = "AllReady"
 
 	// MembersNotReadyReason (False): at least one member is not Ready; the message names the
 	// first MaxNamedMembers of them.
 	MembersNotReadyReason = "MembersNotReady"
+
+	// MembersSyncingReason (False): every member is Ready, but the hub has not yet reconciled
+	// once every ConfigBundle some of them held when they connected (their Synced condition is
+	// False, Syncing): after a hub restart with thousands of bundles, say. The message names the
+	// first MaxNamedMembers of them; their Synced condition says how many bundles are left.
+	MembersSyncingReason = "MembersSyncing"
 
 	// BundlesFailedReason (False): every member is Ready, but some bundles are not; the message
 	// names the first MaxNamedMembers members with failing bundles, and how many each has.
@@ -28,8 +34,9 @@ const (
 )
 
 // The Ready reasons of the Fleet go by precedence: NoMembers, then MembersNotReady (a member
-// that is not Ready is the likeliest cause of everything else), then BundlesFailed, then
-// FleetBundlesFailed, then AllReady. The message of a reason that wins over FleetBundlesFailed
+// that is not Ready is the likeliest cause of everything else), then MembersSyncing (the counts
+// of a member not synced yet may still change), then BundlesFailed, then FleetBundlesFailed,
+// then AllReady. The message of a reason that wins over FleetBundlesFailed
 // also says how many FleetBundles have failed.
 
 // Reasons of the Events recorded on the Fleet.
@@ -104,8 +111,8 @@ type FleetBundleCounts struct {
 
 // FleetStatus sums up the MemberClusters and the FleetBundles.
 type FleetStatus struct {
-	// conditions hold Ready: True when every member is Ready, no bundle has failed and no
-	// FleetBundle has failed.
+	// conditions hold Ready: True when every member is Ready and synced, no bundle has failed
+	// and no FleetBundle has failed.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

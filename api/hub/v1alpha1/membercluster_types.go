@@ -139,6 +139,29 @@ const (
 	ResumedReason = "Resumed"
 )
 
+// SyncedCondition is the condition type that says whether the hub has finished its first full
+// reconcile of the member since the member connected (joined, came back with new credentials,
+// or connected to a hub that just started): every ConfigBundle the member held then reconciled
+// once, its outcome recorded in its status. Until then a change made to a bundle or its
+// ConfigMap before the hub connected may not be healed yet, and the counts of status.bundles may
+// be those of an earlier hub. Changes made after the member connected are handled first, ahead
+// of that backlog. The Fleet is not Ready (MembersSyncingReason) while a member is Syncing.
+const SyncedCondition = "Synced"
+
+// Reasons of a MemberCluster's Synced condition.
+const (
+	// SyncingReason (False): the hub has not yet reconciled once every ConfigBundle the member
+	// held when it connected; the message says how many are left, as "12000 of 20012
+	// ConfigBundles left to reconcile since the member connected". Also while the member is not
+	// connected yet.
+	SyncingReason = "Syncing"
+
+	// AllReconciledReason (True): every ConfigBundle the member held when it connected has been
+	// reconciled once since. It stays True while the member is connected, even when it stops
+	// answering for a while; a new connection starts over (Syncing).
+	AllReconciledReason = "AllReconciled"
+)
+
 // RoutineReasons are the reasons of a MemberCluster condition that is not True that are steps of
 // a normal join, not failures: a member connecting for the first time, and a credential that does
 // not say when it expires (or not yet). Their Events are Normal.
@@ -208,8 +231,9 @@ type MemberClusterSpec struct {
 type MemberClusterStatus struct {
 	// conditions hold Ready: whether the hub is connected and reconciling the member, and if
 	// not, why; CredentialsValid: whether the credential of the member's kubeconfig is valid for
-	// long enough; and Paused: whether spec.paused holds placement back (see the *Reason
-	// constants of this package).
+	// long enough; Paused: whether spec.paused holds placement back; and Synced: whether the
+	// hub has reconciled once every ConfigBundle the member held when it connected (see the
+	// *Reason constants of this package).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -274,6 +298,7 @@ type MemberClusterStatus struct {
 // +kubebuilder:resource:scope=Cluster,shortName=mc,categories=configbundle
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.bundles.total`
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`

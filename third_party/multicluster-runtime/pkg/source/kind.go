@@ -232,7 +232,7 @@ func (ck *clusterKind[object, request]) Start(ctx context.Context, q workqueue.T
 	return nil
 }
 
-func (ck *clusterKind[object, request]) buildEventHandler(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) (toolscache.ResourceEventHandlerFuncs, error) {
+func (ck *clusterKind[object, request]) buildEventHandler(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) (toolscache.ResourceEventHandlerDetailedFuncs, error) {
 	// predicate helpers
 	passCreate := func(e event.TypedCreateEvent[object]) bool {
 		for _, p := range ck.preds {
@@ -260,8 +260,8 @@ func (ck *clusterKind[object, request]) buildEventHandler(ctx context.Context, q
 	}
 
 	// typed event builders
-	makeCreate := func(o client.Object) event.TypedCreateEvent[object] {
-		return event.TypedCreateEvent[object]{Object: any(o).(object)}
+	makeCreate := func(o client.Object, isInInitialList bool) event.TypedCreateEvent[object] {
+		return event.TypedCreateEvent[object]{Object: any(o).(object), IsInInitialList: isInInitialList}
 	}
 	makeUpdate := func(oo, no client.Object) event.TypedUpdateEvent[object] {
 		return event.TypedUpdateEvent[object]{ObjectOld: any(oo).(object), ObjectNew: any(no).(object)}
@@ -273,16 +273,19 @@ func (ck *clusterKind[object, request]) buildEventHandler(ctx context.Context, q
 	// Adapter that forwards to controller handler, honoring ctx.
 	handler := ck.h(ck.clusterName, ck.cl)
 	if handler == nil {
-		return toolscache.ResourceEventHandlerFuncs{}, fmt.Errorf("handler for %q built for cluster %q is nil", ck.obj.GetObjectKind().GroupVersionKind(), ck.clusterName)
+		return toolscache.ResourceEventHandlerDetailedFuncs{}, fmt.Errorf("handler for %q built for cluster %q is nil", ck.obj.GetObjectKind().GroupVersionKind(), ck.clusterName)
 	}
 
-	h := toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(i interface{}) {
+	// The detailed funcs, so that the items of the informer's initial list (and those replayed
+	// to a handler added to a running informer) say so, as controller-runtime's source.Kind
+	// does: its handlers queue them at handler.LowPriority on a priority queue.
+	h := toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(i interface{}, isInInitialList bool) {
 			if ctx.Err() != nil {
 				return
 			}
 			if o, ok := i.(client.Object); ok {
-				e := makeCreate(o)
+				e := makeCreate(o, isInInitialList)
 				if passCreate(e) {
 					handler.Create(ctx, e, q)
 				}
