@@ -126,17 +126,22 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	return ctrl.Result{RequeueAfter: r.heartbeat - now.Sub(updated.Status.HeartbeatTime.Time)}, nil
 }
 
-// ownSync sets, in the MemberClusters of the members this replica manages, the Synced condition
-// this process would write now (Options.Sync): a MemberCluster holds what the hub that wrote it
-// last saw, an earlier process's after a restart, until this one writes it, and the Fleet must
-// not vouch for a member this process has not synced yet.
+// ownSync sets, in the MemberClusters of the members this replica manages and has not synced
+// yet (Options.Sync), the Synced condition this process would write now: a MemberCluster holds
+// what the hub that wrote it last saw, an earlier process's after a restart, until this one
+// writes it, and the Fleet must not vouch for a member this process has not synced yet. A member
+// this process has synced keeps what its MemberCluster says, so that the Fleet is never ahead of
+// it: the Fleet is Ready only once the MemberCluster says Synced.
 func (r *fleetReconciler) ownSync(members []hubv1alpha1.MemberCluster) {
 	if r.sync == nil {
 		return
 	}
 	for i := range members {
-		if r.replica.Owns(members[i].Name) {
-			meta.SetStatusCondition(&members[i].Status.Conditions, syncedCondition(r.sync(multicluster.ClusterName(members[i].Name))))
+		if !r.replica.Owns(members[i].Name) {
+			continue
+		}
+		if s := r.sync(multicluster.ClusterName(members[i].Name)); !s.Synced() {
+			meta.SetStatusCondition(&members[i].Status.Conditions, syncedCondition(s))
 		}
 	}
 }
