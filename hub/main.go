@@ -79,9 +79,9 @@ ConfigBundles into ConfigMaps, heals drift, and reports each member's health as 
 and the fleet's as the Fleet "default". Members are added with "hub register".
 
 It runs until SIGTERM or SIGINT (exit 0), and exits 1 if it cannot start or stops on an error.
-With --sharded, a process whose --replica-id is held by another live process (its peer Lease is
-renewed by the other) writes nothing, records the Event DuplicateReplica on the Fleet and exits 1
-a --lease-duration later; the other runs on.`,
+With --sharded or --leader-elect, a process whose --replica-id is held by another live process
+(its Lease is renewed by the other) writes nothing, records the Event DuplicateReplica on the
+Fleet and exits 1 a --lease-duration later; the other runs on.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Validate(); err != nil {

@@ -280,6 +280,11 @@ func New(cfg *rest.Config, opts Options) (*Hub, error) {
 	if err := addHubRunnables(mgr, cfg, opts, provider.Options().ProbeTimeout, lock, hubDialer.CloseAll); err != nil {
 		return nil, err
 	}
+	if guard := replica.DuplicateGuard(mgr.GetLocalManager().GetEventRecorder(hubv1alpha1.FieldOwner), opts.LeaseDuration); guard != nil {
+		if err := mgr.GetLocalManager().Add(guard); err != nil {
+			return nil, err
+		}
+	}
 	if replica.Sharded() {
 		replica.ReportTo(mgr.GetLocalManager().GetEventRecorder(hubv1alpha1.FieldOwner))
 		if err := mgr.GetLocalManager().Add(replica.Rebalancer(provider.Rebalance)); err != nil {

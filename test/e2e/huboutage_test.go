@@ -43,6 +43,9 @@ const (
 	// the margin, a renew period and a request timeout (election.Timings).
 	haLease  = 10 * time.Second
 	shortCut = 3 * time.Second
+	// dupLease is the --lease-duration of the two processes of one replica id: the duplicate
+	// exits a lease duration after it finds out.
+	dupLease = 5 * time.Second
 	// shardedCut is a cut a sharded replica's fences survive with the default lease: its peer
 	// Lease is renewed every third of it and valid for two thirds.
 	shardedCut = 4 * time.Second
@@ -201,6 +204,63 @@ func TestFaultHubCutLeaderElect(t *testing.T) {
 		lastRenewal.Format(time.StampMilli), fenced.Format(time.StampMilli), takeover.Format(time.StampMilli))
 	t.Logf("the leader's last renewal %v, its fence lapsed %v later, the takeover %v after that",
 		lastRenewal.Format(time.StampMilli), (haLease - election.Of(haLease).Margin).Round(time.Millisecond), takeover.Sub(fenced).Round(time.Millisecond))
+}
+
+// TestDuplicateLeaderElectReplica: a second process started with --leader-elect and the
+// replica id of the live leader never leads and writes nothing to any member: a drift made while
+// it runs is healed once, by the leader. It records DuplicateReplica on the Fleet and exits 1; the
+// leader keeps the Lease and its members.
+func TestDuplicateLeaderElectReplica(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	const member, want = quietMember, "beside a duplicate leader" // an audited member
+	joined(t, member)
+	b := createBundle(g, member, "dup-leader", "web", want)
+	t.Cleanup(func() {
+		g.Expect(fleet.DeleteBundles(ctx, fl.Member(member).Client, "dup-leader", timeout)).To(Succeed())
+	})
+	args := []string{"--leader-elect", "--lease-duration=" + dupLease.String(), "--replica-id=same"}
+	leader := runInstead(t, "same-a", args...)
+	g.Eventually(holder).WithTimeout(joinTimeout).WithPolling(interval).Should(Equal("same"))
+	g.Eventually(reportedBy("same", member)).WithTimeout(joinTimeout).WithPolling(interval).Should(Succeed())
+	held := lease(g).Annotations[election.IncarnationAnnotation]
+
+	from := time.Now()
+	dup, err := fl.StartHub(ctx, "same-b", args...)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { fl.StopHub("same-b", syscall.SIGKILL) })
+	tamper(g, member, b)
+	g.Eventually(fl.Member(member).Message(b)).WithTimeout(timeout).WithPolling(interval).Should(Equal(want))
+	g.Eventually(func(g Gomega) []string {
+		var notes []string
+		for _, e := range fl.EventsOn("Fleet", "", hubv1alpha1.FleetName)(g) {
+			if e.Reason == hubv1alpha1.DuplicateReplicaEvent && e.EventTime.After(from.Add(-time.Second)) {
+				g.Expect(e.Related).NotTo(BeNil())
+				g.Expect(e.Related.Name).To(Equal(hubv1alpha1.LeaderElectionID))
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}).WithTimeout(timeout).WithPolling(interval).Should(HaveLen(1))
+	scrape, err := fl.ScrapeHub("same-b")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fleet.Sample(scrape, "configbundle_hub_duplicate_replica")).To(BeEquivalentTo(1))
+	g.Eventually(dup.Exited).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Expect(dup.ExitCode()).To(Equal(1))
+	to := time.Now()
+
+	// One write of the ConfigMap, the leader's heal, none refused; the leader runs on.
+	var writes []string
+	for _, w := range writesBetween(g, fl.Member(member).Plane, from, to, byHub) {
+		if strings.Contains(w, "configmaps/") {
+			writes = append(writes, w)
+		}
+	}
+	g.Expect(writes).To(HaveLen(1), "the hub's writes of ConfigMaps in %s while the duplicate ran", member)
+	g.Expect(writesBetween(g, fl.Member(member).Plane, from, to, func(w controlplane.Write) bool { return byHub(w) && w.Code >= 300 })).
+		To(BeEmpty(), "writes of the hub that %s refused", member)
+	g.Expect(leader.Exited()).To(BeFalse())
+	g.Expect(holder(g)).To(Equal("same"))
+	g.Expect(lease(g).Annotations[election.IncarnationAnnotation]).To(Equal(held))
 }
 
 // TestFaultHubCutShardedReplica: a --sharded replica (the default 15 s lease) reaches the hub

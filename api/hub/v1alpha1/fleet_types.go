@@ -41,12 +41,12 @@ const (
 
 // Reasons of the Events recorded on the Fleet.
 const (
-	// DuplicateReplicaEvent (Warning): a hub process run with --sharded found the peer Lease of
-	// its --replica-id held and renewed by another live process: two processes were started with
-	// one replica id (the default, the hostname, is the same for two processes on one host). It
-	// writes nothing to any member and exits 1 a lease duration later; the process that holds the
-	// Lease runs on. The related object is the peer Lease; the note names both processes (host,
-	// pid and a random part).
+	// DuplicateReplicaEvent (Warning): a hub process run with --sharded or --leader-elect found
+	// the Lease of its --replica-id (its peer Lease, or the leader-election Lease) held and
+	// renewed by another live process: two processes were started with one replica id (the
+	// default, the hostname, is the same for two processes on one host). It writes nothing to any
+	// member and exits 1 a lease duration later; the process that holds the Lease runs on. The
+	// related object is that Lease; the note names both processes (host, pid and a random part).
 	DuplicateReplicaEvent = "DuplicateReplica"
 )
 

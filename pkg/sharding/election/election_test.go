@@ -76,6 +76,13 @@ type holder struct {
 
 func startHolder(t *testing.T, cfg *rest.Config, ns, id string) *holder {
 	t.Helper()
+	return campaign(t, cfg, ns, id, true)
+}
+
+// campaign starts a holder; release says whether it releases the Lease when it stops, as a
+// process stopped by SIGTERM does, or leaves it held, as one killed does.
+func campaign(t *testing.T, cfg *rest.Config, ns, id string, release bool) *holder {
+	t.Helper()
 	h := &holder{}
 	tm := Of(leaseDuration)
 	lock, err := NewLock(cfg, ns, "hub", id, tm, func() { h.timeouts.Add(1) })
@@ -88,7 +95,7 @@ func startHolder(t *testing.T, cfg *rest.Config, ns, id string) *holder {
 	wg.Go(func() {
 		for ctx.Err() == nil { // campaign again after a loss, until stopped
 			le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-				Lock: lock, LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod, ReleaseOnCancel: true,
+				Lock: lock, LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod, ReleaseOnCancel: release,
 				Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
 			})
 			if err != nil {
@@ -149,6 +156,62 @@ func TestLockLapsesWhenAPIServerPauses(t *testing.T) {
 	g.Expect(kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "hub"}, lease)).To(Succeed())
 	g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).To(BeEmpty(), "released")
 	g.Eventually(other.lock.Valid).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+}
+
+// TestSameIdentityTwoProcesses: a second process campaigning under the identity of the live
+// holder never holds the Lease: it finds out that the holder renews it (Duplicate, ErrDuplicate)
+// and writes nothing, while the holder keeps it. A process that starts under the identity of a
+// holder that was killed (the Lease left held) takes the Lease over once it has gone unrenewed for
+// about a lease duration, as it would from another holder; one that starts after a holder that
+// stopped and released it takes it at once.
+func TestSameIdentityTwoProcesses(t *testing.T) {
+	if err := controlplane.CheckAssets(); err != nil {
+		t.Fatal(err)
+	}
+	g, ctx := NewWithT(t), context.Background()
+	hub, kube := startHub(t)
+	const ns, id = "election-same", "hub-0"
+	g.Expect(kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	incarnation := func(g Gomega) string {
+		lease := &coordinationv1.Lease{}
+		g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hub"}, lease)).To(Succeed())
+		g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).To(Equal(id))
+		return lease.Annotations[IncarnationAnnotation]
+	}
+
+	first := campaign(t, hub.Config, ns, id, false)
+	g.Eventually(first.lock.Valid).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	held := incarnation(g)
+	g.Expect(held).NotTo(BeEmpty())
+
+	second := startHolder(t, hub.Config, ns, id)
+	g.Eventually(second.lock.Duplicate()).WithTimeout(timeout).WithPolling(interval).Should(BeClosed())
+	g.Expect(second.lock.Err()).To(MatchError(ErrDuplicate))
+	t.Logf("the second process: %v", second.lock.Err())
+	g.Consistently(func(g Gomega) {
+		g.Expect(first.lock.Valid()).To(BeTrue())
+		g.Expect(second.lock.Valid()).To(BeFalse())
+		g.Expect(incarnation(g)).To(Equal(held))
+	}).WithTimeout(leaseDuration).WithPolling(interval).Should(Succeed())
+
+	// The holder is killed: the duplicate, which knows another live process has its id, still
+	// writes nothing; a new process of the same id waits until the Lease has lapsed.
+	first.stop()
+	killed := time.Now()
+	third := startHolder(t, hub.Config, ns, id)
+	g.Eventually(third.lock.Valid).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	waited := time.Since(killed)
+	t.Logf("a process of the killed holder's id took the Lease %v after the kill", waited.Round(time.Millisecond))
+	g.Expect(waited).To(BeNumerically(">=", leaseDuration-Of(leaseDuration).Margin), "it waited for the Lease to lapse")
+	g.Expect(third.lock.Duplicate()).NotTo(BeClosed())
+	g.Expect(incarnation(g)).NotTo(Equal(held))
+	g.Expect(second.lock.Valid()).To(BeFalse())
+
+	// Stopped, it releases the Lease; the next process of its id takes it at once.
+	second.stop()
+	third.stop()
+	fourth := startHolder(t, hub.Config, ns, id)
+	g.Eventually(fourth.lock.Valid).WithTimeout(leaseDuration).WithPolling(interval).Should(BeTrue())
 }
 
 // startHub starts a control plane for the Lease, stopped when t ends, and a client of it.
