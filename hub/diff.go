@@ -54,7 +54,8 @@ into its ConfigMap by the reconciler's own code. A member the spec selects that 
 bundle yet is listed as "would join", with the whole ConfigMap added; one that holds it and is no
 longer selected as "would leave", with its ConfigMap removed. A member where a ConfigBundle of
 that name exists that the hub did not place is said to be a Conflict: the hub writes nothing
-there. With --cluster MEMBER it compares that member alone.
+there. It reads every member, selected or not, to find those that would leave; with --cluster
+MEMBER it compares that member alone.
 
 With --bundle NAME, -n NAMESPACE and --cluster MEMBER it compares the ConfigMap of the
 ConfigBundle NAMESPACE/NAME in that member with what the bundle asks for, whatever its
@@ -276,9 +277,12 @@ func (d *differ) placed(ctx context.Context, p placedDiff) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", hubv1alpha1.RenderFailedReason, err)
 	}
-	if ownership == placement.Own {
+	switch ownership {
+	case placement.Own:
 		want.UID = held.UID
-	} else {
+	case placement.Stale:
+		heading += " (would be replaced: it holds ConfigBundle " + key.String() + " of a deleted FleetBundle of that name; the hub places it anew, its uid not known before)"
+	default:
 		heading += " (would join: selected; the hub places ConfigBundle " + key.String() + " there, its uid not known before)"
 	}
 	live, err := getOrNil(ctx, member, key, &corev1.ConfigMap{})

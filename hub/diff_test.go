@@ -287,6 +287,18 @@ func TestDiff(t *testing.T) {
 	f.expect(t, []string{"--bundle", "absent", "--cluster", "m2"}, exitTrouble, "no ConfigBundle absent in namespace default of member m2")
 	f.expect(t, []string{"absent"}, exitTrouble, "no FleetBundle absent in namespace default")
 
+	// A bundle left in m2 by a deleted FleetBundle of the same name is replaced.
+	api := fb.DeepCopy()
+	api.ObjectMeta = metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "api"}
+	if err := f.hubC.Create(ctx, api); err != nil {
+		t.Fatal(err)
+	}
+	stale := api.DeepCopy()
+	stale.UID = "0d1e7ed0-0000-4000-8000-000000000000"
+	f.place(t, "m2", stale)
+	f.expect(t, []string{"api", "--cluster", "m2"}, exitFailure, "# member: m2 (would be replaced: it holds ConfigBundle default/api of a deleted FleetBundle of that name",
+		"-    hub.configbundle.dev/fleet-bundle-uid: 0d1e7ed0-0000-4000-8000-000000000000\n+    hub.configbundle.dev/fleet-bundle-uid: "+string(api.UID)+"\n")
+
 	// m3 cannot be reached: exit 2, the others compared all the same.
 	f.register(t, "m3", unreachableKubeconfig(t), map[string]string{"env": "prod"})
 	f.expect(t, []string{"web"}, exitTrouble, "# member: m1 (would leave", "# member: m2 (would join", "# member: m3: not compared:",
