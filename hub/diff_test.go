@@ -52,17 +52,31 @@ func TestDiffUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
-// TestDiffUnreachableHubExitsTwo: a hub that cannot be reached is exit 2, as kubectl diff's
-// errors, not the 1 of a difference, and without the usage hint.
+// TestDiffUnreachableHubExitsTwo: a hub that cannot be reached (its kubeconfig missing, its API
+// server not there) is exit 2, as kubectl diff's errors, not the 1 of a difference, and without
+// the usage hint.
 func TestDiffUnreachableHubExitsTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{"diff", "web"},
 		{"diff", "--bundle", "web", "-n", "apps", "--cluster", "m1"},
+		{"diff", "-namespace=apps", "-cluster=eu-1", "web", "-hub-context=hub"},
+		{"diff", "-bundle=web", "-cluster=m1", "--secret-key", "config", "--timeout", "5s"},
 	} {
 		code, stdout, stderr := run(t, args...)
 		if code != exitTrouble || stdout != "" || !strings.Contains(stderr, "hub kubeconfig") || strings.Contains(stderr, "for usage") {
 			t.Errorf("hub %s: exit %d, stdout %q, stderr %q; want exit 2 on loading the hub kubeconfig", strings.Join(args, " "), code, stdout, stderr)
 		}
+	}
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(unreachable, unreachableKubeconfig(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, "diff", "web", "--hub-kubeconfig", unreachable, "--timeout", "5s")
+	if code != exitTrouble || stdout != "" || !strings.Contains(stderr, "connection refused") {
+		t.Errorf("hub diff with an unreachable hub: exit %d, stdout %q, stderr %q; want exit 2, connection refused", code, stdout, stderr)
+	}
+	if _, stdout, _ := run(t, "--help"); !strings.Contains(stdout, "diff") {
+		t.Errorf("hub --help does not list diff:\n%s", stdout)
 	}
 }
 
