@@ -95,6 +95,7 @@ hub render: a member not yet updated shows the change its update brings.`,
 		},
 	}
 	f.bind(cmd.Flags())
+	cmd.Flags().Lookup("namespace").Usage = "Namespace of the FleetBundle on the hub; with --bundle, of the ConfigBundle in the member."
 	cmd.Flags().StringVar(&f.member, "cluster", "", "Compare in this MemberCluster alone (required with --bundle).")
 	cmd.Flags().StringVar(&f.bundle, "bundle", "", "Compare the ConfigMap of this ConfigBundle of the member, in --namespace, instead of a FleetBundle's.")
 	cmd.Flags().StringVar(&f.secretKey, "secret-key", hubv1alpha1.DefaultSecretKey, "Data key of the kubeconfig in the members' Secrets (the hub's --secret-key).")
@@ -118,11 +119,13 @@ func (f *diffFlags) checkArgs(args []string) error {
 
 // checkNames returns a usage error for a name that cannot be one.
 func (f *diffFlags) checkNames(args []string) error {
-	name := f.bundle
-	if name == "" {
-		name = args[0]
+	if f.bundle != "" {
+		if errs := validation.IsDNS1123Subdomain(f.bundle); len(errs) > 0 {
+			return fmt.Errorf("--bundle %q is not a ConfigBundle name: %s", f.bundle, strings.Join(errs, "; "))
+		}
+		args = []string{f.bundle}
 	}
-	if _, err := f.key(name); err != nil {
+	if _, err := f.key(args[0]); err != nil {
 		return err
 	}
 	if errs := validation.IsDNS1123Subdomain(f.member); f.member != "" && len(errs) > 0 {

@@ -41,7 +41,7 @@ func TestDiffUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"diff", "web", "--cluster", "EU_1"}, `--cluster "EU_1" is not a MemberCluster name`},
 		{[]string{"diff", "--bundle", "web"}, "--bundle needs --cluster MEMBER"},
 		{[]string{"diff", "web", "--bundle", "web", "--cluster", "m1"}, "--bundle web names what to compare: want no NAME, got web"},
-		{[]string{"diff", "--bundle", "Web", "--cluster", "m1"}, `"Web" is not a FleetBundle name`},
+		{[]string{"diff", "--bundle", "Web", "--cluster", "m1"}, `--bundle "Web" is not a ConfigBundle name`},
 		{[]string{"diff", "web", "--timeout", "0s"}, "--timeout 0s is not a duration to wait"},
 		{[]string{"diff", "web", "-o", "json"}, "unknown shorthand flag: 'o'"},
 	} {
