@@ -17,6 +17,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // the command ran and failed
 	exitUsage   = 2 // the command line was wrong: unknown command or flag, bad flag value, missing NAME
+	// exitTrouble is hub diff's exit code when it could not compare (a cluster unreachable, an
+	// object unreadable), as kubectl diff's: its 1 means a difference found.
+	exitTrouble = 2
 )
 
 // failure is the error of a command that ran and failed (exit code 1), as opposed to a usage
@@ -35,8 +38,16 @@ func (f *failure) Unwrap() error { return f.err }
 // failed marks err as the failure of a command that ran.
 func failed(err error) error { return &failure{err: err} }
 
+// trouble is the error of a command whose exit code 1 says something else than a failure (hub
+// diff: a difference found) when it could not do its work: exit 2, said without the usage hint.
+type trouble struct{ err error }
+
+func (t *trouble) Error() string { return t.err.Error() }
+
+func (t *trouble) Unwrap() error { return t.err }
+
 // execute runs hub with args, writing help and results to stdout and errors to stderr, and
-// returns the exit code. Any error that is not a failure is a usage error.
+// returns the exit code. Any error that is not a failure or a trouble is a usage error.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand()
 	root.SetArgs(goStyleFlags(root, args))
@@ -45,6 +56,10 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
+	}
+	if t := (*trouble)(nil); errors.As(err, &t) {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), t.err)
+		return exitTrouble
 	}
 	if f := (*failure)(nil); errors.As(err, &f) {
 		if f.err != nil {

@@ -8,12 +8,14 @@
 //	hub status [flags]          print the fleet's health; exit 0 only if Ready and fresh
 //	hub rollout SUBCOMMAND NAME status, history, undo, pause or resume a FleetBundle's rollout
 //	hub render NAME [flags]     print what a FleetBundle places in each member, rendered
+//	hub diff NAME [flags]       show what the hub would change in the members' ConfigMaps
 //	hub pause NAME [flags]      pause a member for maintenance: placement writes nothing to it
 //	hub resume NAME [flags]     resume a paused member: placement brings it up to date
 //	hub version                 print the version
 //	hub help [command]          print help
 //
-// Exit codes: 0 success, 1 failure, 2 usage error.
+// Exit codes: 0 success, 1 failure, 2 usage error; hub diff's are kubectl diff's: 0 nothing
+// differs, 1 something differs, 2 bad usage or a cluster that cannot be read.
 package main
 
 import (
@@ -42,6 +44,7 @@ var subcommands = []func() *cobra.Command{
 	newStatusCommand,
 	newRolloutCommand,
 	newRenderCommand,
+	newDiffCommand,
 	newPauseCommand,
 	newResumeCommand,
 }

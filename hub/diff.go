@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
+	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	"configbundle.dev/hub/pkg/configbundle"
+	"configbundle.dev/hub/pkg/hubmanager"
+	"configbundle.dev/hub/pkg/kubeconfig"
+	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/rollout"
+	"configbundle.dev/hub/pkg/template"
+	"configbundle.dev/hub/pkg/tenancy"
+	"configbundle.dev/hub/pkg/version"
+)
+
+// diffUserAgent names hub diff in the members' audit logs.
+var diffUserAgent = version.UserAgent("") + " diff"
+
+// diffFlags are the flags of hub diff.
+type diffFlags struct {
+	rolloutFlags
+	member, bundle, secretKey string
+	timeout                   time.Duration
+}
+
+// newDiffCommand returns `hub diff`: what the hub would change in the members' ConfigMaps, as a
+// unified diff, without writing anything.
+func newDiffCommand() *cobra.Command {
+	var f diffFlags
+	cmd := &cobra.Command{
+		Use:   "diff NAME [flags]",
+		Short: "Show what the hub would change in the members' ConfigMaps, as a unified diff; exit 1 if anything differs",
+		Long: `Compares, for the FleetBundle NAME, the live ConfigMap in each member with the ConfigMap the hub
+would write there now, and prints a unified diff of the YAML of what the hub keeps (data,
+binaryData, labels, annotations, immutable, ownerReferences), headed by "# member: NAME". The
+hub's side is the ConfigBundle the spec renders for the member, as hub render prints it, turned
+into its ConfigMap by the reconciler's own code. A member the spec selects that does not hold the
+bundle yet is listed as "would join", with the whole ConfigMap added; one that holds it and is no
+longer selected as "would leave", with its ConfigMap removed. A member where a ConfigBundle of
+that name exists that the hub did not place is said to be a Conflict: the hub writes nothing
+there. It reads every member, selected or not, to find those that would leave; with --cluster
+MEMBER it compares that member alone.
+
+With --bundle NAME, -n NAMESPACE and --cluster MEMBER it compares the ConfigMap of the
+ConfigBundle NAMESPACE/NAME in that member with what the bundle asks for, whatever its
+driftPolicy and takeOver: a ConfigMap the hub does not own yet shows what taking it over would
+change.
+
+The members are reached as the hub reaches them: through their kubeconfig Secrets on the hub
+(MemberCluster spec.secretRef), sanitised as the hub sanitises them (no program is run, no file
+is read). So it needs to read those Secrets on the hub, besides FleetBundles, MemberClusters,
+ClusterSets, ClusterSetBindings and ControllerRevisions; it writes nothing, anywhere.
+
+Exit codes, as kubectl diff: 0 when nothing differs, 1 when something differs, 2 on bad usage
+or when a cluster or an object cannot be read (the members that can still are compared).
+
+During a staged rollout it compares with what the spec (status.updateRevision) renders to, as
+hub render: a member not yet updated shows the change its update brings.`,
+		Example: `  hub diff web -n apps
+  hub diff web -n apps --cluster eu-1
+  hub diff --bundle settings -n team-a --cluster eu-1
+  hub diff web -n apps > web.diff; [ $? -le 1 ] && less web.diff`,
+		Args: func(_ *cobra.Command, args []string) error { return f.checkArgs(args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.checkNames(args); err != nil {
+				return err
+			}
+			hub, err := f.client()
+			if err != nil {
+				return &trouble{err: err}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			d := &differ{hub: hub, secretKey: f.secretKey, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
+			if f.bundle != "" {
+				return d.result(d.bundle(ctx, f.member, types.NamespacedName{Namespace: f.namespace, Name: f.bundle}))
+			}
+			return d.result(d.fleetBundle(ctx, types.NamespacedName{Namespace: f.namespace, Name: args[0]}, f.member))
+		},
+	}
+	f.bind(cmd.Flags())
+	cmd.Flags().Lookup("namespace").Usage = "Namespace of the FleetBundle on the hub; with --bundle, of the ConfigBundle in the member."
+	cmd.Flags().StringVar(&f.member, "cluster", "", "Compare in this MemberCluster alone (required with --bundle).")
+	cmd.Flags().StringVar(&f.bundle, "bundle", "", "Compare the ConfigMap of this ConfigBundle of the member, in --namespace, instead of a FleetBundle's.")
+	cmd.Flags().StringVar(&f.secretKey, "secret-key", hubv1alpha1.DefaultSecretKey, "Data key of the kubeconfig in the members' Secrets (the hub's --secret-key).")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", defaultTimeout, "How long reading the hub and the members may take.")
+	return cmd
+}
+
+// checkArgs accepts a FleetBundle's NAME, or none with --bundle.
+func (f *diffFlags) checkArgs(args []string) error {
+	if f.bundle == "" {
+		return exactlyOneFleetBundle(nil, args)
+	}
+	if len(args) > 0 {
+		return fmt.Errorf("--bundle %s names what to compare: want no NAME, got %s", f.bundle, strings.Join(args, " "))
+	}
+	if f.member == "" {
+		return errors.New("--bundle needs --cluster MEMBER: the member the ConfigBundle is in")
+	}
+	return nil
+}
+
+// checkNames returns a usage error for a name that cannot be one.
+func (f *diffFlags) checkNames(args []string) error {
+	if f.bundle != "" {
+		if errs := validation.IsDNS1123Subdomain(f.bundle); len(errs) > 0 {
+			return fmt.Errorf("--bundle %q is not a ConfigBundle name: %s", f.bundle, strings.Join(errs, "; "))
+		}
+		args = []string{f.bundle}
+	}
+	if _, err := f.key(args[0]); err != nil {
+		return err
+	}
+	if errs := validation.IsDNS1123Subdomain(f.member); f.member != "" && len(errs) > 0 {
+		return fmt.Errorf("--cluster %q is not a MemberCluster name: %s", f.member, strings.Join(errs, "; "))
+	}
+	if f.timeout <= 0 {
+		return fmt.Errorf("--timeout %s is not a duration to wait", f.timeout)
+	}
+	return nil
+}
+
+// differ compares the members' ConfigMaps with what the hub would write, reading the hub and the
+// members, writing nothing.
+type differ struct {
+	hub         client.Reader
+	secretKey   string
+	out, errOut io.Writer
+	differences int      // members whose ConfigMap differs, or that would join or leave
+	troubles    []string // members that could not be compared
+}
+
+// result is the command's outcome: trouble (exit 2) if err or a member could not be compared, a
+// failure without a message (exit 1) if something differs, nil (exit 0) otherwise.
+func (d *differ) result(err error) error {
+	switch {
+	case err != nil:
+		return &trouble{err: err}
+	case len(d.troubles) > 0:
+		return &trouble{err: fmt.Errorf("%d member(s) could not be compared: %s", len(d.troubles), strings.Join(d.troubles, ", "))}
+	case d.differences > 0:
+		return failed(nil)
+	}
+	return nil
+}
+
+// fleetBundle compares, in each member (or in only), the ConfigMap of the FleetBundle key's
+// placed bundle with the one the spec renders for the member.
+func (d *differ) fleetBundle(ctx context.Context, key types.NamespacedName, only string) error {
+	fb := &hubv1alpha1.FleetBundle{}
+	if err := d.hub.Get(ctx, key, fb); err != nil {
+		return fleetBundleError(key, err)
+	}
+	if err := placesNothing(fb); err != nil {
+		return fmt.Errorf("FleetBundle %s: %w", key, err)
+	}
+	boundary, err := tenancy.ReadBoundary(ctx, d.hub, fb)
+	if err != nil {
+		return err
+	}
+	members, err := d.members(ctx, only)
+	if err != nil {
+		return err
+	}
+	rev, err := specRevision(ctx, d.hub, fb)
+	if err != nil {
+		return err
+	}
+	for i := range members {
+		p := placedDiff{fb: fb, rev: rev, mc: &members[i], selected: boundary.Selects(fb, members[i].Labels), only: only != ""}
+		if err := d.placed(ctx, p); err != nil {
+			d.troubles = append(d.troubles, members[i].Name)
+			fmt.Fprintf(d.errOut, "# member: %s: not compared: %v\n", members[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// members reads the MemberClusters, sorted by name: all of them, or only.
+func (d *differ) members(ctx context.Context, only string) ([]hubv1alpha1.MemberCluster, error) {
+	if only != "" {
+		mc, err := d.memberCluster(ctx, only)
+		if err != nil {
+			return nil, err
+		}
+		return []hubv1alpha1.MemberCluster{*mc}, nil
+	}
+	list := &hubv1alpha1.MemberClusterList{}
+	if err := d.hub.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing MemberClusters: %w", err)
+	}
+	slices.SortFunc(list.Items, func(a, b hubv1alpha1.MemberCluster) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items, nil
+}
+
+func (d *differ) memberCluster(ctx context.Context, name string) (*hubv1alpha1.MemberCluster, error) {
+	mc := &hubv1alpha1.MemberCluster{}
+	if err := d.hub.Get(ctx, client.ObjectKey{Name: name}, mc); apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("no MemberCluster %s (kubectl get memberclusters lists them)", name)
+	} else if err != nil {
+		return nil, fmt.Errorf("reading MemberCluster %s: %w", name, err)
+	}
+	return mc, nil
+}
+
+// specRevision is the revision the hub places of fb's spec: the kept revision of its template,
+// else the next number the hub would give it.
+func specRevision(ctx context.Context, hub client.Reader, fb *hubv1alpha1.FleetBundle) (rollout.Revision, error) {
+	revs, err := rollout.ListRevisions(ctx, hub, fb)
+	if err != nil {
+		return rollout.Revision{}, fmt.Errorf("FleetBundle %s/%s: %w", fb.Namespace, fb.Name, err)
+	}
+	if r, ok := rollout.RevisionOfTemplate(fb, revs); ok {
+		return r, nil
+	}
+	def := template.DefinitionOf(fb)
+	return rollout.Revision{Definition: def, Hash: template.Hash(&def), Number: rollout.HighestRevision(fb, revs) + 1}, nil
+}
+
+// placedDiff is one member of a FleetBundle to compare.
+type placedDiff struct {
+	fb       *hubv1alpha1.FleetBundle
+	rev      rollout.Revision
+	mc       *hubv1alpha1.MemberCluster
+	selected bool
+	only     bool // the member was named (--cluster): say so even when there is nothing to compare
+}
+
+// placed compares one member's ConfigMap of the FleetBundle's placed bundle with the one the hub
+// would write there: none if the member leaves the selection.
+func (d *differ) placed(ctx context.Context, p placedDiff) error {
+	member, err := d.memberClient(ctx, p.mc)
+	if err != nil {
+		return err
+	}
+	key := client.ObjectKeyFromObject(p.fb)
+	held, err := getOrNil(ctx, member, key, &configbundlev1alpha1.ConfigBundle{})
+	if err != nil {
+		return err
+	}
+	ownership := placement.OwnershipOf(held, key, p.fb.UID)
+	heading := "# member: " + p.mc.Name
+	if p.mc.Spec.Paused {
+		heading += " (paused: placement writes nothing there until hub resume)"
+	}
+	switch {
+	case ownership == placement.Foreign:
+		fmt.Fprintf(d.out, "%s: ConfigBundle %s exists there and was not placed by the hub (%s): the hub writes nothing there\n", heading, key, hubv1alpha1.ConflictReason)
+		return nil
+	case !p.selected && ownership == placement.Absent:
+		if p.only {
+			fmt.Fprintf(d.out, "%s: not selected by spec.clusterSelector within the bound ClusterSets, and holds nothing of FleetBundle %s: nothing to compare\n", heading, key)
+		}
+		return nil
+	case !p.selected:
+		live, err := d.ownedConfigMap(ctx, member, held)
+		if err != nil {
+			return err
+		}
+		return d.print(heading+" (would leave: no longer selected; the hub removes ConfigBundle "+key.String()+" and its ConfigMap)", p.mc.Name, key, live, nil)
+	}
+	want, err := placement.DesiredOf(p.fb, p.rev, template.Member{Name: p.mc.Name, Labels: p.mc.Labels})
+	if err != nil {
+		return fmt.Errorf("%s: %w", hubv1alpha1.RenderFailedReason, err)
+	}
+	switch ownership {
+	case placement.Own:
+		want.UID = held.UID
+	case placement.Stale:
+		heading += " (would be replaced: it holds ConfigBundle " + key.String() + " of a deleted FleetBundle of that name; the hub places it anew, its uid not known before)"
+	default:
+		heading += " (would join: selected; the hub places ConfigBundle " + key.String() + " there, its uid not known before)"
+	}
+	live, err := getOrNil(ctx, member, key, &corev1.ConfigMap{})
+	if err != nil {
+		return err
+	}
+	return d.print(heading, p.mc.Name, key, live, configbundle.DesiredConfigMap(want))
+}
+
+// ownedConfigMap is the ConfigMap the bundle controls, which goes with it; nil if there is none.
+func (d *differ) ownedConfigMap(ctx context.Context, member client.Reader, bundle *configbundlev1alpha1.ConfigBundle) (*corev1.ConfigMap, error) {
+	cm, err := getOrNil(ctx, member, client.ObjectKeyFromObject(bundle), &corev1.ConfigMap{})
+	if err != nil || cm == nil {
+		return nil, err
+	}
+	if ref := metav1.GetControllerOfNoCopy(cm); ref == nil || ref.UID != bundle.UID {
+		return nil, nil
+	}
+	return cm, nil
+}
+
+// bundle compares the ConfigMap of the ConfigBundle key in the member with what it asks for.
+func (d *differ) bundle(ctx context.Context, memberName string, key types.NamespacedName) error {
+	mc, err := d.memberCluster(ctx, memberName)
+	if err != nil {
+		return err
+	}
+	member, err := d.memberClient(ctx, mc)
+	if err != nil {
+		return fmt.Errorf("member %s: %w", memberName, err)
+	}
+	b, err := getOrNil(ctx, member, key, &configbundlev1alpha1.ConfigBundle{})
+	switch {
+	case err != nil:
+		return fmt.Errorf("member %s: %w", memberName, err)
+	case b == nil:
+		return fmt.Errorf("no ConfigBundle %s in namespace %s of member %s", key.Name, key.Namespace, memberName)
+	}
+	live, err := getOrNil(ctx, member, key, &corev1.ConfigMap{})
+	if err != nil {
+		return fmt.Errorf("member %s: %w", memberName, err)
+	}
+	return d.print("# member: "+memberName, memberName, key, live, configbundle.DesiredConfigMap(b))
+}
+
+// print prints the heading and the unified diff from live to want (nil: none), or says that they
+// match, counting a difference.
+func (d *differ) print(heading, member string, key types.NamespacedName, live, want *corev1.ConfigMap) error {
+	a, err := configMapYAML(live)
+	if err != nil {
+		return err
+	}
+	b, err := configMapYAML(want)
+	if err != nil {
+		return err
+	}
+	path := member + "/configmaps/" + key.Namespace + "/" + key.Name
+	diff, err := unifiedDiff(a, b, "live/"+path, "hub/"+path)
+	if err != nil {
+		return fmt.Errorf("computing the diff: %w", err)
+	}
+	if diff == "" {
+		fmt.Fprintf(d.out, "%s: ConfigMap %s matches\n", heading, key)
+		return nil
+	}
+	d.differences++
+	fmt.Fprintf(d.out, "%s\n%s", heading, diff)
+	return nil
+}
+
+// memberClient returns a client of the member, built as the hub builds its own: from the
+// kubeconfig in the member's Secret on the hub, sanitised (kubeconfig.RESTConfig).
+func (d *differ) memberClient(ctx context.Context, mc *hubv1alpha1.MemberCluster) (client.Client, error) {
+	ref := mc.Spec.SecretRef
+	s := &corev1.Secret{}
+	if err := d.hub.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
+		return nil, fmt.Errorf("reading its kubeconfig Secret %s/%s on the hub: %w", ref.Namespace, ref.Name, err)
+	}
+	data := s.Data[d.secretKey]
+	if len(data) == 0 {
+		return nil, fmt.Errorf("its Secret %s/%s has no kubeconfig under the key %q (--secret-key)", ref.Namespace, ref.Name, d.secretKey)
+	}
+	cfg, err := kubeconfig.RESTConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("the kubeconfig of Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	cfg.UserAgent = diffUserAgent
+	if deadline, ok := ctx.Deadline(); ok {
+		cfg.Timeout = time.Until(deadline)
+	}
+	scheme, err := hubmanager.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("building a client for %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
+// getOrNil reads the object key into obj; nil if it does not exist.
+func getOrNil[T client.Object](ctx context.Context, c client.Reader, key types.NamespacedName, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, key, obj); apierrors.IsNotFound(err) {
+		return none, nil
+	} else if err != nil {
+		kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*")
+		return none, fmt.Errorf("reading %s %s: %w", kind[strings.LastIndex(kind, ".")+1:], key, err)
+	}
+	return obj, nil
+}
