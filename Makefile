@@ -141,6 +141,10 @@ bench-smoke: ## Run every phase of the benchmark at a small size and check its f
 build: ## Build the hub binary into bin/.
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hub ./hub
 
+.PHONY: release
+release: ## Write the release VERSION (make release VERSION=v0.9.0) into dist/: hub binaries for linux and darwin (amd64, arm64), the image tar, the Helm chart and SHA256SUMS.
+	@VERSION="$(VERSION)" GO="$(GO)" bash hack/release.sh
+
 # Image of `make docker-build`; `make kind-up` loads it into the kind hub cluster.
 IMG ?= ghcr.io/configbundle/hub:dev
 # Extra flags of `docker build`, for example DOCKER_BUILD_FLAGS=--provenance=false.
