@@ -1,13 +1,18 @@
 package configbundle
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
@@ -416,5 +421,29 @@ func TestStripUnmanagedConfigMap(t *testing.T) {
 
 	if got, _ := StripUnmanagedConfigMap("not a configmap"); got != "not a configmap" {
 		t.Errorf("other objects must pass through, got %v", got)
+	}
+}
+
+func TestRefusedByAdmission(t *testing.T) {
+	configMaps := schema.GroupResource{Resource: "configmaps"}
+	policy := apierrors.NewForbidden(configMaps, "web", errors.New("ValidatingAdmissionPolicy 'p' with binding 'b' denied request: v2 is not allowed here"))
+	policy.ErrStatus.Reason, policy.ErrStatus.Code = metav1.StatusReasonInvalid, 422
+	webhook := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 400, Reason: metav1.StatusReasonInvalid,
+		Message: `admission webhook "check.example.com" denied the request: no`}}
+	validation := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "web", field.ErrorList{field.TooLong(field.NewPath("data"), "", 1048576)})
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a policy's Invalid", policy, true},
+		{"a policy's Invalid, wrapped", fmt.Errorf("updating ConfigMap team-a/web: %w", policy), true},
+		{"a webhook's", webhook, true},
+		{"the API server's validation", validation, false},
+		{"not from the API server", errors.New("ValidatingAdmissionPolicy 'p' denied request"), false},
+	} {
+		if got := refusedByAdmission(tc.err); got != tc.want {
+			t.Errorf("%s: refusedByAdmission(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }

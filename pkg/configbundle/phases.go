@@ -2,6 +2,7 @@ package configbundle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -303,11 +304,13 @@ func (s *scope) setSynced(cm *corev1.ConfigMap) error {
 	return nil
 }
 
-// fail records a failed write. What the API server calls invalid is terminal: retrying cannot
-// help until the bundle changes. Anything else is retried with back-off.
+// fail records a failed write. What the API server's own validation calls invalid is terminal:
+// retrying cannot help until the bundle changes. Anything else is retried with back-off, capped
+// at Options.RetryMaxDelay: that includes an admission policy or webhook that refuses the write,
+// whatever reason it gives, since a policy can change and the write must go through once it has.
 func (s *scope) fail(reason, action string, err error) error {
 	s.failure = reason
-	if apierrors.IsInvalid(err) {
+	if apierrors.IsInvalid(err) && !refusedByAdmission(err) {
 		s.failure = configbundlev1alpha1.InvalidConfigMapReason
 		s.setReady(metav1.ConditionFalse, configbundlev1alpha1.InvalidConfigMapReason, fmt.Sprintf("%s: %v", action, err))
 		return reconcile.TerminalError(fmt.Errorf("%s: %w", action, err))
@@ -359,4 +362,17 @@ func (s *scope) setReady(status metav1.ConditionStatus, reason, message string) 
 
 func objectName(obj client.Object) string {
 	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// refusedByAdmission reports whether err is the refusal of a ValidatingAdmissionPolicy or of an
+// admission webhook (their messages say so, as the API server words them), not of the API
+// server's own validation.
+func refusedByAdmission(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	msg := status.Status().Message
+	return strings.Contains(msg, "ValidatingAdmissionPolicy '") && strings.Contains(msg, "denied request") ||
+		strings.Contains(msg, "admission webhook \"") && strings.Contains(msg, "denied the request")
 }
