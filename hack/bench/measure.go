@@ -154,6 +154,11 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printHistory(p, cfg)
 		return
 	}
+	if cfg.HealOnly {
+		r.printHeal(p, cfg)
+		r.printConvergence(p, cfg)
+		return
+	}
 	if !cfg.ScaleOnly {
 		r.printHeal(p, cfg)
 		r.printBacklog(p)
