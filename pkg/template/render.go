@@ -32,6 +32,9 @@ func DefinitionOf(fb *hubv1alpha1.FleetBundle) Definition {
 	if d.TemplateEngine == hubv1alpha1.TemplateEngineNone {
 		d.TemplateEngine = ""
 	}
+	if d.Spec.DriftPolicy == configbundlev1alpha1.DriftPolicyHeal {
+		d.Spec.DriftPolicy = "" // the default, as a FleetBundle written before driftPolicy existed has it
+	}
 	return d
 }
 
