@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -548,6 +549,7 @@ func (h *rolloutHub) testUndo(t *testing.T) {
 	// template before left over by the merge patch.
 	templateIs := func(want hubv1alpha1.ConfigBundleTemplate) {
 		t.Helper()
+		want.Spec.DriftPolicy = cmp.Or(want.Spec.DriftPolicy, configbundlev1alpha1.DriftPolicyHeal) // the API server's default
 		got := &hubv1alpha1.FleetBundle{}
 		if err := h.c.Get(t.Context(), client.ObjectKeyFromObject(fb), got); err != nil {
 			t.Fatal(err)

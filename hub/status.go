@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/hubmanager"
@@ -107,7 +108,7 @@ func printStatus(out io.Writer, st *hubState, chosen []types.NamespacedName, now
 
 	slices.SortFunc(st.members, func(a, b hubv1alpha1.MemberCluster) int { return strings.Compare(a.Name, b.Name) })
 	w := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(w, "MEMBER\tREADY\tREASON\tCREDENTIALS\tBUNDLES\tFAILED\tFAILING")
+	fmt.Fprintln(w, "MEMBER\tREADY\tREASON\tCREDENTIALS\tBUNDLES\tFAILED\tDRIFTED\tFAILING")
 	for _, mc := range st.members {
 		ready, reason, _ := condition(mc.Status.Conditions, hubv1alpha1.ReadyCondition)
 		_, credentials, _ := condition(mc.Status.Conditions, hubv1alpha1.CredentialsValidCondition)
@@ -115,10 +116,13 @@ func printStatus(out io.Writer, st *hubState, chosen []types.NamespacedName, now
 		for _, b := range mc.Status.FailedBundles {
 			failing = append(failing, b.Namespace+"/"+b.Name+" ("+b.Reason+")")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", mc.Name, ready, reason, credentials,
-			mc.Status.Bundles.Total, mc.Status.Bundles.Failed, strings.Join(failing, ", "))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", mc.Name, ready, reason, credentials,
+			mc.Status.Bundles.Total, mc.Status.Bundles.Failed, mc.Status.Bundles.Drifted, strings.Join(failing, ", "))
 	}
 	_ = w.Flush()
+	if drifted := driftedBundles(st.members); len(drifted) > 0 {
+		fmt.Fprintf(out, "\nDrifted (driftPolicy Report: the hub leaves their ConfigMaps as they are; kubectl describe configbundle says what differs): %s\n", strings.Join(drifted, ", "))
+	}
 	if paused := pausedMembers(st.members); len(paused) > 0 {
 		fmt.Fprintf(out, "\nPaused for maintenance (placement writes nothing to them until hub resume): %s\n", strings.Join(paused, ", "))
 	}
@@ -127,6 +131,26 @@ func printStatus(out io.Writer, st *hubState, chosen []types.NamespacedName, now
 			n, f.Status.Clusters.Total)
 	}
 	printFleetBundles(out, st.bundles, chosen)
+}
+
+// driftedBundles names the drifted bundles each member lists among its failed ones
+// (status.failedBundles, reason Drifted), as MEMBER:NAMESPACE/NAME, in the order of members; a
+// member with more drifted bundles than it lists says how many more.
+func driftedBundles(members []hubv1alpha1.MemberCluster) []string {
+	var names []string
+	for _, mc := range members {
+		listed := 0
+		for _, b := range mc.Status.FailedBundles {
+			if b.Reason == configbundlev1alpha1.DriftedReason {
+				names = append(names, mc.Name+":"+b.Namespace+"/"+b.Name)
+				listed++
+			}
+		}
+		if more := mc.Status.Bundles.Drifted - int64(listed); more > 0 {
+			names = append(names, fmt.Sprintf("and %d more in %s", more, mc.Name))
+		}
+	}
+	return names
 }
 
 // pausedMembers names the members paused for maintenance (spec.paused), in the order of members.
@@ -263,7 +287,7 @@ func newStatusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Print the fleet's health; exit 0 only if it is Ready and fresh (gate a rollout on it)",
 		Long: `Prints the Fleet "default", its members and its failing FleetBundles, and exits 0 only if the
-Fleet is Ready (every member Ready, no ConfigBundle failed, no FleetBundle failed) and a hub
+Fleet is Ready (every member Ready, no ConfigBundle failed or drifted, no FleetBundle failed) and a hub
 confirmed it (status.heartbeatTime) at most --max-age ago; otherwise it says why and exits 1. A
 Ready condition alone proves nothing once the hub has stopped: the heartbeat does.
 

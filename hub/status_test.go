@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
 
@@ -30,5 +31,38 @@ func TestStatusMentionsUnownedMembers(t *testing.T) {
 		case tc.want == "" && strings.Contains(got, "Unowned"):
 			t.Errorf("unowned 0: hub status printed\n%s\nwant no word of unowned members", got)
 		}
+	}
+}
+
+// TestStatusListsDriftedBundles: `hub status` counts each member's drifted bundles and lists
+// them, and its gate fails on them as on any failed bundle.
+func TestStatusListsDriftedBundles(t *testing.T) {
+	now := time.Now()
+	fleet := &hubv1alpha1.Fleet{ObjectMeta: metav1.ObjectMeta{Name: hubv1alpha1.FleetName},
+		Status: hubv1alpha1.FleetStatus{
+			Clusters:      hubv1alpha1.ClusterCounts{Total: 1, Ready: 1},
+			Bundles:       hubv1alpha1.BundleCounts{Total: 3, Ready: 1, Failed: 2, Drifted: 2},
+			HeartbeatTime: &metav1.Time{Time: now},
+			Conditions: []metav1.Condition{{Type: hubv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: hubv1alpha1.BundlesFailedReason,
+				Message: "2 of 3 ConfigBundles have failed, in m1 (2)"}},
+		}}
+	member := hubv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"},
+		Status: hubv1alpha1.MemberClusterStatus{
+			Bundles: hubv1alpha1.BundleCounts{Total: 3, Ready: 1, Failed: 2, Drifted: 2},
+			FailedBundles: []hubv1alpha1.FailedBundle{
+				{Namespace: "web", Name: "a", Reason: configbundlev1alpha1.DriftedReason},
+				{Namespace: "web", Name: "b", Reason: configbundlev1alpha1.DriftedReason},
+			},
+		}}
+	st := &hubState{fleet: fleet, members: []hubv1alpha1.MemberCluster{member}}
+	var out strings.Builder
+	printStatus(&out, st, nil, now)
+	for _, want := range []string{"DRIFTED", "\nDrifted (driftPolicy Report", "m1:web/a, m1:web/b"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("hub status printed\n%s\nwant it to say %q", out.String(), want)
+		}
+	}
+	if err := st.gate(nil, now, defaultMaxAge); err == nil {
+		t.Errorf("the gate passed a fleet with drifted bundles")
 	}
 }

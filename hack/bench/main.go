@@ -120,6 +120,7 @@ func parseFlags() (benchConfig, error) {
 	rolloutSoak := flag.Duration("rollout-soak", 0, "The soakTime of each stage of the rollout phase; 0s skips the phase (default: the configuration's, 2s in the full run).")
 	rolloutOnly := flag.Bool("rollout-only", false, "Run the rollout phase alone (the members join first), none of the other phases.")
 	placementOnly := flag.Bool("placement-only", false, "Run the placement phase alone (the members join first; with its templated FleetBundle), none of the other phases.")
+	healOnly := flag.Bool("heal-only", false, "Run the heal phase alone (the members join and their bundles converge first), none of the other phases.")
 	historyOnly := flag.Bool("history-only", false, "Run the revision history phase alone (no member joins), none of the other phases.")
 	scale, restart := bindScaleFlags(), bindRestartFlags()
 	flag.Parse()
@@ -148,6 +149,8 @@ func parseFlags() (benchConfig, error) {
 			cfg.PlacementOnly = *placementOnly
 		case "history-only":
 			cfg.HistoryOnly = *historyOnly
+		case "heal-only":
+			cfg.HealOnly = *healOnly
 		}
 	})
 	return cfg, errors.Join(scale.apply(&cfg, set), restart.apply(&cfg, set))

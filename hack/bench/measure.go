@@ -158,6 +158,11 @@ func (r *results) print(w io.Writer, cfg benchConfig) {
 		r.printRestart(p)
 		return
 	}
+	if cfg.HealOnly {
+		r.printHeal(p, cfg)
+		r.printConvergence(p, cfg)
+		return
+	}
 	if !cfg.ScaleOnly {
 		r.printHeal(p, cfg)
 		r.printBacklog(p)

@@ -56,6 +56,9 @@ type benchConfig struct {
 	RolloutOnly bool
 	// PlacementOnly runs the members' join and the placement phase alone.
 	PlacementOnly bool
+	// HealOnly runs the members' join, the convergence of their bundles and the heal phase
+	// alone.
+	HealOnly bool
 	// HistoryTenants are the tenants of the revision history phase (history.go); 0 skips it.
 	// HistoryOnly runs it alone, with no member joined.
 	HistoryTenants int
@@ -158,6 +161,10 @@ func run(ctx context.Context, cfg benchConfig, progress io.Writer) (*results, er
 	}
 	if cfg.PlacementOnly {
 		return res, runPlacementOnly(ctx, cfg, res, say)
+	}
+	if cfg.HealOnly {
+		res.MembersAtJoin = cfg.Members
+		return res, onFleet(ctx, cfg, res, say, (*fleet).joinAll, (*fleet).measureConvergence, (*fleet).measureHeal)
 	}
 	if cfg.HistoryOnly {
 		cfg.Members = 1 // the phase needs no member: one control plane of a member, never joined

@@ -13,7 +13,8 @@ import (
 )
 
 // ConfigureCache sets the cache options a member cluster needs for this reconciler. Managed
-// fields are dropped from every cached object, and a ConfigMap that no ConfigBundle controls and
+// fields are dropped from every cached object but the ConfigMaps kept whole (trimManagedFields),
+// and a ConfigMap that no ConfigBundle controls and
 // the hub never wrote is cached as a skeleton (name, namespace, uid, resourceVersion,
 // ownerReferences, finalizers): enough to notice a same-named ConfigMap in a bundle's way, and
 // nothing of its data. Options already set for ConfigMaps are kept.
@@ -32,7 +33,7 @@ func ConfigureCache(opts *cache.Options) {
 	opts.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Transform: StripUnmanagedConfigMap}
 }
 
-// StripUnmanagedConfigMap is a cache transform: it keeps whole (without managed fields) a
+// StripUnmanagedConfigMap is a cache transform: it keeps whole (its managed fields trimmed) a
 // ConfigMap that a ConfigBundle controls or that the hub wrote (DefaultFieldOwner manages some of
 // its fields: a managed ConfigMap whose ownerReference someone removed, healed then without a
 // read), and reduces any other ConfigMap to its skeleton.
@@ -42,7 +43,7 @@ var StripUnmanagedConfigMap toolscache.TransformFunc = func(obj any) (any, error
 		return obj, nil
 	}
 	if isControlledByBundle(cm) || writtenByHub(cm) {
-		cm.ManagedFields = nil
+		cm.ManagedFields = trimManagedFields(cm.ManagedFields)
 		return cm, nil
 	}
 	return &corev1.ConfigMap{
@@ -57,6 +58,24 @@ var StripUnmanagedConfigMap toolscache.TransformFunc = func(obj any) (any, error
 			Finalizers:        cm.Finalizers,
 		},
 	}, nil
+}
+
+// trimManagedFields keeps of each managedFields entry what tells who wrote the ConfigMap and
+// when (manager, operation, time, subresource), and the fields of the entries that are not the
+// hub's: who changed what (ChangedBy), with no read on the heal path. The hub's own entry, which
+// owns every field of a ConfigMap in steady state, keeps no fields.
+func trimManagedFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if len(entries) == 0 {
+		return nil
+	}
+	out := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i, e := range entries {
+		out[i] = metav1.ManagedFieldsEntry{Manager: e.Manager, Operation: e.Operation, Time: e.Time, Subresource: e.Subresource}
+		if e.Manager != DefaultFieldOwner {
+			out[i].FieldsType, out[i].FieldsV1 = e.FieldsType, e.FieldsV1
+		}
+	}
+	return out
 }
 
 func isControlledByBundle(cm *corev1.ConfigMap) bool {

@@ -1,6 +1,7 @@
 package configbundle
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -29,15 +30,16 @@ const (
 )
 
 // DesiredConfigMap renders the ConfigMap a bundle asks for: the bundle's name and namespace, its
-// data and its message as data.message, its immutability, its labels exactly, its annotations but kubectl's
-// last-applied record, and one ownerReference naming the bundle as controller.
+// data and its message as data.message, its immutability, its labels exactly (and GuardLabel
+// with driftPolicy Guard), its annotations but kubectl's last-applied record, and one
+// ownerReference naming the bundle as controller.
 func DesiredConfigMap(bundle *configbundlev1alpha1.ConfigBundle) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            bundle.Name,
 			Namespace:       bundle.Namespace,
-			Labels:          maps.Clone(bundle.Labels),
+			Labels:          configMapLabels(bundle),
 			Annotations:     propagatedAnnotations(bundle.Annotations),
 			OwnerReferences: []metav1.OwnerReference{controllerReference(bundle)},
 		},
@@ -55,6 +57,19 @@ func configMapData(spec configbundlev1alpha1.ConfigBundleSpec) map[string]string
 	}
 	data[configbundlev1alpha1.MessageKey] = spec.Message
 	return data
+}
+
+// configMapLabels are the bundle's labels, and GuardLabel with driftPolicy Guard (it wins over
+// a bundle label of the same key).
+func configMapLabels(bundle *configbundlev1alpha1.ConfigBundle) map[string]string {
+	labels := maps.Clone(bundle.Labels)
+	if bundle.Spec.Policy() == configbundlev1alpha1.DriftPolicyGuard {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[configbundlev1alpha1.GuardLabel] = "true"
+	}
+	return labels
 }
 
 func propagatedAnnotations(in map[string]string) map[string]string {
@@ -104,6 +119,42 @@ func Drift(desired, actual *corev1.ConfigMap) []string {
 		drift = append(drift, DriftImmutable)
 	}
 	return drift
+}
+
+// DriftFields names, for users, what differs in actual from desired, in a fixed order: each data
+// key added, removed or changed ("data.KEY added"), then labels, annotations, ownerReferences,
+// binaryData and immutable as Drift names them; at most
+// configbundlev1alpha1.MaxDriftFields entries, the last saying how many more differ.
+func DriftFields(desired, actual *corev1.ConfigMap) []string {
+	var fields []string
+	keys := slices.Sorted(maps.Keys(actual.Data))
+	for k := range desired.Data {
+		if _, ok := actual.Data[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		want, wanted := desired.Data[k]
+		got, present := actual.Data[k]
+		switch {
+		case !wanted:
+			fields = append(fields, "data."+k+" added")
+		case !present:
+			fields = append(fields, "data."+k+" removed")
+		case want != got:
+			fields = append(fields, "data."+k+" changed")
+		}
+	}
+	for _, d := range Drift(desired, actual) {
+		if d != DriftData {
+			fields = append(fields, d)
+		}
+	}
+	if n := configbundlev1alpha1.MaxDriftFields; len(fields) > n {
+		fields = append(fields[:n-1], fmt.Sprintf("and %d more", len(fields)-n+1))
+	}
+	return fields
 }
 
 func equalOwnerReference(a, b metav1.OwnerReference) bool {

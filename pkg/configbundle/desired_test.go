@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,21 @@ func TestDesiredConfigMap(t *testing.T) {
 			},
 			Data:      map[string]string{"message": "hello"},
 			Immutable: ptr.To(true),
+		},
+	}, {
+		name: "driftPolicy Guard adds the guard label to the bundle's",
+		bundle: testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
+			b.Spec.DriftPolicy = configbundlev1alpha1.DriftPolicyGuard
+			b.Labels = map[string]string{"app": "web"}
+		}),
+		want: &corev1.ConfigMap{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "web", Namespace: "team-a", OwnerReferences: wantOwner,
+				Labels: map[string]string{"app": "web", configbundlev1alpha1.GuardLabel: "true"},
+			},
+			Data:      map[string]string{"message": "hello"},
+			Immutable: ptr.To(false),
 		},
 	}, {
 		name: "only the last-applied record: no annotations at all",
@@ -390,12 +406,12 @@ func TestStripUnmanagedConfigMap(t *testing.T) {
 	}
 	whole := func(cm *corev1.ConfigMap) *corev1.ConfigMap {
 		w := cm.DeepCopy()
-		w.ManagedFields = nil
+		w.ManagedFields = trimManagedFields(cm.ManagedFields)
 		return w
 	}
 
 	if diff := cmp.Diff(whole(managed), strip(managed)); diff != "" {
-		t.Errorf("managed ConfigMap must stay whole but for managed fields (-want +got):\n%s", diff)
+		t.Errorf("managed ConfigMap must stay whole but for the trimmed managed fields (-want +got):\n%s", diff)
 	}
 
 	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "ns", UID: "u", ResourceVersion: "7"}}
@@ -410,13 +426,29 @@ func TestStripUnmanagedConfigMap(t *testing.T) {
 	orphaned.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}, {Manager: DefaultFieldOwner}}
 	got := strip(orphaned)
 	if diff := cmp.Diff(whole(orphaned), got); diff != "" {
-		t.Errorf("a ConfigMap the hub wrote must stay whole but for managed fields (-want +got):\n%s", diff)
+		t.Errorf("a ConfigMap the hub wrote must stay whole but for the trimmed managed fields (-want +got):\n%s", diff)
 	}
 	if maybeSkeleton(got) {
 		t.Errorf("a whole ConfigMap with data taken for a skeleton")
 	}
 	if !maybeSkeleton(want) {
 		t.Errorf("a skeleton not taken for one")
+	}
+
+	// Of the managed fields, a managed ConfigMap keeps who wrote it and when, and what the
+	// others' entries own (who changed what, without a read): not the hub's fields, which are all.
+	at := metav1.NewTime(time.Date(2026, 12, 6, 21, 40, 3, 0, time.UTC))
+	fields := metav1.NewFieldsV1(`{"f:data":{"f:message":{}}}`)
+	managed.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &at, FieldsType: "FieldsV1", FieldsV1: fields},
+		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &at, FieldsType: "FieldsV1", FieldsV1: fields},
+	}
+	wantFields := []metav1.ManagedFieldsEntry{
+		{Manager: DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: &at},
+		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsType: "FieldsV1", FieldsV1: fields},
+	}
+	if diff := cmp.Diff(wantFields, strip(managed).ManagedFields); diff != "" {
+		t.Errorf("trimmed managed fields (-want +got):\n%s", diff)
 	}
 
 	if got, _ := StripUnmanagedConfigMap("not a configmap"); got != "not a configmap" {

@@ -43,6 +43,9 @@ type scope struct {
 	// adopting: the ConfigMap being converged is an earlier bundle's garbage (adoptable), whose
 	// rewrite is no heal.
 	adopting bool
+	// drift is what status.drift is to say: the drift reported with driftPolicy Report; nil if
+	// none.
+	drift *configbundlev1alpha1.DriftStatus
 	// failure is the Ready reason of the write that failed, if one did; statusErr is the error
 	// of writing the status.
 	failure   string
@@ -131,6 +134,16 @@ func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 	}
 	desired := DesiredConfigMap(s.bundle)
 	drift := Drift(desired, current)
+	if len(drift) > 0 && !s.adopting && s.reportsDrift() {
+		switch others, err := s.changedByOthers(ctx, current); {
+		case err != nil:
+			return err
+		case others:
+			fields := DriftFields(desired, current)
+			s.reportDrift(ctx, current, fields, ChangedBy(current.ManagedFields, fields, s.fieldOwner))
+			return nil
+		}
+	}
 	switch {
 	case len(drift) == 0:
 		return s.setSynced(current)
@@ -174,6 +187,11 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 			return err
 		}
 		desired = DesiredConfigMap(s.bundle)
+		if s.reportsDrift() {
+			s.reportDrift(ctx, desired, []string{DriftDeleted}, configbundlev1alpha1.ChangedByDeleted)
+			return nil
+		}
+		heal = s.heals()
 	}
 	cm := desired.DeepCopy()
 	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
@@ -181,14 +199,14 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 	}
 	s.ledger.noteWrite(s.req, cm.ResourceVersion)
 	if heal {
-		s.healedDrift(ctx, cm, []string{DriftDeleted})
+		s.healedDrift(ctx, cm, []string{DriftDeleted}, configbundlev1alpha1.ChangedByDeleted)
 	}
 	return s.setSynced(cm)
 }
 
 func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, drift []string) error {
 	heal := false
-	if !s.adopting {
+	if !s.adopting && s.heals() {
 		var err error
 		if heal, err = s.changedByOthers(ctx, current); err != nil {
 			return err
@@ -202,7 +220,7 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 	}
 	s.ledger.noteWrite(s.req, cm.ResourceVersion)
 	if heal {
-		s.healedDrift(ctx, cm, drift)
+		s.healedDrift(ctx, cm, drift, ChangedBy(current.ManagedFields, DriftFields(desired, current), s.fieldOwner))
 	}
 	return s.setSynced(cm)
 }
@@ -221,8 +239,8 @@ func (s *scope) replace(ctx context.Context, current *corev1.ConfigMap, drift []
 		return s.fail(configbundlev1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(cm), err)
 	}
 	s.ledger.noteWrite(s.req, cm.ResourceVersion)
-	if !s.adopting {
-		s.healedDrift(ctx, cm, drift)
+	if !s.adopting && s.heals() {
+		s.healedDrift(ctx, cm, drift, ChangedBy(current.ManagedFields, DriftFields(cm, current), s.fieldOwner))
 	}
 	return s.setSynced(cm)
 }
@@ -254,7 +272,8 @@ func (s *scope) bundleGone(ctx context.Context) (bool, error) {
 // restoreSpec sets the bundle's spec back to the one its immutable ConfigMap was made from.
 func (s *scope) restoreSpec(ctx context.Context, current *corev1.ConfigMap) error {
 	bundle := s.bundle.DeepCopy()
-	bundle.Spec = specFromConfigMap(current)
+	restored := specFromConfigMap(current)
+	bundle.Spec.Message, bundle.Spec.Data, bundle.Spec.Immutable = restored.Message, restored.Data, restored.Immutable
 	if err := s.member.GetClient().Update(ctx, bundle, client.FieldOwner(s.fieldOwner)); err != nil {
 		return s.fail(configbundlev1alpha1.UpdateFailedReason, "restoring the spec from immutable ConfigMap "+objectName(current), err)
 	}
@@ -323,15 +342,15 @@ func (s *scope) fail(reason, action string, err error) error {
 // fight, its Warning. The Events refer to the bundle and the ConfigMap without their
 // resourceVersions, which change with every heal, so that the recorder can aggregate the Events
 // of one bundle into a series.
-func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []string) {
+func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []string, changedBy string) {
 	s.healed, s.healedAt = drift, time.Now()
 	fighting := s.ledger.noteHeal(s.req, s.healedAt, drift)
 	log := logf.FromContext(ctx)
 	recorder := s.member.GetEventRecorder(s.fieldOwner)
 	regarding, related := s.reference(), configMapReference(cm)
-	log.Info("Healed drift", "configMap", objectName(cm), "drift", drift)
+	log.Info("Healed drift", "configMap", objectName(cm), "drift", drift, "changedBy", changedBy)
 	recorder.Eventf(regarding, related, corev1.EventTypeNormal, configbundlev1alpha1.DriftHealedEvent, "Heal",
-		"Cluster %s: healed ConfigMap %s (drifted: %s)", s.req.ClusterName, objectName(cm), strings.Join(drift, ", "))
+		"Cluster %s: healed ConfigMap %s (drifted: %s; changed by %s)", s.req.ClusterName, objectName(cm), strings.Join(drift, ", "), changedBy)
 	if fighting == nil {
 		return
 	}

@@ -32,6 +32,7 @@ func (s *scope) status(base configbundlev1alpha1.ConfigBundleStatus, now metav1.
 		st.Heals += heals.count
 		st.LastHealTime = &metav1.Time{Time: heals.last}
 	}
+	st.Drift = s.drift
 	ready := s.ready
 	ready.ObservedGeneration = s.bundle.Generation
 	ready.LastTransitionTime = now

@@ -241,6 +241,7 @@ func sumMembers(st *hubv1alpha1.FleetStatus, members []hubv1alpha1.MemberCluster
 		st.Bundles.Ready += mc.Status.Bundles.Ready
 		st.Bundles.Failed += mc.Status.Bundles.Failed
 		st.Bundles.Placed += mc.Status.Bundles.Placed
+		st.Bundles.Drifted += mc.Status.Bundles.Drifted
 		st.Heals += mc.Status.Heals
 		if n := mc.Status.Bundles.Failed; n > 0 {
 			failing = append(failing, fmt.Sprintf("%s (%d)", mc.Name, n))

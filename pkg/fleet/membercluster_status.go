@@ -182,6 +182,9 @@ func tally(bundles []configbundlev1alpha1.ConfigBundle, unreported map[types.Nam
 			counts.Ready++
 		case c.Status == metav1.ConditionFalse:
 			counts.Failed++
+			if c.Reason == configbundlev1alpha1.DriftedReason {
+				counts.Drifted++
+			}
 			failed = append(failed, hubv1alpha1.FailedBundle{Namespace: b.Namespace, Name: b.Name, Reason: c.Reason, Message: c.Message})
 		}
 	}

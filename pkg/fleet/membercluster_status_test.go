@@ -93,18 +93,20 @@ func TestTally(t *testing.T) {
 		bundle("never-reported", "", 0),
 		bundle("stale-ready", metav1.ConditionTrue, 1),
 		bundle("pending", "", 0),
+		bundle("drifted", metav1.ConditionFalse, 0),
 		bundle("new-spec", metav1.ConditionTrue, 0),
 	}
+	bundles[5].Status.Conditions[0].Reason = configbundlev1alpha1.DriftedReason
 	bundles[len(bundles)-1].Generation = 2 // its status is the one of generation 0
 	unreported := map[types.NamespacedName]metav1.Condition{
 		{Namespace: "ns", Name: "never-reported"}: {Type: configbundlev1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "CreateFailed", Message: "creating ConfigMap ns/never-reported: forbidden"},
 		{Namespace: "ns", Name: "stale-ready"}:    {Type: configbundlev1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "StatusWriteFailed", Message: "writing status: forbidden"},
 	}
 	counts, failed, heals := tally(bundles, unreported)
-	if want := (hubv1alpha1.BundleCounts{Total: 6, Ready: 2, Failed: 2, Placed: 1}); counts != want || heals != 3 {
+	if want := (hubv1alpha1.BundleCounts{Total: 7, Ready: 2, Failed: 3, Placed: 1, Drifted: 1}); counts != want || heals != 3 {
 		t.Errorf("counts %+v, heals %d; want %+v, 3", counts, heals, want)
 	}
-	if len(failed) != 2 || failed[0].Name != "never-reported" || failed[0].Reason != "CreateFailed" || failed[1].Reason != "StatusWriteFailed" {
+	if len(failed) != 3 || failed[0].Reason != configbundlev1alpha1.DriftedReason || failed[1].Name != "never-reported" || failed[1].Reason != "CreateFailed" || failed[2].Reason != "StatusWriteFailed" {
 		t.Errorf("failed bundles %+v", failed)
 	}
 }

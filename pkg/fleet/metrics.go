@@ -19,7 +19,8 @@ var credentialsExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 }, []string{"cluster"})
 
 // The members' health as their MemberClusters report it, one series per member this replica
-// manages: alert on configbundle_member_ready == 0 for 5m, configbundle_member_failed_bundles > 0.
+// manages: alert on configbundle_member_ready == 0 for 5m, configbundle_member_failed_bundles > 0,
+// configbundle_bundles_drifted > 0.
 var (
 	memberReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "configbundle_member_ready",
@@ -32,6 +33,10 @@ var (
 	memberFailedBundles = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "configbundle_member_failed_bundles",
 		Help: "ConfigBundles of the member whose Ready condition is False, as its MemberCluster counts them (status.bundles.failed).",
+	}, []string{"cluster"})
+	bundlesDrifted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "configbundle_bundles_drifted",
+		Help: "ConfigBundles of the member whose ConfigMap drifted and is left so (Ready reason Drifted, driftPolicy Report), as its MemberCluster counts them (status.bundles.drifted).",
 	}, []string{"cluster"})
 	// memberPaused keeps a member in maintenance out of the alerts on its readiness:
 	// ... == 0 unless on (cluster) configbundle_member_paused == 1.
@@ -50,7 +55,7 @@ var membersUnowned = prometheus.NewGauge(prometheus.GaugeOpts{
 })
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(credentialsExpiry, memberReady, memberBundles, memberFailedBundles, memberPaused, membersUnowned)
+	ctrlmetrics.Registry.MustRegister(credentialsExpiry, memberReady, memberBundles, memberFailedBundles, bundlesDrifted, memberPaused, membersUnowned)
 }
 
 // setMemberMetrics publishes a member's health from the MemberCluster status the hub computed.
@@ -62,6 +67,7 @@ func setMemberMetrics(name string, status hubv1alpha1.MemberClusterStatus) {
 	memberReady.WithLabelValues(name).Set(ready)
 	memberBundles.WithLabelValues(name).Set(float64(status.Bundles.Total))
 	memberFailedBundles.WithLabelValues(name).Set(float64(status.Bundles.Failed))
+	bundlesDrifted.WithLabelValues(name).Set(float64(status.Bundles.Drifted))
 	paused := 0.0
 	if meta.IsStatusConditionTrue(status.Conditions, hubv1alpha1.PausedCondition) {
 		paused = 1
@@ -71,7 +77,7 @@ func setMemberMetrics(name string, status hubv1alpha1.MemberClusterStatus) {
 
 // deleteMemberMetrics removes a member's series: it left, or another replica manages it.
 func deleteMemberMetrics(name string) {
-	for _, g := range []*prometheus.GaugeVec{credentialsExpiry, memberReady, memberBundles, memberFailedBundles, memberPaused} {
+	for _, g := range []*prometheus.GaugeVec{credentialsExpiry, memberReady, memberBundles, memberFailedBundles, bundlesDrifted, memberPaused} {
 		g.DeleteLabelValues(name)
 	}
 }

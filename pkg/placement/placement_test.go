@@ -38,10 +38,13 @@ func TestPlacementFollowsLabelsAndTemplate(t *testing.T) {
 		HaveField("ObservedGeneration", BeEquivalentTo(1)), HaveField("FailedClusters", BeEmpty())))
 	g.Consistently(placed(memberC, fb)).WithTimeout(quietPeriod).WithPolling(interval).Should(BeNil(), "an unselected member gets nothing")
 
-	// A template change updates every placed copy, and heals nothing.
-	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Template.Spec.Message = "v2" })
+	// A template change updates every placed copy, its driftPolicy too, and heals nothing.
+	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) {
+		s.Template.Spec.Message, s.Template.Spec.DriftPolicy = "v2", configbundlev1alpha1.DriftPolicyReport
+	})
 	for _, m := range []string{memberA, memberB} {
 		g.Eventually(message(m, fb)).WithTimeout(timeout).WithPolling(interval).Should(Equal("v2"), m)
+		g.Expect(placed(m, fb)(g).Spec.DriftPolicy).To(Equal(configbundlev1alpha1.DriftPolicyReport), m)
 	}
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("ObservedGeneration", BeEquivalentTo(2))))

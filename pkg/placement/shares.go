@@ -157,7 +157,7 @@ func shareFrom(fb *hubv1alpha1.FleetBundle, replica string, mine []MemberView, h
 	st := statusOf(fb, tenancy.Boundary{}, health, 0, metav1.Time{}) // its counts; the totals' Ready is the elected replica's
 	share := hubv1alpha1.FleetBundleReplicaStatus{
 		Replica: replica, ObservedGeneration: fb.Generation,
-		Clusters: st.Clusters, FailedClusters: st.FailedClusters, Heals: pendingHeals,
+		Clusters: st.Clusters, FailedClusters: st.FailedClusters, DriftedClusters: st.DriftedClusters, Heals: pendingHeals,
 	}
 	if prev != nil {
 		share.Heals += prev.Heals
@@ -189,6 +189,7 @@ func Totals(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, shares []hub
 	}
 	st.Clusters.Selected = selected
 	var failures []hubv1alpha1.ClusterFailure
+	var drifted []string
 	for _, s := range shares {
 		st.Heals += s.Heals
 		if s.ObservedGeneration != fb.Generation {
@@ -199,8 +200,11 @@ func Totals(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, shares []hub
 		st.Clusters.Ready += s.Clusters.Ready
 		st.Clusters.Updated += s.Clusters.Updated
 		st.Clusters.Failed += s.Clusters.Failed
+		st.Clusters.Drifted += s.Clusters.Drifted
 		failures = append(failures, s.FailedClusters...)
+		drifted = append(drifted, s.DriftedClusters...)
 	}
+	st.DriftedClusters = firstDrifted(drifted)
 	finish(fb, boundary, &st, failures, now) // the first failures of all are among the first of each share
 	return st
 }

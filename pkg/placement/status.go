@@ -166,6 +166,7 @@ func statusOf(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, health []H
 	}
 	st.Clusters.Selected = int32(len(health))
 	var failures []hubv1alpha1.ClusterFailure
+	var drifted []string
 	for _, h := range health {
 		if h.Paused {
 			st.Clusters.Paused++
@@ -182,8 +183,13 @@ func statusOf(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, health []H
 		if h.Failure != nil {
 			failures = append(failures, *h.Failure)
 		}
+		if h.Failure != nil && h.Failure.Reason == configbundlev1alpha1.DriftedReason {
+			drifted = append(drifted, h.Cluster)
+		}
 	}
 	st.Clusters.Failed = int32(len(failures))
+	st.Clusters.Drifted = int32(len(drifted))
+	st.DriftedClusters = firstDrifted(drifted)
 	finish(fb, boundary, &st, failures, now)
 	return st
 }
@@ -208,6 +214,17 @@ func finish(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, st *hubv1alp
 	progressing.LastTransitionTime, stalled.LastTransitionTime = now, now
 	meta.SetStatusCondition(&st.Conditions, progressing)
 	meta.SetStatusCondition(&st.Conditions, stalled)
+}
+
+// firstDrifted sorts the names of drifted members and keeps the first MaxFailedClusters; nil if
+// there are none.
+func firstDrifted(names []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	return names[:min(len(names), hubv1alpha1.MaxFailedClusters)]
 }
 
 // rolloutConditions are the Progressing and Stalled conditions of a FleetBundle's rollout, from

@@ -46,6 +46,7 @@ func TestComputeStatus(t *testing.T) {
 		counts  hubv1alpha1.PlacementCounts
 		reason  string
 		failed  []string
+		drifted []string
 	}{
 		{name: "no member selected", reason: hubv1alpha1.NoClustersSelectedReason},
 		{name: "all ready", members: []MemberView{ready("m1"), ready("m2")},
@@ -68,6 +69,12 @@ func TestComputeStatus(t *testing.T) {
 			{Name: "m2", NotReady: Outcome{Reason: hubv1alpha1.NotJoinedReason}},
 			{Name: "m3", NotReady: Outcome{Reason: hubv1alpha1.ConnectingReason}},
 		}, counts: hubv1alpha1.PlacementCounts{Selected: 3, Applied: 1, Ready: 1}, reason: hubv1alpha1.ProgressingReason},
+		{name: "drifted members are failed, counted and named", members: []MemberView{
+			ready("m0"),
+			{Name: "m2", Bundle: placedBundle(fb, metav1.ConditionFalse, configbundlev1alpha1.DriftedReason)},
+			{Name: "m1", Bundle: placedBundle(fb, metav1.ConditionFalse, configbundlev1alpha1.DriftedReason)},
+		}, counts: hubv1alpha1.PlacementCounts{Selected: 3, Applied: 3, Ready: 1, Failed: 2, Drifted: 2}, reason: hubv1alpha1.ClustersFailedReason,
+			failed: []string{"m1/Drifted", "m2/Drifted"}, drifted: []string{"m1", "m2"}},
 		{name: "at most MaxFailedClusters listed", members: many,
 			counts: hubv1alpha1.PlacementCounts{Selected: 12, Failed: 12}, reason: hubv1alpha1.ClustersFailedReason,
 			failed: []string{"m01/Unreachable", "m02/Unreachable", "m03/Unreachable", "m04/Unreachable", "m05/Unreachable",
@@ -84,6 +91,9 @@ func TestComputeStatus(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.failed, failed); diff != "" {
 				t.Errorf("failedClusters (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.drifted, st.DriftedClusters); diff != "" {
+				t.Errorf("driftedClusters (-want +got):\n%s", diff)
 			}
 			c := meta.FindStatusCondition(st.Conditions, hubv1alpha1.ReadyCondition)
 			if c == nil || c.Reason != tc.reason || (c.Status == metav1.ConditionTrue) != (tc.reason == hubv1alpha1.AllReadyReason || tc.reason == hubv1alpha1.NoClustersSelectedReason) {
@@ -171,6 +181,9 @@ func TestShareAndTotals(t *testing.T) {
 		if i%3 == 0 { // every third member unreachable: 5 failures, more than one share's worth
 			v = MemberView{Name: name, NotReady: Outcome{Reason: hubv1alpha1.UnreachableReason, Message: "down"}}
 		}
+		if i%4 == 1 { // and members 1, 5, 9 and 13 drifted, in every share
+			v = MemberView{Name: name, Bundle: placedBundle(fb, metav1.ConditionFalse, configbundlev1alpha1.DriftedReason)}
+		}
 		all = append(all, v)
 	}
 	// Three replicas share the members: r0 the first 6, r1 the next 6, r2 the last 2.
@@ -180,7 +193,7 @@ func TestShareAndTotals(t *testing.T) {
 		prev := &hubv1alpha1.FleetBundleReplicaStatus{Replica: id, Heals: 2}
 		shares = append(shares, Share(fb, id, parts[id], prev, 1))
 	}
-	if got := shares[0]; got.Clusters != (hubv1alpha1.PlacementCounts{Selected: 6, Applied: 4, Ready: 4, Failed: 2}) || got.Holding != 4 || got.Heals != 3 || got.ObservedGeneration != 3 {
+	if got := shares[0]; got.Clusters != (hubv1alpha1.PlacementCounts{Selected: 6, Applied: 4, Ready: 2, Failed: 4, Drifted: 2}) || got.Holding != 4 || got.Heals != 3 || got.ObservedGeneration != 3 {
 		t.Errorf("r0's share: %+v", got)
 	}
 	now := metav1.NewTime(time.Unix(1e9, 0))
@@ -191,6 +204,9 @@ func TestShareAndTotals(t *testing.T) {
 	}
 	if diff := cmp.Diff(whole.FailedClusters, totals.FailedClusters); diff != "" {
 		t.Errorf("first failures differ (-whole +shares):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"m01", "m05", "m09", "m13"}, totals.DriftedClusters); diff != "" || totals.Clusters.Drifted != 4 {
+		t.Errorf("drifted members of the shares (%d; -want +got):\n%s", totals.Clusters.Drifted, diff)
 	}
 	if diff := cmp.Diff(whole.Conditions, totals.Conditions); diff != "" {
 		t.Errorf("Ready differs (-whole +shares):\n%s", diff)
@@ -203,7 +219,7 @@ func TestShareAndTotals(t *testing.T) {
 	// failed until it is recomputed, and a member in no share (its replica gone) likewise.
 	shares[2].ObservedGeneration = 2
 	totals = Totals(fb, everyMember(fb), shares[1:], int32(len(all)), now)
-	if want := (hubv1alpha1.PlacementCounts{Selected: 14, Applied: 4, Ready: 4, Failed: 2}); totals.Clusters != want {
+	if want := (hubv1alpha1.PlacementCounts{Selected: 14, Applied: 5, Ready: 4, Failed: 2, Drifted: 1}); totals.Clusters != want {
 		t.Errorf("counts with a stale share and a missing one: %+v, want %+v", totals.Clusters, want)
 	}
 	if c := meta.FindStatusCondition(totals.Conditions, hubv1alpha1.ReadyCondition); c == nil || c.Reason != hubv1alpha1.ClustersFailedReason {

@@ -55,3 +55,23 @@ func TestTemplateMetadataOmitted(t *testing.T) {
 		t.Errorf("template with labels encodes as %s", raw)
 	}
 }
+
+// TestDefaultDriftPolicyChangesNoHash: a FleetBundle whose template has driftPolicy Heal, the
+// default the API server sets, has the hash it had before driftPolicy existed, so that a hub
+// upgrade makes no new revision; another policy is a new definition.
+func TestDefaultDriftPolicyChangesNoHash(t *testing.T) {
+	fb := func(policy configbundlev1alpha1.DriftPolicy) *hubv1alpha1.FleetBundle {
+		return &hubv1alpha1.FleetBundle{Spec: hubv1alpha1.FleetBundleSpec{Template: hubv1alpha1.ConfigBundleTemplate{
+			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello", DriftPolicy: policy}}}}
+	}
+	hash := func(policy configbundlev1alpha1.DriftPolicy) string {
+		d := DefinitionOf(fb(policy))
+		return Hash(&d)
+	}
+	if hash(configbundlev1alpha1.DriftPolicyHeal) != hash("") {
+		t.Errorf("driftPolicy Heal changes the hash of a template")
+	}
+	if hash(configbundlev1alpha1.DriftPolicyReport) == hash("") {
+		t.Errorf("driftPolicy Report hashes as Heal")
+	}
+}

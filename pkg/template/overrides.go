@@ -3,6 +3,7 @@ package template
 import (
 	"fmt"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
 )
 
@@ -13,7 +14,9 @@ import (
 // mergedValues is a definition's values for one member once its overrides are applied: each
 // value with the field it came from.
 type mergedValues struct {
-	immutable                 bool
+	// spec is the template's spec: its message and data are the values below, its other fields
+	// (immutable, driftPolicy) are placed as written.
+	spec                      configbundlev1alpha1.ConfigBundleSpec
 	message                   value
 	data, labels, annotations map[string]value
 }
@@ -22,7 +25,7 @@ type mergedValues struct {
 func (d *Definition) merge(m Member) (mergedValues, error) {
 	t := &d.ConfigBundleTemplate
 	mv := mergedValues{
-		immutable:   t.Spec.Immutable,
+		spec:        t.Spec,
 		message:     value{field: "spec.template.spec.message", text: t.Spec.Message},
 		data:        fields("spec.template.spec.data", dataStrings(t.Spec.Data)),
 		labels:      fields("spec.template.metadata.labels", t.Metadata.Labels),

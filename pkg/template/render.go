@@ -32,6 +32,9 @@ func DefinitionOf(fb *hubv1alpha1.FleetBundle) Definition {
 	if d.TemplateEngine == hubv1alpha1.TemplateEngineNone {
 		d.TemplateEngine = ""
 	}
+	if d.Spec.DriftPolicy == configbundlev1alpha1.DriftPolicyHeal {
+		d.Spec.DriftPolicy = "" // the default, as a FleetBundle written before driftPolicy existed has it
+	}
 	return d
 }
 
@@ -192,7 +195,8 @@ func (mv *mergedValues) produce(produce func(v value, limit int) (string, error)
 	if len(mv.data) > configbundlev1alpha1.MaxDataKeys {
 		return Rendered{}, fmt.Errorf("spec.template.spec.data: %d keys once the overrides are merged, more than the %d a ConfigBundle holds", len(mv.data), configbundlev1alpha1.MaxDataKeys)
 	}
-	r := Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Immutable: mv.immutable}}
+	r := Rendered{Spec: mv.spec}
+	r.Spec.Message, r.Spec.Data = "", nil
 	var err error
 	if r.Spec.Message, err = produce(mv.message, configbundlev1alpha1.MaxMessageBytes); err != nil {
 		return Rendered{}, err

@@ -84,6 +84,12 @@ func TestRender(t *testing.T) {
 			Message: "x={{ .Cluster.Name }}", Data: dataValues(map[string]string{"K": "{{ nope"}),
 		}},
 	}, {
+		name: "immutable and driftPolicy are placed as written",
+		def: &Definition{ConfigBundleTemplate: hubv1alpha1.ConfigBundleTemplate{
+			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x", Immutable: true, DriftPolicy: configbundlev1alpha1.DriftPolicyReport},
+		}},
+		want: Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "x", Immutable: true, DriftPolicy: configbundlev1alpha1.DriftPolicyReport}},
+	}, {
 		name: "TemplateEngine None is as written too",
 		def: &Definition{TemplateEngine: hubv1alpha1.TemplateEngineNone,
 			ConfigBundleTemplate: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "{{ range }}"}}},

@@ -60,7 +60,7 @@ func TestPrinterColumns(t *testing.T) {
 
 	mcs := table(g, "/apis/hub.configbundle.dev/v1alpha1/memberclusters")
 	g.Expect(columns(mcs, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Synced", "Version", "Bundles", "Bundles-Ready", "Failed", "Heals", "Paused", "Age"}))
-	g.Expect(columns(mcs, 1)).To(Equal([]string{"Placed", "Last-Seen", "Credentials", "Credentials-Expiry", "Replica"}))
+	g.Expect(columns(mcs, 1)).To(Equal([]string{"Drifted", "Placed", "Last-Seen", "Credentials", "Credentials-Expiry", "Replica"}))
 	var m1 []any
 	for _, row := range mcs.Rows {
 		if row.Cells[0] == "m1" {
@@ -80,7 +80,7 @@ func TestPrinterColumns(t *testing.T) {
 
 	fleets := table(g, "/apis/hub.configbundle.dev/v1alpha1/fleets")
 	g.Expect(columns(fleets, 0)).To(Equal([]string{"Name", "Ready", "Reason", "Clusters", "Clusters-Ready", "Bundles", "Bundles-Ready", "Failed", "Heals", "Age"}))
-	g.Expect(columns(fleets, 1)).To(Equal([]string{"Paused", "Unowned", "FleetBundles", "FleetBundles-Failed", "Heartbeat"}))
+	g.Expect(columns(fleets, 1)).To(Equal([]string{"Paused", "Unowned", "Drifted", "FleetBundles", "FleetBundles-Failed", "Heartbeat"}))
 	g.Expect(fleets.Rows).To(HaveLen(1))
 	g.Expect(fleets.Rows[0].Cells[0]).To(Equal("default"))
 

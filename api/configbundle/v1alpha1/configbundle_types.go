@@ -105,6 +105,79 @@ const (
 	FightingWriterEvent = "FightingWriter"
 )
 
+// DriftPolicy says what the reconciler does when the managed ConfigMap drifts: when someone
+// other than the hub changes or deletes it.
+// +kubebuilder:validation:Enum=Heal;Report;Guard
+type DriftPolicy string
+
+const (
+	// DriftPolicyHeal: drift is healed at once, counted in status.heals and recorded as a
+	// DriftHealed Event. The default.
+	DriftPolicyHeal DriftPolicy = "Heal"
+
+	// DriftPolicyReport: drift is reported, never healed: the hub does not write a ConfigMap that
+	// drifted (nor recreate a deleted one). The bundle is Ready=False, reason Drifted, with
+	// status.drift, and a DriftDetected Event is recorded when the ConfigMap starts to differ.
+	// A change of the bundle's spec is still published.
+	DriftPolicyReport DriftPolicy = "Report"
+
+	// DriftPolicyGuard: as Heal, and the managed ConfigMap carries GuardLabel, so that the
+	// member's admission policy refuses changes to it that do not come from the hub.
+	DriftPolicyGuard DriftPolicy = "Guard"
+)
+
+// MaxDriftFields is the most entries of status.drift.fields; a longer list ends with an entry
+// saying how many more differ.
+const MaxDriftFields = 32
+
+// DriftedReason (Ready=False): with driftPolicy Report, the managed ConfigMap differs from the
+// bundle (or was deleted) since someone else changed it; the message and status.drift say what
+// differs and who changed it. It clears by itself when the ConfigMap matches again.
+const DriftedReason = "Drifted"
+
+// DriftDetectedEvent (Warning): with driftPolicy Report, the managed ConfigMap started to differ
+// from the bundle. Recorded once per drift: not again while the ConfigMap still differs, and
+// again only after it matched once more.
+const DriftDetectedEvent = "DriftDetected"
+
+// ChangedByDeleted is status.drift.changedBy, and the "changed by" of a DriftHealed Event, when
+// the ConfigMap was deleted: the member's API does not say who deleted it.
+const ChangedByDeleted = "deleted"
+
+// Policy is the spec's driftPolicy, Heal when it is not set.
+func (s ConfigBundleSpec) Policy() DriftPolicy {
+	if s.DriftPolicy == "" {
+		return DriftPolicyHeal
+	}
+	return s.DriftPolicy
+}
+
+// DriftStatus is how the managed ConfigMap differs from the bundle, with driftPolicy Report.
+type DriftStatus struct {
+	// detectedTime is when the hub first saw the ConfigMap differ, since it last matched.
+	// +required
+	DetectedTime metav1.Time `json:"detectedTime"`
+
+	// fields name what differs: "data.KEY added", "data.KEY removed" or "data.KEY changed" for
+	// each data key, and "labels", "annotations", "ownerReferences", "binaryData", "immutable";
+	// "deleted" when the ConfigMap was deleted. At most MaxDriftFields (32) entries.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=300
+	Fields []string `json:"fields"`
+
+	// changedBy names who made the change: the field manager, operation and time of each
+	// managedFields entry of the ConfigMap that owns a drifted field and is not the hub's (for
+	// example "kubectl-edit Update 2026-12-06T21:40:03Z"), separated by ", "; when no entry owns
+	// one (a removal), the entries written after the hub's last write. "deleted" when the
+	// ConfigMap was deleted: the member's API does not say by whom. "unknown" when nothing tells.
+	// +required
+	// +kubebuilder:validation:MaxLength=1024
+	ChangedBy string `json:"changedBy"`
+}
+
 // ConfigBundleSpec is the configuration a ConfigBundle publishes as a ConfigMap.
 //
 // The rule that bounds the message's JSON-escaped size is the spec's, not the message's, so that
@@ -142,6 +215,16 @@ type ConfigBundleSpec struct {
 	// +optional
 	// +kubebuilder:default=false
 	Immutable bool `json:"immutable"`
+
+	// driftPolicy says what the hub does when someone else changes or deletes the managed
+	// ConfigMap: Heal (the default) heals it at once; Report never writes a ConfigMap that
+	// drifted, nor recreates a deleted one, and reports the drift instead (Ready=False reason
+	// Drifted, status.drift, a DriftDetected Event), while a change of this spec is still
+	// published; Guard heals as Heal does and labels the ConfigMap configbundle.dev/guard, so
+	// that the member refuses changes to it that do not come from the hub.
+	// +optional
+	// +kubebuilder:default=Heal
+	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
 }
 
 // Equal reports whether two specs ask for the same ConfigMap: an empty and a missing data are
@@ -191,6 +274,13 @@ type ConfigBundleStatus struct {
 	// lastHealTime is when drift was last corrected.
 	// +optional
 	LastHealTime *metav1.Time `json:"lastHealTime,omitempty"`
+
+	// drift is, with driftPolicy Report, how the managed ConfigMap differs from the bundle and
+	// who changed it, while it differs; absent when it matches, and with Heal or Guard. A deleted
+	// ConfigMap is drift too (fields and changedBy "deleted"): Report does not recreate it;
+	// switching to Heal or Guard does, or a change of the spec.
+	// +optional
+	Drift *DriftStatus `json:"drift,omitempty"`
 
 	// conditions hold the Ready condition: whether the managed ConfigMap matches the bundle, and
 	// if not, why (see the *Reason constants of this package).

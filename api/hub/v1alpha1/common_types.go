@@ -26,4 +26,10 @@ type BundleCounts struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Placed int64 `json:"placed"`
+
+	// drifted is the number of the failed ConfigBundles whose Ready reason is Drifted: with
+	// driftPolicy Report, their ConfigMap differs from them and the hub leaves it so.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Drifted int64 `json:"drifted"`
 }

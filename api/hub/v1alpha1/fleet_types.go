@@ -169,6 +169,7 @@ type FleetStatus struct {
 // +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.bundles.total`
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
+// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.bundles.drifted`,priority=1
 // +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
 // +kubebuilder:printcolumn:name="FleetBundles",type=integer,JSONPath=`.status.fleetBundles.total`,priority=1
 // +kubebuilder:printcolumn:name="FleetBundles-Failed",type=integer,JSONPath=`.status.fleetBundles.failed`,priority=1

@@ -540,6 +540,13 @@ type PlacementCounts struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Failed int32 `json:"failed"`
+
+	// drifted is the number of the failed members where the bundle is Ready=False with reason
+	// Drifted (driftPolicy Report: its ConfigMap differs, and the hub leaves it so); the first
+	// MaxFailedClusters are in status.driftedClusters.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Drifted int32 `json:"drifted"`
 }
 
 // ClusterFailure is a selected member where the bundle is not as it should be.
@@ -587,6 +594,13 @@ type FleetBundleReplicaStatus struct {
 	// +listMapKey=cluster
 	// +kubebuilder:validation:MaxItems=10
 	FailedClusters []ClusterFailure `json:"failedClusters,omitempty"`
+
+	// driftedClusters are the first MaxFailedClusters (10) of them whose bundle drifted, sorted.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=253
+	DriftedClusters []string `json:"driftedClusters,omitempty"`
 
 	// heals is how many times this replica restored a placed ConfigBundle.
 	// +optional
@@ -682,6 +696,14 @@ type FleetBundleStatus struct {
 	// +listMapKey=cluster
 	// +kubebuilder:validation:MaxItems=10
 	FailedClusters []ClusterFailure `json:"failedClusters,omitempty"`
+
+	// driftedClusters names the first MaxFailedClusters (10) members where the bundle drifted
+	// (Ready=False reason Drifted, driftPolicy Report), sorted; clusters.drifted counts them all.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=253
+	DriftedClusters []string `json:"driftedClusters,omitempty"`
 
 	// heals is how many times the hub restored a placed ConfigBundle that someone edited or
 	// deleted in a member.
@@ -808,6 +830,7 @@ type RolloutStatus struct {
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.clusters.updated`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.clusters.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.clusters.failed`
+// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.clusters.drifted`,priority=1
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.updateRevision`
 // +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.status.rollout.stage`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`

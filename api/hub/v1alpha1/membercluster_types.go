@@ -303,6 +303,7 @@ type MemberClusterStatus struct {
 // +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.bundles.total`
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.bundles.ready`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.bundles.failed`
+// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.bundles.drifted`,priority=1
 // +kubebuilder:printcolumn:name="Heals",type=integer,JSONPath=`.status.heals`
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`
 // +kubebuilder:printcolumn:name="Placed",type=integer,JSONPath=`.status.bundles.placed`,priority=1

@@ -406,6 +406,11 @@ func (in *FleetBundleReplicaStatus) DeepCopyInto(out *FleetBundleReplicaStatus) 
 		*out = make([]ClusterFailure, len(*in))
 		copy(*out, *in)
 	}
+	if in.DriftedClusters != nil {
+		in, out := &in.DriftedClusters, &out.DriftedClusters
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.HeldRevisions != nil {
 		in, out := &in.HeldRevisions, &out.HeldRevisions
 		*out = make([]int64, len(*in))
@@ -478,6 +483,11 @@ func (in *FleetBundleStatus) DeepCopyInto(out *FleetBundleStatus) {
 	if in.FailedClusters != nil {
 		in, out := &in.FailedClusters, &out.FailedClusters
 		*out = make([]ClusterFailure, len(*in))
+		copy(*out, *in)
+	}
+	if in.DriftedClusters != nil {
+		in, out := &in.DriftedClusters, &out.DriftedClusters
+		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
 	if in.Rollout != nil {
