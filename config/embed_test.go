@@ -16,6 +16,7 @@ const memberCRDFile = "crd/bases/configbundle.dev_configbundles.yaml"
 // embedded ConfigBundle CRD at that revision. A new revision adds a line; none is ever changed.
 var memberCRDHashes = map[int]string{
 	1: "b0033cf99be9cdaffdbf9d51b11262b722fea50acfdc90fec743257614f55f86",
+	2: "204b0f1450f9f108a1dd3c7804a5e996e695b505d9e2570245473c67a4c62de7",
 }
 
 // TestMemberCRDRevision: the embedded ConfigBundle CRD is the one of its revision,

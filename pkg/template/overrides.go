@@ -3,6 +3,7 @@ package template
 import (
 	"fmt"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
 )
 
@@ -14,6 +15,7 @@ import (
 // value with the field it came from.
 type mergedValues struct {
 	immutable                 bool
+	takeOver                  configbundlev1alpha1.TakeOver
 	message                   value
 	data, labels, annotations map[string]value
 }
@@ -23,6 +25,7 @@ func (d *Definition) merge(m Member) (mergedValues, error) {
 	t := &d.ConfigBundleTemplate
 	mv := mergedValues{
 		immutable:   t.Spec.Immutable,
+		takeOver:    t.Spec.TakeOver,
 		message:     value{field: "spec.template.spec.message", text: t.Spec.Message},
 		data:        fields("spec.template.spec.data", dataStrings(t.Spec.Data)),
 		labels:      fields("spec.template.metadata.labels", t.Metadata.Labels),

@@ -192,7 +192,7 @@ func (mv *mergedValues) produce(produce func(v value, limit int) (string, error)
 	if len(mv.data) > configbundlev1alpha1.MaxDataKeys {
 		return Rendered{}, fmt.Errorf("spec.template.spec.data: %d keys once the overrides are merged, more than the %d a ConfigBundle holds", len(mv.data), configbundlev1alpha1.MaxDataKeys)
 	}
-	r := Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Immutable: mv.immutable}}
+	r := Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Immutable: mv.immutable, TakeOver: mv.takeOver}}
 	var err error
 	if r.Spec.Message, err = produce(mv.message, configbundlev1alpha1.MaxMessageBytes); err != nil {
 		return Rendered{}, err
