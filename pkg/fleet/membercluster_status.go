@@ -36,6 +36,9 @@ func (r *MemberClusterReconciler) status(ctx context.Context, mc *hubv1alpha1.Me
 	meta.SetStatusCondition(&st.Conditions, ready)
 	meta.SetStatusCondition(&st.Conditions, credentialsCondition(state, now, r.opts.CredentialsExpiryWarning))
 	meta.SetStatusCondition(&st.Conditions, pausedCondition(mc.Spec.Paused))
+	if g := state.Guard; g.Status != "" {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: hubv1alpha1.GuardedCondition, Status: g.Status, Reason: g.Reason, Message: g.Message})
+	}
 	st.CredentialsExpiry = nil
 	if !state.CredentialsExpiry.IsZero() {
 		st.CredentialsExpiry = &metav1.Time{Time: state.CredentialsExpiry}

@@ -208,8 +208,9 @@ type MemberClusterSpec struct {
 type MemberClusterStatus struct {
 	// conditions hold Ready: whether the hub is connected and reconciling the member, and if
 	// not, why; CredentialsValid: whether the credential of the member's kubeconfig is valid for
-	// long enough; and Paused: whether spec.paused holds placement back (see the *Reason
-	// constants of this package).
+	// long enough; Paused: whether spec.paused holds placement back; and Guarded: whether the
+	// hub's admission policies are in place in the member (see the *Reason constants of this
+	// package).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
