@@ -6,14 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -202,6 +206,24 @@ func TestTakeOverNeedsTheRightToUpdateTheConfigMap(t *testing.T) {
 func TestGuardIsRestored(t *testing.T) {
 	f := startGuard(t)
 	g, ctx, admin := NewWithT(t), context.Background(), memberClients[memberA]
+	// As the member's API server stores them, they are what the hub wants: a hub that joins again
+	// writes nothing.
+	cs, err := kubernetes.NewForConfig(memberA.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	who, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	policies, bindings := spokeprovider.GuardPolicies(who.Status.UserInfo.Username)
+	for _, want := range policies {
+		got := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(want), got)).To(Succeed())
+		g.Expect(equality.Semantic.DeepEqual(got.Spec, want.Spec)).To(BeTrue(), "policy %s as stored:\n%s", want.Name, cmp.Diff(want.Spec, got.Spec))
+	}
+	for _, want := range bindings {
+		got := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(want), got)).To(Succeed())
+		g.Expect(equality.Semantic.DeepEqual(got.Spec, want.Spec)).To(BeTrue(), "binding %s as stored:\n%s", want.Name, cmp.Diff(want.Spec, got.Spec))
+	}
+
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 	g.Expect(admin.Get(ctx, client.ObjectKey{Name: hubv1alpha1.GuardPolicyName}, policy)).To(Succeed())
 

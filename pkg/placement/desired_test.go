@@ -105,6 +105,8 @@ func TestOwnershipAndDrift(t *testing.T) {
 			b.Annotations[hubv1alpha1.FleetBundleUIDAnnotation] = "uid-0"
 		}), ownership: Stale},
 		{name: "edited spec", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "edited" }), ownership: Own, drift: []string{"spec"}},
+		{name: "edited takeOver", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.TakeOver = configbundlev1alpha1.TakeOverAlways }),
+			ownership: Own, drift: []string{"spec"}},
 		{name: "label added", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Labels["x"] = "y" }), ownership: Own, drift: []string{"labels"}},
 		{name: "annotation removed", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { delete(b.Annotations, "owner") }), ownership: Own, drift: []string{"annotations"}},
 	} {
