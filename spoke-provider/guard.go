@@ -82,12 +82,13 @@ type guardWatch struct {
 // object's watch has listed it or failed to. A member that does not serve
 // ValidatingAdmissionPolicies gets no watch, and the GuardState that says so.
 func (p *Provider) dialGuard(ctx, connCtx context.Context, conn *connection, cfg *rest.Config, httpClient *http.Client) (*guardWatch, GuardState) {
-	if served, err := servesGuard(conn.disc); err != nil || !served {
-		msg := "The member's API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: nothing refuses a change of a guarded ConfigMap there, whose ConfigBundles are healed as with driftPolicy Heal"
-		if err != nil {
-			msg = fmt.Sprintf("Reading whether the member serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy failed: %v", err)
-		}
-		return nil, GuardState{Status: metav1.ConditionFalse, Reason: hubv1alpha1.GuardUnavailableReason, Message: msg}
+	switch served, err := servesGuard(conn.disc); {
+	case err != nil:
+		return nil, GuardState{Status: metav1.ConditionFalse, Reason: hubv1alpha1.GuardFailedReason,
+			Message: fmt.Sprintf("Reading whether the member serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy failed: %v", err)}
+	case !served:
+		return nil, GuardState{Status: metav1.ConditionFalse, Reason: hubv1alpha1.GuardUnavailableReason,
+			Message: "The member's API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: nothing refuses a change of a guarded ConfigMap there, whose ConfigBundles are healed as with driftPolicy Heal"}
 	}
 	user, err := conn.whoAmI(ctx)
 	if err != nil {

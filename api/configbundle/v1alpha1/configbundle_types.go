@@ -117,9 +117,9 @@ const (
 	// is left untouched, and the bundle is Ready=False, ConfigMapConflict, until it is gone.
 	TakeOverNever TakeOver = "Never"
 
-	// TakeOverIfNoDiff: such a ConfigMap is taken over (the bundle's ownerReference and labels
-	// added) only if its data already equals the bundle's; otherwise the bundle is
-	// ConfigMapConflict, its message naming the keys that differ.
+	// TakeOverIfNoDiff: such a ConfigMap is taken over (the bundle's ownerReference added, its
+	// labels and annotations made the bundle's) only if its data already equals the bundle's;
+	// otherwise the bundle is ConfigMapConflict, its message naming the keys that differ.
 	TakeOverIfNoDiff TakeOver = "IfNoDiff"
 
 	// TakeOverAlways: such a ConfigMap is taken over and the bundle's content written to it.
