@@ -239,7 +239,7 @@ func (p *Provider) keepGuardObject(ctx context.Context, conn *connection, o guar
 		v.pending = true
 		return false, ""
 	case live != nil && sameGuardSpec(o.want, live):
-		w.remember(o, live)
+		w.remember(o)
 		return false, ""
 	case live != nil && w.appliedAt(o, live):
 		return false, fmt.Sprintf("%s differs from the hub's although the hub applied it: the member's API server defaults it otherwise", o.key())
@@ -256,10 +256,10 @@ func (p *Provider) keepGuardObject(ctx context.Context, conn *connection, o guar
 		return false, ""
 	case err != nil:
 		v.retry = true
-		return false, fmt.Sprintf("the hub could not apply %s (it needs create and patch of it): %v", o.key(), err)
+		return false, fmt.Sprintf("the hub could not write %s (register the member again to grant create, patch and update of it): %v", o.key(), err)
 	}
 	restored := w.knows(o)
-	w.remember(o, out)
+	w.remember(o)
 	w.mu.Lock()
 	w.applied[o.key()] = appliedCRD{uid: objectMeta(out).UID, generation: objectMeta(out).Generation}
 	w.mu.Unlock()
@@ -279,6 +279,7 @@ func sameGuardSpec(want, live runtime.Object) bool {
 	return false
 }
 
+// objectMeta is the metadata of a policy or a binding.
 func objectMeta(obj runtime.Object) *metav1.ObjectMeta {
 	switch o := obj.(type) {
 	case *admissionregistrationv1.ValidatingAdmissionPolicy:
@@ -289,12 +290,14 @@ func objectMeta(obj runtime.Object) *metav1.ObjectMeta {
 	return &metav1.ObjectMeta{}
 }
 
-func (w *guardWatch) remember(o guardObject, _ runtime.Object) {
+// remember notes that the hub has seen or applied o on this connection.
+func (w *guardWatch) remember(o guardObject) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.known[o.key()] = true
 }
 
+// knows reports whether the hub has seen or applied o on this connection.
 func (w *guardWatch) knows(o guardObject) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
