@@ -52,6 +52,10 @@ type connection struct {
 	// (CRDNewer), which the hub leaves alone; "" if none is. The watch of the CRDs says it
 	// afresh from then on.
 	crdNewer string
+	// guard watches the hub's admission policies in the member (Options.InstallGuard); nil
+	// where there is none to watch, and guardState says why.
+	guard      *guardWatch
+	guardState GuardState
 }
 
 // The TCP dialer of a member's clients: client-go's defaults.
@@ -159,16 +163,29 @@ func (p *Provider) dial(ctx context.Context, name, hash string, cfg *rest.Config
 			p.log.Error(err, "Member cluster stopped", "cluster", name)
 		}
 	}()
-	if len(p.opts.CRDs) > 0 {
-		conn.crds, err = p.watchCRDs(ctx, conn.ctx, name, fenced, cl.GetHTTPClient())
-		if err != nil {
-			return nil, &connectError{reason: hubv1alpha1.UnreachableReason, err: err}
-		}
+	if err := p.watchKept(ctx, conn, fenced); err != nil {
+		return nil, err
 	}
 	if err := p.warm(ctx, cl); err != nil {
 		return nil, err
 	}
 	return conn, nil
+}
+
+// watchKept starts the watches of what the hub keeps in the member of conn, whose cluster is
+// started, through its (fenced) config: its CRDs (Options.CRDs) and its admission policies
+// (Options.InstallGuard).
+func (p *Provider) watchKept(ctx context.Context, conn *connection, fenced *rest.Config) error {
+	if len(p.opts.CRDs) > 0 {
+		var err error
+		if conn.crds, err = p.watchCRDs(ctx, conn.ctx, conn.name, fenced, conn.cluster.GetHTTPClient()); err != nil {
+			return &connectError{reason: hubv1alpha1.UnreachableReason, err: err}
+		}
+	}
+	if p.opts.InstallGuard {
+		conn.guard, conn.guardState = p.dialGuard(ctx, conn.ctx, conn, fenced, conn.cluster.GetHTTPClient())
+	}
+	return nil
 }
 
 // newCluster builds a member's cluster from its (fenced) config, with the indexes set so far.

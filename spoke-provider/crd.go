@@ -269,25 +269,40 @@ type crdVerdict struct {
 	retry    bool   // keep it again after the probe interval: a write failed, or the fence refused it
 }
 
-// keepCRDs is the Reconcile of the member-crds controller: it keeps one member's CRDs as
-// Options.CRDs has them, from what the member's watch of them sees (one request only when one
-// differs, is older or is gone: the write), and publishes what it found in the member's State:
+// keepMember is the Reconcile of the member-crds controller: it keeps a member's CRDs
+// (keepCRDs) and its admission policies (keepGuard).
+func (p *Provider) keepMember(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	retry := p.keepCRDs(ctx, req)
+	if conn := p.activeConnection(req.Name); conn != nil && p.opts.InstallGuard {
+		v := p.keepGuard(ctx, conn)
+		p.publishGuard(ctx, req.Name, conn, v)
+		retry = retry || v.retry
+	}
+	if retry {
+		return reconcile.Result{RequeueAfter: p.opts.ProbeInterval}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// keepCRDs keeps one member's CRDs as Options.CRDs has them, from what the member's watch of
+// them sees (one request only when one differs, is older or is gone: the write), and publishes
+// what it found in the member's State:
 // CRDMissing while one is gone or being deleted, CRDNewer while one is newer than this build's
 // (left alone), a note in the Ready message where the hub may not keep one (or could not apply
 // them when it connected: connection.crdNote). Every write goes through the member's fence: one
 // the fence refuses waits, and is tried again after the probe interval. Every CRD restored is a
-// CRDRestored Event, every deletion a CRDDeleted one.
-func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// CRDRestored Event, every deletion a CRDDeleted one. It reports whether to keep them again
+// after the probe interval.
+func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (retry bool) {
 	name := req.Name
 	conn := p.activeConnection(name)
 	if conn == nil || conn.crds == nil {
-		return reconcile.Result{}, nil // not connected: connecting makes sure of the CRDs
+		return false // not connected: connecting makes sure of the CRDs
 	}
 	var missing, newer, notes []string
 	if conn.crdNote != "" {
 		notes = append(notes, conn.crdNote)
 	}
-	var retry bool
 	var verdicts []crdVerdict
 	for _, want := range p.opts.CRDs {
 		v := p.keepCRD(ctx, conn, want)
@@ -304,10 +319,7 @@ func (p *Provider) keepCRDs(ctx context.Context, req reconcile.Request) (reconci
 		retry = retry || v.retry
 	}
 	p.publishCRDs(ctx, name, conn, strings.Join(missing, "; "), strings.Join(newer, "; "), strings.Join(notes, "; "), verdicts)
-	if retry {
-		return reconcile.Result{RequeueAfter: p.opts.ProbeInterval}, nil
-	}
-	return reconcile.Result{}, nil
+	return retry
 }
 
 // keepCRD keeps one CRD of a member: it installs it again when it is gone (with InstallCRDs),

@@ -26,6 +26,9 @@ type State struct {
 	CredentialsExpiry time.Time
 	// SecretNamespace and SecretName name the member's kubeconfig Secret.
 	SecretNamespace, SecretName string
+	// Guard says whether the hub's admission policies are in place in the member
+	// (Options.InstallGuard); its Status is "" without InstallGuard.
+	Guard GuardState
 }
 
 // phase is where a member stands with the kubeconfig its Secret holds now.
@@ -169,7 +172,10 @@ func (m *member) activate(conn *connection, now time.Time) (old *connection) {
 	m.crdMissing, m.crdNewer, m.crdNote = "", conn.crdNewer, conn.crdNote
 	m.state = State{
 		KubernetesVersion: conn.version, ClusterID: conn.clusterID, LastSeen: now, CredentialsExpiry: conn.expiry,
-		SecretNamespace: m.state.SecretNamespace, SecretName: m.state.SecretName,
+		SecretNamespace: m.state.SecretNamespace, SecretName: m.state.SecretName, Guard: m.state.Guard,
+	}
+	if conn.guard == nil && conn.guardState.Status != "" {
+		m.state.Guard = conn.guardState // unavailable, or failed: no watch will say otherwise
 	}
 	m.answering()
 	return old

@@ -92,6 +92,15 @@ type Options struct {
 	// (CRDMissing). Defaults to false.
 	InstallCRDs bool
 
+	// InstallGuard keeps the hub's admission policies in each member (GuardPolicies: the
+	// ValidatingAdmissionPolicies hubv1alpha1.GuardPolicyName and TakeOverPolicyName, and their
+	// bindings), as InstallCRDs keeps the CRDs: the hub learns its own identity in the member on
+	// join (a SelfSubjectReview), watches them, and applies them (server-side apply, forced, as
+	// FieldOwner, through Replica.Fence) whenever one is missing or differs (a GuardRestored
+	// Event on its MemberCluster). State.Guard says whether they are in place; a member that
+	// does not serve them is GuardUnavailable. Defaults to false.
+	InstallGuard bool
+
 	// Rights are what the member must allow the credential, cluster-wide (RightsOf turns a
 	// ClusterRole's rules into them). They are checked when connecting and by every probe, with
 	// one SelfSubjectRulesReview (see RulesReviewNamespace) and, only where the review is

@@ -134,7 +134,7 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 		Named("member-crds").
 		WatchesRawSource(keepCRDQueue).
 		WithOptions(opts).
-		Complete(reconcile.Func(p.keepCRDs))
+		Complete(reconcile.Func(p.keepMember))
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: a provider that shards members
@@ -299,6 +299,9 @@ func (p *Provider) startAttemptLocked(secret *corev1.Secret, hash string) admiss
 	m, ok := p.members[secret.Name]
 	if !ok {
 		m = newMember(secret.Namespace, secret.Name)
+		if p.opts.InstallGuard {
+			m.state.Guard = guardPending
+		}
 		p.members[secret.Name] = m
 	}
 	connect, retryIn := m.next(hash, time.Now())

@@ -162,11 +162,17 @@ func (c *connection) refusedRights(ctx context.Context, rights []authorizationv1
 // answer into it, through the connection's discovery client: no client of its own, and so no
 // connection of its own either.
 func (c *connection) create(ctx context.Context, resource string, review any) error {
+	return c.createIn(ctx, authorizationv1.GroupName, resource, review)
+}
+
+// createIn creates a review of the API group's v1 (authorization, authentication) and reads
+// the answer into it, as create does.
+func (c *connection) createIn(ctx context.Context, group, resource string, review any) error {
 	body, err := json.Marshal(review)
 	if err != nil {
 		return err
 	}
-	raw, err := c.discovery.Post().AbsPath("/apis", authorizationv1.GroupName, "v1", resource).
+	raw, err := c.discovery.Post().AbsPath("/apis", group, "v1", resource).
 		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
 	if err != nil {
 		return err

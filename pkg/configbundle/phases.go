@@ -46,6 +46,9 @@ type scope struct {
 	// drift is what status.drift is to say: the drift reported with driftPolicy Report; nil if
 	// none.
 	drift *configbundlev1alpha1.DriftStatus
+	// takenFrom: the ConfigMap being converged is one the bundle takes over (spec.takeOver),
+	// and these are the field managers that wrote it.
+	takenFrom []string
 	// failure is the Ready reason of the write that failed, if one did; statusErr is the error
 	// of writing the status.
 	failure   string
@@ -113,18 +116,11 @@ func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 		}
 	}
 	if !ownedBy(s.bundle, current) {
-		switch {
-		case !s.adoptable(current):
-			return s.conflict(current)
-		case !current.DeletionTimestamp.IsZero():
-			// Garbage whose deletion a finalizer holds: its deletion wakes the bundle.
-			s.ready = metav1.Condition{}
-			logf.FromContext(ctx).V(1).Info("Waiting for the ConfigMap of an earlier bundle to go", "configMap", objectName(current))
-			return nil
+		var proceed bool
+		var err error
+		if current, proceed, err = s.foreign(ctx, current); !proceed {
+			return err
 		}
-		s.adopting = true
-		logf.FromContext(ctx).Info("Adopting the ConfigMap of an earlier bundle of the same name", "configMap", objectName(current),
-			"previousOwner", metav1.GetControllerOfNoCopy(current).UID)
 	}
 	if !s.adopting && s.specLeftPublished(current) {
 		// The immutable ConfigMap is the record of the spec it was published from.
@@ -144,15 +140,40 @@ func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 			return nil
 		}
 	}
+	var err error
 	switch {
 	case len(drift) == 0:
 		return s.setSynced(current)
 	case ptr.Deref(current.Immutable, false) && contentDrift(drift):
 		// Frozen behind the bundle's back: only a new ConfigMap can match again.
-		return s.replace(ctx, current, drift)
+		err = s.replace(ctx, current, drift)
 	default:
-		return s.update(ctx, desired, current, drift)
+		err = s.update(ctx, desired, current, drift)
 	}
+	if err == nil && s.takenFrom != nil && s.cm != nil {
+		s.tookOver(ctx, s.cm)
+	}
+	return err
+}
+
+// foreign decides what to do with current, a ConfigMap of the bundle's name that the bundle as
+// stored does not own: adopt it (the garbage of an earlier bundle of the name), take it over
+// (spec.takeOver), or leave it alone (a conflict, or garbage on its way out). It returns the
+// ConfigMap to converge and whether to converge it.
+func (s *scope) foreign(ctx context.Context, current *corev1.ConfigMap) (*corev1.ConfigMap, bool, error) {
+	switch {
+	case !s.adoptable(current):
+		return s.takeOver(ctx, current)
+	case !current.DeletionTimestamp.IsZero():
+		// Garbage whose deletion a finalizer holds: its deletion wakes the bundle.
+		s.ready = metav1.Condition{}
+		logf.FromContext(ctx).V(1).Info("Waiting for the ConfigMap of an earlier bundle to go", "configMap", objectName(current))
+		return nil, false, nil
+	}
+	s.adopting = true
+	logf.FromContext(ctx).Info("Adopting the ConfigMap of an earlier bundle of the same name", "configMap", objectName(current),
+		"previousOwner", metav1.GetControllerOfNoCopy(current).UID)
+	return current, true, nil
 }
 
 func (s *scope) liveConfigMap(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, error) {
@@ -305,15 +326,18 @@ func (s *scope) adoptable(cm *corev1.ConfigMap) bool {
 	return ref != nil && isControlledByBundle(cm) && ref.Name == s.bundle.Name && ref.UID != s.bundle.UID
 }
 
-func (s *scope) conflict(current *corev1.ConfigMap) error {
-	owner := "nothing"
-	if ref := metav1.GetControllerOfNoCopy(current); ref != nil {
-		owner = fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
-	}
+func (s *scope) conflict(current *corev1.ConfigMap) {
 	s.setReady(metav1.ConditionFalse, configbundlev1alpha1.ConfigMapConflictReason, fmt.Sprintf(
 		"ConfigMap %s already exists and is not managed by this ConfigBundle (its controller: %s); it is left untouched, and the bundle proceeds once it is gone",
-		objectName(current), owner))
-	return nil
+		objectName(current), controllerOf(current)))
+}
+
+// controllerOf names the controller of cm, as a conflict message says it: "nothing" if none.
+func controllerOf(cm *corev1.ConfigMap) string {
+	if ref := metav1.GetControllerOfNoCopy(cm); ref != nil {
+		return fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+	}
+	return "nothing"
 }
 
 // setSynced records that cm, the managed ConfigMap, matches the bundle.

@@ -24,9 +24,9 @@ import (
 const (
 	// listedBundles are the bundles the member holds when it connects again.
 	listedBundles = 1500
-	// drifted of their ConfigMaps are tampered with while it is away, and as many of their
+	// changedWhileAway of their ConfigMaps are tampered with while it is away, and as many of their
 	// specs changed right after it connected.
-	drifted = 5
+	changedWhileAway = 5
 	// listTimeout bounds the creation and the reconciles of listedBundles.
 	listTimeout = 3 * time.Minute
 	// healPoll is how often the drifted ConfigMaps are read back.
@@ -69,8 +69,8 @@ func TestChangesGoAheadOfTheInitialList(t *testing.T) {
 		return b
 	}
 	var tampered, changed []*configbundlev1alpha1.ConfigBundle
-	for i := range drifted { // the hub's ConfigMap, tampered with
-		b := bundle(i * listedBundles / drifted)
+	for i := range changedWhileAway { // the hub's ConfigMap, tampered with
+		b := bundle(i * listedBundles / changedWhileAway)
 		cm := configbundle.DesiredConfigMap(b)
 		cm.Data[configbundlev1alpha1.MessageKey] = "tampered"
 		g.Expect(c.Create(ctx, cm)).To(Succeed())
@@ -81,8 +81,8 @@ func TestChangesGoAheadOfTheInitialList(t *testing.T) {
 	// Once a listed bundle is reconciled, the member's sources are started: changes are events.
 	g.Eventually(func() int { return reconciler.Sync(name).Left }).WithTimeout(timeout).WithPolling(time.Millisecond).
 		Should(BeNumerically("<", before.Total+listedBundles))
-	for i := range drifted {
-		b := bundle(listedBundles - 1 - i*listedBundles/drifted)
+	for i := range changedWhileAway {
+		b := bundle(listedBundles - 1 - i*listedBundles/changedWhileAway)
 		g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.Message = "changed" })).To(Succeed())
 		changed = append(changed, b)
 	}
@@ -96,7 +96,7 @@ func TestChangesGoAheadOfTheInitialList(t *testing.T) {
 		}
 	}).WithTimeout(timeout).WithPolling(healPoll).Should(Succeed())
 	s := reconciler.Sync(name)
-	t.Logf("%d changes converged with %d of %d listed bundles left to reconcile", 2*drifted, s.Left, s.Total)
+	t.Logf("%d changes converged with %d of %d listed bundles left to reconcile", 2*changedWhileAway, s.Left, s.Total)
 	g.Expect(s.Total).To(Equal(before.Total + listedBundles))
 	g.Expect(s.Left).To(BeNumerically(">=", listedBundles/2), "the changes went ahead of the initial list")
 

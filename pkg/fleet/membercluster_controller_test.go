@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -13,6 +14,7 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
+	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
 // TestMemberClusterReportsTheProvidersFacts: a member the provider knows gets a MemberCluster,
@@ -206,4 +208,26 @@ func TestPausedMember(t *testing.T) {
 		ContainElement(And(HavePrefix("Normal "+hubv1alpha1.ResumedReason+" "), ContainSubstring("Member "+name+" resumed"))))
 	g.Eventually(fleetStatus).WithTimeout(timeout).WithPolling(interval).Should(
 		HaveField("Clusters", hubv1alpha1.ClusterCounts{Total: 1, Ready: 1}))
+}
+
+// TestMemberClusterSaysWhetherItIsGuarded: the MemberCluster's Guarded condition is the
+// provider's GuardState: True where the hub's admission policies are in place, False with
+// GuardUnavailable where the member cannot have them; none where the provider keeps none.
+func TestMemberClusterSaysWhetherItIsGuarded(t *testing.T) {
+	g := NewWithT(t)
+	state := connected(memberA, 0)
+	join(t, memberA, state)
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Conditions", haveCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.ConnectedReason)))
+	g.Expect(meta.FindStatusCondition(memberStatus(memberA)(g).Conditions, hubv1alpha1.GuardedCondition)).To(BeNil())
+
+	state.Guard = spokeprovider.GuardState{Status: metav1.ConditionTrue, Reason: hubv1alpha1.GuardInstalledReason, Message: "in place"}
+	members.Set(memberA, state)
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Conditions", haveCondition(hubv1alpha1.GuardedCondition, metav1.ConditionTrue, hubv1alpha1.GuardInstalledReason)))
+
+	state.Guard = spokeprovider.GuardState{Status: metav1.ConditionFalse, Reason: hubv1alpha1.GuardUnavailableReason, Message: "no policies"}
+	members.Set(memberA, state)
+	g.Eventually(memberStatus(memberA)).WithTimeout(timeout).WithPolling(interval).Should(
+		HaveField("Conditions", haveCondition(hubv1alpha1.GuardedCondition, metav1.ConditionFalse, hubv1alpha1.GuardUnavailableReason)))
 }

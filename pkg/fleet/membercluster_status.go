@@ -41,6 +41,9 @@ func (r *MemberClusterReconciler) status(ctx context.Context, mc *hubv1alpha1.Me
 	if r.opts.Sync != nil {
 		meta.SetStatusCondition(&st.Conditions, syncedCondition(r.opts.Sync(multicluster.ClusterName(name))))
 	}
+	if g := state.Guard; g.Status != "" {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: hubv1alpha1.GuardedCondition, Status: g.Status, Reason: g.Reason, Message: g.Message})
+	}
 	st.CredentialsExpiry = nil
 	if !state.CredentialsExpiry.IsZero() {
 		st.CredentialsExpiry = &metav1.Time{Time: state.CredentialsExpiry}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -386,6 +387,7 @@ func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica)
 		Burst:         opts.MemberBurst,
 		CRDs:          memberCRDs,
 		InstallCRDs:   *opts.InstallCRDs,
+		InstallGuard:  true,
 		Rights:        rights,
 		WarmTypes:     []client.Object{&configbundlev1alpha1.ConfigBundle{}, &corev1.ConfigMap{}},
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
@@ -400,13 +402,16 @@ func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica)
 // grants (config.MemberClusterRole, the reconciler's and the provider's RBAC markers), but for
 // its CRD rule, which only keeping the CRD needs: a member where that is refused is not
 // Forbidden but says so (CRDMissing where its CRD is missing, a note in its Ready message where
-// the hub may not watch or restore it).
+// the hub may not watch or restore it); and but for its admission policies' rule, which only
+// keeping them needs: a member where that is refused is Guarded=False (GuardFailed).
 func memberRights() ([]authorizationv1.ResourceAttributes, error) {
 	role, err := config.MemberClusterRole()
 	if err != nil {
 		return nil, err
 	}
-	rules := slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.APIGroups, apiextensionsv1.GroupName) })
+	rules := slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.APIGroups, apiextensionsv1.GroupName) || slices.Contains(r.APIGroups, admissionregistrationv1.GroupName)
+	})
 	return spokeprovider.RightsOf(rules), nil
 }
 

@@ -153,7 +153,7 @@ func OwnershipOf(b *configbundlev1alpha1.ConfigBundle, fb types.NamespacedName, 
 // "annotations"; none if it is as desired.
 func Drift(desired, current *configbundlev1alpha1.ConfigBundle) []string {
 	var out []string
-	if !current.Spec.Equal(desired.Spec) || current.Spec.Policy() != desired.Spec.Policy() {
+	if !current.Spec.Equal(desired.Spec) || current.Spec.Policy() != desired.Spec.Policy() || current.Spec.TakeOverPolicy() != desired.Spec.TakeOverPolicy() {
 		out = append(out, "spec")
 	}
 	if !equality.Semantic.DeepEqual(nonEmpty(current.Labels), nonEmpty(desired.Labels)) {

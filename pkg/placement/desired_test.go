@@ -109,6 +109,9 @@ func TestOwnershipAndDrift(t *testing.T) {
 			b.Spec.DriftPolicy = configbundlev1alpha1.DriftPolicyReport
 		}), ownership: Own, drift: []string{"spec"}},
 		{name: "driftPolicy defaulted", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.DriftPolicy = configbundlev1alpha1.DriftPolicyHeal }), ownership: Own},
+		{name: "edited takeOver", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.TakeOver = configbundlev1alpha1.TakeOverAlways }),
+			ownership: Own, drift: []string{"spec"}},
+		{name: "takeOver defaulted", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.TakeOver = configbundlev1alpha1.TakeOverNever }), ownership: Own},
 		{name: "label added", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { b.Labels["x"] = "y" }), ownership: Own, drift: []string{"labels"}},
 		{name: "annotation removed", bundle: edit(func(b *configbundlev1alpha1.ConfigBundle) { delete(b.Annotations, "owner") }), ownership: Own, drift: []string{"annotations"}},
 	} {

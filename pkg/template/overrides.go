@@ -15,7 +15,7 @@ import (
 // value with the field it came from.
 type mergedValues struct {
 	// spec is the template's spec: its message and data are the values below, its other fields
-	// (immutable, driftPolicy) are placed as written.
+	// (immutable, driftPolicy, takeOver) are placed as written.
 	spec                      configbundlev1alpha1.ConfigBundleSpec
 	message                   value
 	data, labels, annotations map[string]value

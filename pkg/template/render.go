@@ -32,8 +32,12 @@ func DefinitionOf(fb *hubv1alpha1.FleetBundle) Definition {
 	if d.TemplateEngine == hubv1alpha1.TemplateEngineNone {
 		d.TemplateEngine = ""
 	}
+	// The defaults, as a FleetBundle written before driftPolicy and takeOver existed has them.
 	if d.Spec.DriftPolicy == configbundlev1alpha1.DriftPolicyHeal {
-		d.Spec.DriftPolicy = "" // the default, as a FleetBundle written before driftPolicy existed has it
+		d.Spec.DriftPolicy = ""
+	}
+	if d.Spec.TakeOver == configbundlev1alpha1.TakeOverNever {
+		d.Spec.TakeOver = ""
 	}
 	return d
 }

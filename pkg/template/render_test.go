@@ -95,6 +95,11 @@ func TestRender(t *testing.T) {
 			ConfigBundleTemplate: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "{{ range }}"}}},
 		want: Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "{{ range }}"}},
 	}, {
+		name: "takeOver is placed as the template sets it",
+		def: &Definition{ConfigBundleTemplate: hubv1alpha1.ConfigBundleTemplate{
+			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "m", TakeOver: configbundlev1alpha1.TakeOverIfNoDiff}}},
+		want: Rendered{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "m", TakeOver: configbundlev1alpha1.TakeOverIfNoDiff}},
+	}, {
 		name: "overrides in order: a later one wins, a non-matching one is skipped, message replaced, maps merged",
 		def: goTemplate("base", map[string]string{"A": "a", "B": "b"}, map[string]string{"tier": "base", "keep": "k"}, map[string]string{"n": "1"},
 			override("first", "dev", ptr.To("first {{ .Cluster.Name }}"), map[string]string{"B": "first", "C": "c"}, map[string]string{"tier": "first"}, nil),

@@ -62,8 +62,9 @@ const (
 	UpdateFailedReason = "UpdateFailed"
 
 	// ConfigMapConflictReason (Ready=False): a ConfigMap of the bundle's name exists that this
-	// bundle does not own. It is never overwritten or adopted; the bundle proceeds once that
-	// ConfigMap is gone.
+	// bundle does not own and may not take over (spec.takeOver; never one another object
+	// controls). It is left untouched; the bundle proceeds once that ConfigMap is gone, or may
+	// be taken over.
 	ConfigMapConflictReason = "ConfigMapConflict"
 
 	// InvalidConfigMapReason (Ready=False): the API server rejected the ConfigMap as invalid.
@@ -178,6 +179,31 @@ type DriftStatus struct {
 	ChangedBy string `json:"changedBy"`
 }
 
+// TakeOver says whether a ConfigBundle takes over a ConfigMap of its name that it does not own
+// (spec.takeOver).
+// +kubebuilder:validation:Enum=Never;IfNoDiff;Always
+type TakeOver string
+
+// Values of spec.takeOver.
+const (
+	// TakeOverNever (the default): a ConfigMap of the bundle's name that the bundle does not own
+	// is left untouched, and the bundle is Ready=False, ConfigMapConflict, until it is gone.
+	TakeOverNever TakeOver = "Never"
+
+	// TakeOverIfNoDiff: such a ConfigMap is taken over (the bundle's ownerReference added, its
+	// labels and annotations made the bundle's) only if its data already equals the bundle's;
+	// otherwise the bundle is ConfigMapConflict, its message naming the keys that differ.
+	TakeOverIfNoDiff TakeOver = "IfNoDiff"
+
+	// TakeOverAlways: such a ConfigMap is taken over and the bundle's content written to it.
+	TakeOverAlways TakeOver = "Always"
+)
+
+// TakenOverEvent (Normal) is recorded on a ConfigBundle that took over an existing ConfigMap
+// (spec.takeOver); its note names the field managers that had written the ConfigMap. A takeover
+// is not a heal: status.heals does not count it.
+const TakenOverEvent = "TakenOver"
+
 // ConfigBundleSpec is the configuration a ConfigBundle publishes as a ConfigMap.
 //
 // The rule that bounds the message's JSON-escaped size is the spec's, not the message's, so that
@@ -225,6 +251,25 @@ type ConfigBundleSpec struct {
 	// +optional
 	// +kubebuilder:default=Heal
 	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
+
+	// takeOver says what the bundle does with a ConfigMap of its name that exists and that it
+	// does not own: Never (the default) leaves it untouched (ConfigMapConflict); IfNoDiff takes
+	// it over only if its data already equals the bundle's; Always takes it over and writes the
+	// bundle's content. A ConfigMap that another object controls (its controller
+	// ownerReference) is never taken over. A ConfigBundle whose takeOver is not Never is
+	// admitted in a member only from a user who may update that ConfigMap (the member's
+	// ValidatingAdmissionPolicy configbundle-hub-takeover, which the hub keeps).
+	// +optional
+	// +kubebuilder:default=Never
+	TakeOver TakeOver `json:"takeOver,omitempty"`
+}
+
+// TakeOverPolicy is spec.takeOver, TakeOverNever where it is not set.
+func (s ConfigBundleSpec) TakeOverPolicy() TakeOver {
+	if s.TakeOver == "" {
+		return TakeOverNever
+	}
+	return s.TakeOver
 }
 
 // Equal reports whether two specs ask for the same ConfigMap: an empty and a missing data are

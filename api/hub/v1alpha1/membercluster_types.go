@@ -119,7 +119,7 @@ const (
 	// (config/crd/bases/configbundle.dev_configbundles.yaml), which the hub stamps on the CRD it
 	// applies to a member (CRDRevisionAnnotation). Bump it with every change of that CRD:
 	// TestMemberCRDRevision fails until it is.
-	MemberCRDRevision = 1
+	MemberCRDRevision = 2
 )
 
 // PausedCondition is the condition type that says whether a member is paused (spec.paused). It
@@ -231,9 +231,10 @@ type MemberClusterSpec struct {
 type MemberClusterStatus struct {
 	// conditions hold Ready: whether the hub is connected and reconciling the member, and if
 	// not, why; CredentialsValid: whether the credential of the member's kubeconfig is valid for
-	// long enough; Paused: whether spec.paused holds placement back; and Synced: whether the
-	// hub has reconciled once every ConfigBundle the member held when it connected (see the
-	// *Reason constants of this package).
+	// long enough; Paused: whether spec.paused holds placement back; Synced: whether the hub has
+	// reconciled once every ConfigBundle the member held when it connected; and Guarded: whether
+	// the hub's admission policies are in place in the member (see the *Reason constants of this
+	// package).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +59,11 @@ type Options struct {
 	// the server's side. The reviews of the authentication and authorization APIs, creates that
 	// store nothing, are not logged. Defaults to false.
 	AuditWrites bool
+
+	// WithoutAdmissionPolicies makes the kube-apiserver serve no admissionregistration.k8s.io/v1
+	// (and run none of its admission plugins), as a Kubernetes before 1.30 serves no
+	// ValidatingAdmissionPolicy. Defaults to false.
+	WithoutAdmissionPolicies bool
 
 	// Fsync keeps etcd's fsync of every write, as a real cluster's etcd does: a benchmark's
 	// floor and hub then pay what they would pay there. Defaults to false: a test's etcd never
@@ -288,6 +294,11 @@ func (c *ControlPlane) environment(opts Options, etcdDir string, out *output) (*
 	}
 	// Thousands of objects deleted in one request (a test's cleanup) are deleted by parallel workers.
 	apiServer.Configure().Set("delete-collection-workers", "8")
+	if opts.WithoutAdmissionPolicies {
+		apiServer.Configure().Set("runtime-config", "admissionregistration.k8s.io/v1=false")
+		apiServer.Configure().Set("disable-admission-plugins", strings.Join([]string{"ServiceAccount", "ValidatingAdmissionPolicy",
+			"ValidatingAdmissionWebhook", "MutatingAdmissionWebhook", "MutatingAdmissionPolicy"}, ","))
+	}
 	if opts.AuditWrites {
 		args, err := c.auditArgs()
 		if err != nil {

@@ -29,10 +29,15 @@ const (
 	tailBytes = 2048
 )
 
+// controllerManagerUser is the identity of the kube-controller-manager, as a kubeadm cluster's
+// is: its controllers do not use service-account credentials, so the garbage collector's
+// requests come from this user (in system:masters here, for every right it needs).
+const controllerManagerUser = "system:kube-controller-manager"
+
 // controllerManagerArgs are the kube-controller-manager flags: only the garbage collector,
-// no leader election (so it starts at once), the admin credentials for every controller
-// client, no serving endpoint, and a client rate limit fit for tests that create and
-// delete many objects.
+// no leader election (so it starts at once), its own credentials (controllerManagerUser)
+// for every controller client, no serving endpoint, and a client rate limit fit for tests
+// that create and delete many objects.
 func controllerManagerArgs(kubeconfig string) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
@@ -48,9 +53,21 @@ func controllerManagerArgs(kubeconfig string) []string {
 // startGarbageCollector starts the kube-controller-manager and waits until the garbage
 // collector has collected a probe object, so that Start returns a working collector.
 func (c *ControlPlane) startGarbageCollector(ctx context.Context, bin string, out *output) error {
+	user, err := c.AddUser(controllerManagerUser, []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	kc, err := KubeconfigFor(c.Name, user)
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(c.dir, "kube-controller-manager.kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return fmt.Errorf("writing the kube-controller-manager's kubeconfig: %w", err)
+	}
 	stdout, stderr := c.streams(out, controllerManagerBinary)
 	tail := &tailBuffer{max: tailBytes}
-	kcm, err := startProcess(filepath.Join(bin, controllerManagerBinary), controllerManagerArgs(c.KubeconfigPath),
+	kcm, err := startProcess(filepath.Join(bin, controllerManagerBinary), controllerManagerArgs(kubeconfig),
 		io.MultiWriter(stdout, tail), io.MultiWriter(stderr, tail))
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", controllerManagerBinary, err)
