@@ -549,7 +549,8 @@ func (h *rolloutHub) testUndo(t *testing.T) {
 	// template before left over by the merge patch.
 	templateIs := func(want hubv1alpha1.ConfigBundleTemplate) {
 		t.Helper()
-		want.Spec.DriftPolicy = cmp.Or(want.Spec.DriftPolicy, configbundlev1alpha1.DriftPolicyHeal) // the API server's default
+		want.Spec.DriftPolicy = cmp.Or(want.Spec.DriftPolicy, configbundlev1alpha1.DriftPolicyHeal) // the API server's defaults
+		want.Spec.TakeOver = cmp.Or(want.Spec.TakeOver, configbundlev1alpha1.TakeOverNever)
 		got := &hubv1alpha1.FleetBundle{}
 		if err := h.c.Get(t.Context(), client.ObjectKeyFromObject(fb), got); err != nil {
 			t.Fatal(err)

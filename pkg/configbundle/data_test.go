@@ -172,7 +172,7 @@ func TestImmutableDataIsRestored(t *testing.T) {
 	b.Spec.Immutable = true
 	cm := createSynced(ctx, g, c, b)
 	g.Expect(ptr.Deref(cm.Immutable, false)).To(BeTrue())
-	original := configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true, Data: someData(), DriftPolicy: configbundlev1alpha1.DriftPolicyHeal}
+	original := configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true, Data: someData(), DriftPolicy: configbundlev1alpha1.DriftPolicyHeal, TakeOver: configbundlev1alpha1.TakeOverNever}
 
 	changes := []func(*configbundlev1alpha1.ConfigBundleSpec){
 		func(s *configbundlev1alpha1.ConfigBundleSpec) { s.Data["log-level"] = "trace" },
@@ -227,7 +227,7 @@ func TestDataFrozenByHandIsReplaced(t *testing.T) {
 		g.Expect(get(ctx, c, b)(g).Status.ConfigMapRef.UID).To(Equal(cm.UID))
 		g.Expect(b.Status.Heals).To(BeEquivalentTo(1))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(b.Spec).To(Equal(configbundlev1alpha1.ConfigBundleSpec{Message: "keep me mutable", Data: someData(), DriftPolicy: configbundlev1alpha1.DriftPolicyHeal}),
+	g.Expect(b.Spec).To(Equal(configbundlev1alpha1.ConfigBundleSpec{Message: "keep me mutable", Data: someData(), DriftPolicy: configbundlev1alpha1.DriftPolicyHeal, TakeOver: configbundlev1alpha1.TakeOverNever}),
 		"the bundle's spec is the truth, not the frozen ConfigMap")
 }
 

@@ -239,7 +239,7 @@ func TestImmutableSpecIsRestored(t *testing.T) {
 	} {
 		g.Expect(update(ctx, c, b, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec = change })).To(Succeed(), "member-b's CRD has no rule to refuse this")
 		g.Eventually(func(g Gomega) {
-			g.Expect(get(ctx, c, b)(g).Spec).To(Equal(configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true, DriftPolicy: configbundlev1alpha1.DriftPolicyHeal}))
+			g.Expect(get(ctx, c, b)(g).Spec).To(Equal(configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true, DriftPolicy: configbundlev1alpha1.DriftPolicyHeal, TakeOver: configbundlev1alpha1.TakeOverNever}))
 			g.Expect(b).To(readyReason(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason))
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	}
@@ -295,7 +295,7 @@ func TestInvalidConfigMapIsTerminal(t *testing.T) {
 func TestRefusedRestoreNeverPublishesTheSpec(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	c := members[memberB]
-	original := configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true, DriftPolicy: configbundlev1alpha1.DriftPolicyHeal}
+	original := configbundlev1alpha1.ConfigBundleSpec{Message: "original", Immutable: true, DriftPolicy: configbundlev1alpha1.DriftPolicyHeal, TakeOver: configbundlev1alpha1.TakeOverNever}
 	b := newBundle(newNamespace(t, memberB), "refused-restore", original.Message)
 	b.Spec.Immutable = true
 	cm := createSynced(ctx, g, c, b)

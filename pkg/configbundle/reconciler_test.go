@@ -230,7 +230,7 @@ func TestFrozenByHandIsReplaced(t *testing.T) {
 		g.Expect(get(ctx, c, b)(g).Status.ConfigMapRef.UID).To(Equal(cm.UID))
 		g.Expect(b.Status.Heals).To(BeEquivalentTo(1))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(b.Spec).To(Equal(configbundlev1alpha1.ConfigBundleSpec{Message: "keep me mutable", DriftPolicy: configbundlev1alpha1.DriftPolicyHeal}), "the bundle's spec is the truth, not the frozen ConfigMap")
+	g.Expect(b.Spec).To(Equal(configbundlev1alpha1.ConfigBundleSpec{Message: "keep me mutable", DriftPolicy: configbundlev1alpha1.DriftPolicyHeal, TakeOver: configbundlev1alpha1.TakeOverNever}), "the bundle's spec is the truth, not the frozen ConfigMap")
 }
 
 func TestMissingConfigMapIsRecreated(t *testing.T) {

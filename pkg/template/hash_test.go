@@ -75,3 +75,19 @@ func TestDefaultDriftPolicyChangesNoHash(t *testing.T) {
 		t.Errorf("driftPolicy Report hashes as Heal")
 	}
 }
+
+// TestDefaultTakeOverChangesNoHash: as driftPolicy, takeOver Never, the default the API server
+// sets, keeps the hash a template had before takeOver existed; another value is a new definition.
+func TestDefaultTakeOverChangesNoHash(t *testing.T) {
+	hash := func(takeOver configbundlev1alpha1.TakeOver) string {
+		d := DefinitionOf(&hubv1alpha1.FleetBundle{Spec: hubv1alpha1.FleetBundleSpec{Template: hubv1alpha1.ConfigBundleTemplate{
+			Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "hello", TakeOver: takeOver}}}})
+		return Hash(&d)
+	}
+	if hash(configbundlev1alpha1.TakeOverNever) != hash("") {
+		t.Errorf("takeOver Never changes the hash of a template")
+	}
+	if hash(configbundlev1alpha1.TakeOverIfNoDiff) == hash("") {
+		t.Errorf("takeOver IfNoDiff hashes as Never")
+	}
+}
