@@ -9,7 +9,8 @@
 // FleetBundle whose template is rendered for each member from its MemberCluster's name and labels,
 // with an override for a dev member, re-rendered for the member alone whose label changes, and
 // reported RenderFailed for a member that lacks the label it reads while that member keeps what it
-// holds and the others proceed. `make demo` runs it; a test runs it too, so that it cannot rot.
+// holds and the others proceed; last, a guarded ConfigMap (driftPolicy Guard) that its member
+// refuses to let be edited while the hub process is stopped. `make demo` runs it; a test runs it too, so that it cannot rot.
 package demo
 
 import (
@@ -92,7 +93,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		d.say("==> Cleaning up: stopping the hub and the control planes")
 		err = errors.Join(err, d.cleanup())
 	}()
-	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.bindGlobal, d.place, d.move, d.restore, d.rollout, d.templates, d.summary}
+	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.bindGlobal, d.place, d.move, d.restore, d.rollout, d.templates, d.guard, d.summary}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err

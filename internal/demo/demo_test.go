@@ -124,6 +124,11 @@ func TestDemo(t *testing.T) {
 		"member-1 <none> prod \"endpoint=https://api.eu.example.com cluster=member-1\" info",
 		"api 3 3 3 0 1 <none> AllReady",
 		"$ hub render api -n default --cluster member-2",
+		// A guarded ConfigMap: its member refuses a hand edit while the hub is stopped.
+		"==> Guard: ConfigBundle guarded in member-1 with spec.driftPolicy: Guard",
+		"$ kubectl --context member-1 edit configmap guarded # the hub is stopped",
+		"ConfigMap default/guarded is guarded by ConfigBundle guarded (driftPolicy Guard): change the ConfigBundle guarded instead",
+		"==> Starting the hub process again",
 		"$ kubectl get fleet",
 		// 3 members × 4 samples, web's 2, flags' 3 and api's 3; the 2 ConfigMap heals of member-1.
 		"default True AllReady 3 3 20 20 0 2",
