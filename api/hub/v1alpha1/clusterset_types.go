@@ -96,7 +96,7 @@ type ClusterSetStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=cs,categories=configbundle
+// +kubebuilder:resource:scope=Cluster,shortName=clset,categories=configbundle
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
@@ -156,7 +156,7 @@ type ClusterSetBindingStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,shortName=csb,categories=configbundle
+// +kubebuilder:resource:scope=Namespaced,shortName=clsb,categories=configbundle
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.clusterSet",message="a ClusterSetBinding is named after the set it binds: metadata.name must equal spec.clusterSet",reason=FieldValueInvalid
 // +kubebuilder:printcolumn:name="ClusterSet",type=string,JSONPath=`.spec.clusterSet`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
