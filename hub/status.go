@@ -31,6 +31,8 @@ type hubState struct {
 	fleet   *hubv1alpha1.Fleet
 	members []hubv1alpha1.MemberCluster
 	bundles []hubv1alpha1.FleetBundle
+	// pausedIn are the FleetBundles that select paused members (readPausedIn).
+	pausedIn []pausedIn
 }
 
 // readHub reads the Fleet, the MemberClusters and the FleetBundles of all namespaces. A cluster
@@ -60,6 +62,9 @@ func readHub(ctx context.Context, cfg *rest.Config) (*hubState, error) {
 		return nil, fmt.Errorf("listing FleetBundles: %w", err)
 	}
 	st.members, st.bundles = members.Items, bundles.Items
+	if st.pausedIn, err = readPausedIn(ctx, c, st); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -119,9 +124,7 @@ func printStatus(out io.Writer, st *hubState, chosen []types.NamespacedName, now
 			mc.Status.Bundles.Total, mc.Status.Bundles.Failed, strings.Join(failing, ", "))
 	}
 	_ = w.Flush()
-	if paused := pausedMembers(st.members); len(paused) > 0 {
-		fmt.Fprintf(out, "\nPaused for maintenance (placement writes nothing to them until hub resume): %s\n", strings.Join(paused, ", "))
-	}
+	printPaused(out, st, chosen)
 	if n := f.Status.Clusters.Unowned; n > 0 {
 		fmt.Fprintf(out, "\nUnowned: %d of %d members are managed by no live hub replica (their status.replica is not live): neither reconciled nor reported; kubectl get mc -o wide shows their REPLICA\n",
 			n, f.Status.Clusters.Total)
@@ -251,13 +254,28 @@ func parseFleetBundleKey(value string) (types.NamespacedName, error) {
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
+// passed ends a hub status that passed its gate: a failure with --fail-on-paused (onPaused)
+// while a member in question is paused, else the closing line.
+func passed(out io.Writer, st *hubState, chosen fleetBundleKeys, maxAge time.Duration, onPaused bool) error {
+	if err := failOnPaused(st, chosen); onPaused && err != nil {
+		return failed(err)
+	}
+	if len(chosen) > 0 {
+		fmt.Fprintf(out, "\nHealthy: every FleetBundle named (%s) is Ready, and a hub confirmed it within %s%s\n", strings.ReplaceAll(chosen.String(), ",", ", "), maxAge, pausedSummary(st, chosen))
+		return nil
+	}
+	fmt.Fprintf(out, "\nHealthy: the Fleet is Ready and a hub confirmed it within %s%s\n", maxAge, pausedSummary(st, chosen))
+	return nil
+}
+
 // newStatusCommand returns `hub status`: the health check to gate a rollout on.
 func newStatusCommand() *cobra.Command {
 	var (
-		flags   clusterFlags
-		maxAge  time.Duration
-		timeout time.Duration
-		chosen  fleetBundleKeys
+		flags    clusterFlags
+		maxAge   time.Duration
+		timeout  time.Duration
+		chosen   fleetBundleKeys
+		onPaused bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -269,6 +287,10 @@ Ready condition alone proves nothing once the hub has stopped: the heartbeat doe
 
 With --fleet-bundle it gates on the FleetBundles named alone: it exits 0 only if each exists and
 is Ready for its current generation and the heartbeat is fresh, whatever the rest of the fleet.
+
+Paused members (hub pause) are named, with the FleetBundles they hold back: those selecting
+them whose members hold revisions older than the current one (status.heldRevisions). A paused
+member fails no gate unless --fail-on-paused is given.
 
 --max-age must be at least twice the hub's --heartbeat-interval, which the Fleet publishes
 (status.heartbeatIntervalSeconds): a shorter one is a usage error (exit 2).
@@ -298,17 +320,13 @@ is Ready for its current generation and the heartbeat is fresh, whatever the res
 			if err := st.gate(chosen, now, maxAge); err != nil {
 				return failed(err)
 			}
-			if len(chosen) > 0 {
-				fmt.Fprintf(out, "\nHealthy: every FleetBundle named (%s) is Ready, and a hub confirmed it within %s\n", strings.ReplaceAll(chosen.String(), ",", ", "), maxAge)
-				return nil
-			}
-			fmt.Fprintln(out, "\nHealthy: the Fleet is Ready and a hub confirmed it within", maxAge)
-			return nil
+			return passed(out, st, chosen, maxAge, onPaused)
 		},
 	}
 	flags.bindHub(cmd.Flags())
 	cmd.Flags().DurationVar(&maxAge, "max-age", defaultMaxAge, "The oldest heartbeat (Fleet status.heartbeatTime) accepted as fresh; at least twice the hub's --heartbeat-interval (Fleet status.heartbeatIntervalSeconds).")
 	cmd.Flags().Var(&chosen, "fleet-bundle", "Gate on this FleetBundle alone, NAMESPACE/NAME (repeatable): exit 0 only if each one named exists and is Ready for its current generation, and the heartbeat is fresh.")
+	cmd.Flags().BoolVar(&onPaused, "fail-on-paused", false, "Exit 1 if a member is paused for maintenance (with --fleet-bundle: one those FleetBundles select): a gate that must see the whole fleet current.")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "How long reading the hub may take.")
 	return cmd
 }
