@@ -35,6 +35,7 @@ var diffUserAgent = version.UserAgent("") + " diff"
 // diffFlags are the flags of hub diff.
 type diffFlags struct {
 	rolloutFlags
+	manifestFlags
 	member, bundle, secretKey string
 	timeout                   time.Duration
 }
@@ -44,7 +45,7 @@ type diffFlags struct {
 func newDiffCommand() *cobra.Command {
 	var f diffFlags
 	cmd := &cobra.Command{
-		Use:   "diff NAME [flags]",
+		Use:   "diff (NAME | -f FILE) [flags]",
 		Short: "Show what the hub would change in the members' ConfigMaps, as a unified diff; exit 1 if anything differs",
 		Long: `Compares, for the FleetBundle NAME, the live ConfigMap in each member with the ConfigMap the hub
 would write there now, and prints a unified diff of the YAML of what the hub keeps (data,
@@ -71,42 +72,57 @@ Exit codes, as kubectl diff: 0 when nothing differs, 1 when something differs, 2
 or when a cluster or an object cannot be read (the members that can still are compared).
 
 During a staged rollout it compares with what the spec (status.updateRevision) renders to, as
-hub render: a member not yet updated shows the change its update brings.`,
+hub render: a member not yet updated shows the change its update brings.
+
+With -f FILE ("-": stdin) it compares with what a FleetBundle manifest not applied yet would
+make the hub write, validated as hub render -f validates it (a manifest the API server refuses:
+exit 2).`,
 		Example: `  hub diff web -n apps
+  hub diff -f web.yaml
   hub diff web -n apps --cluster eu-1
   hub diff --bundle settings -n team-a --cluster eu-1
   hub diff web -n apps > web.diff; [ $? -le 1 ] && less web.diff`,
 		Args: func(_ *cobra.Command, args []string) error { return f.checkArgs(args) },
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.checkNames(args); err != nil {
-				return err
-			}
-			hub, err := f.client()
-			if err != nil {
-				return &trouble{err: err}
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			d := &differ{hub: hub, secretKey: f.secretKey, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
-			if f.bundle != "" {
-				return d.result(d.bundle(ctx, f.member, types.NamespacedName{Namespace: f.namespace, Name: f.bundle}))
-			}
-			return d.result(d.fleetBundle(ctx, types.NamespacedName{Namespace: f.namespace, Name: args[0]}, f.member))
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args) },
 	}
 	f.bind(cmd.Flags())
 	cmd.Flags().Lookup("namespace").Usage = "Namespace of the FleetBundle on the hub; with --bundle, of the ConfigBundle in the member."
 	cmd.Flags().StringVar(&f.member, "cluster", "", "Compare in this MemberCluster alone (required with --bundle).")
+	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "Compare with the FleetBundle manifest in this file (\"-\": stdin), not applied yet, instead of NAME.")
 	cmd.Flags().StringVar(&f.bundle, "bundle", "", "Compare the ConfigMap of this ConfigBundle of the member, in --namespace, instead of a FleetBundle's.")
 	cmd.Flags().StringVar(&f.secretKey, "secret-key", hubv1alpha1.DefaultSecretKey, "Data key of the kubeconfig in the members' Secrets (the hub's --secret-key).")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", defaultTimeout, "How long reading the hub and the members may take.")
 	return cmd
 }
 
-// checkArgs accepts a FleetBundle's NAME, or none with --bundle.
+// run runs hub diff: of the FleetBundle NAME, of the manifest of -f, or of --bundle.
+func (f *diffFlags) run(cmd *cobra.Command, args []string) error {
+	if err := f.checkNames(args); err != nil {
+		return err
+	}
+	hub, err := f.client()
+	if err != nil {
+		return &trouble{err: err}
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	d := &differ{hub: hub, secretKey: f.secretKey, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
+	switch {
+	case f.bundle != "":
+		return d.result(d.bundle(ctx, f.member, types.NamespacedName{Namespace: f.namespace, Name: f.bundle}))
+	case f.file != "":
+		return d.result(d.manifest(ctx, hub, f, cmd.InOrStdin(), cmd.Flags().Changed("namespace")))
+	}
+	return d.result(d.fleetBundle(ctx, types.NamespacedName{Namespace: f.namespace, Name: args[0]}, f.member))
+}
+
+// checkArgs accepts a FleetBundle's NAME, or none with --bundle or -f.
 func (f *diffFlags) checkArgs(args []string) error {
+	if f.bundle != "" && f.file != "" {
+		return errors.New("--bundle and -f name what to compare: give one")
+	}
 	if f.bundle == "" {
-		return exactlyOneFleetBundle(nil, args)
+		return f.manifestFlags.checkArgs(args)
 	}
 	if len(args) > 0 {
 		return fmt.Errorf("--bundle %s names what to compare: want no NAME, got %s", f.bundle, strings.Join(args, " "))
@@ -125,7 +141,7 @@ func (f *diffFlags) checkNames(args []string) error {
 		}
 		args = []string{f.bundle}
 	}
-	if _, err := f.key(args[0]); err != nil {
+	if _, err := f.manifestFlags.key(&f.rolloutFlags, args); err != nil {
 		return err
 	}
 	if errs := validation.IsDNS1123Subdomain(f.member); f.member != "" && len(errs) > 0 {
@@ -168,6 +184,26 @@ func (d *differ) fleetBundle(ctx context.Context, key types.NamespacedName, only
 	if err := d.hub.Get(ctx, key, fb); err != nil {
 		return fleetBundleError(key, err)
 	}
+	return d.compare(ctx, fb, only)
+}
+
+// manifest compares as fleetBundle does, for the FleetBundle manifest of -f as it would be
+// once applied (asApplied).
+func (d *differ) manifest(ctx context.Context, hub client.Client, f *diffFlags, stdin io.Reader, namespaceSet bool) error {
+	fb, err := readManifest(f.file, stdin, f.namespace, namespaceSet)
+	if err != nil {
+		return err
+	}
+	if fb, err = asApplied(ctx, hub, fb, d.errOut); err != nil {
+		return err
+	}
+	return d.compare(ctx, fb, f.member)
+}
+
+// compare compares, in each member (or in only), the ConfigMap of fb's placed bundle with the
+// one its spec renders for the member.
+func (d *differ) compare(ctx context.Context, fb *hubv1alpha1.FleetBundle, only string) error {
+	key := client.ObjectKeyFromObject(fb)
 	if err := placesNothing(fb); err != nil {
 		return fmt.Errorf("FleetBundle %s: %w", key, err)
 	}

@@ -30,6 +30,13 @@ import (
 const diffUser = "diff-user"
 
 func TestDiffUsageErrorsExitTwo(t *testing.T) {
+	t.Run("-f", func(t *testing.T) {
+		for _, args := range [][]string{{"diff", "web", "-f", "web.yaml"}, {"diff", "--bundle", "web", "-f", "web.yaml", "--cluster", "m1"}} {
+			if code, _, stderr := run(t, args...); code != exitUsage || !strings.Contains(stderr, "-f") {
+				t.Errorf("hub %s: exit %d, stderr %q; want exit 2", strings.Join(args, " "), code, stderr)
+			}
+		}
+	})
 	for _, tc := range []struct {
 		args []string
 		says string
@@ -322,6 +329,15 @@ func TestDiff(t *testing.T) {
 	f.expect(t, []string{"web", "--cluster", "m4"}, exitTrouble, "no MemberCluster m4")
 
 	f.testReadOnly(t)
+
+	// -f: a manifest not applied yet, compared as if it were, once the hub's API server validated
+	// it in a dry run (after testReadOnly: the dry run is a write request of diffUser's).
+	changed := strings.NewReplacer("name: preview", "name: web", "env: dev", "env: prod", "  templateEngine: GoTemplate\n", "", "preview {{ .Cluster.Name }}", "hello").Replace(previewManifest)
+	changed += "      data:\n        region: us\n"
+	f.expect(t, []string{"-f", writeManifest(t, changed), "--cluster", "m2"}, exitFailure, "# member: m2 (would join",
+		"+  region: us\n")
+	f.expect(t, []string{"-f", writeManifest(t, previewManifest), "--cluster", "m2"}, exitOK, "not selected by spec.clusterSelector")
+	f.expect(t, []string{"-f", writeManifest(t, strings.Replace(previewManifest, "kind: FleetBundle", "kind: Fleet", 1))}, exitTrouble, "kind FleetBundle")
 }
 
 // unreachableKubeconfig is a kubeconfig of an API server that is not there: a port that was
