@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,14 +120,14 @@ func renderFleetBundle(ctx context.Context, c client.Reader, fb *hubv1alpha1.Fle
 	if err := placesNothing(fb); err != nil {
 		return failed(fmt.Errorf("FleetBundle %s: %w", key, err))
 	}
-	boundary, err := tenancy.ReadBoundary(ctx, c, fb)
+	boundary, members, err := readPlacementView(ctx, c, fb)
 	if err != nil {
 		return failed(err)
 	}
 	if !boundary.HasBound() {
 		return failed(fmt.Errorf("FleetBundle %s: %s: %s", key, hubv1alpha1.NoClusterSetBindingReason, boundary.Unbound()))
 	}
-	targets, err := renderTargets(ctx, c, fb, boundary, only)
+	targets, err := renderTargets(members, fb, boundary, only)
 	if err != nil {
 		return failed(err)
 	}
@@ -173,23 +172,13 @@ func placesNothing(fb *hubv1alpha1.FleetBundle) error {
 
 // renderTargets returns the members fb selects within its boundary (the ClusterSets bound to its
 // namespace), sorted by name; with only, that MemberCluster alone, selected or not.
-func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, only string) ([]renderTarget, error) {
-	var members []hubv1alpha1.MemberCluster
+func renderTargets(members []hubv1alpha1.MemberCluster, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, only string) ([]renderTarget, error) {
 	if only != "" {
-		mc := &hubv1alpha1.MemberCluster{}
-		if err := c.Get(ctx, client.ObjectKey{Name: only}, mc); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("no MemberCluster %s (kubectl get memberclusters lists them)", only)
-			}
-			return nil, fmt.Errorf("reading MemberCluster %s: %w", only, err)
+		i := slices.IndexFunc(members, func(mc hubv1alpha1.MemberCluster) bool { return mc.Name == only })
+		if i < 0 {
+			return nil, fmt.Errorf("no MemberCluster %s (kubectl get memberclusters lists them; a tenant sees those of its ClusterSetBindings)", only)
 		}
-		members = []hubv1alpha1.MemberCluster{*mc}
-	} else {
-		list := &hubv1alpha1.MemberClusterList{}
-		if err := c.List(ctx, list); err != nil {
-			return nil, fmt.Errorf("listing MemberClusters: %w", err)
-		}
-		members = list.Items
+		members = members[i : i+1]
 	}
 	var targets []renderTarget
 	for _, mc := range members {

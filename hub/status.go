@@ -33,11 +33,14 @@ type hubState struct {
 	bundles []hubv1alpha1.FleetBundle
 	// pausedIn are the FleetBundles that select paused members (readPausedIn).
 	pausedIn []pausedIn
+	// membersHidden: the reader may not list MemberClusters (a tenant); members is empty.
+	membersHidden bool
 }
 
-// readHub reads the Fleet, the MemberClusters and the FleetBundles of all namespaces. A cluster
-// without the hub's CRDs is said to be one (hubmanager.ErrNoHubCRDs), not "no matches for kind".
-func readHub(ctx context.Context, cfg *rest.Config) (*hubState, error) {
+// readHub reads the Fleet, the MemberClusters and the FleetBundles of all namespaces (a tenant:
+// the chosen ones, readMembers, readFleetBundles). A cluster without the hub's CRDs is said to be
+// one (hubmanager.ErrNoHubCRDs), not "no matches for kind".
+func readHub(ctx context.Context, cfg *rest.Config, chosen []types.NamespacedName) (*hubState, error) {
 	scheme, err := hubmanager.Scheme()
 	if err != nil {
 		return nil, err
@@ -53,15 +56,12 @@ func readHub(ctx context.Context, cfg *rest.Config) (*hubState, error) {
 	if err := c.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, st.fleet); err != nil {
 		return nil, fmt.Errorf("reading Fleet %s: %w", hubv1alpha1.FleetName, err)
 	}
-	members := &hubv1alpha1.MemberClusterList{}
-	if err := c.List(ctx, members); err != nil {
-		return nil, fmt.Errorf("listing MemberClusters: %w", err)
+	if st.members, st.membersHidden, err = readMembers(ctx, c); err != nil {
+		return nil, err
 	}
-	bundles := &hubv1alpha1.FleetBundleList{}
-	if err := c.List(ctx, bundles); err != nil {
-		return nil, fmt.Errorf("listing FleetBundles: %w", err)
+	if st.bundles, err = readFleetBundles(ctx, c, chosen); err != nil {
+		return nil, err
 	}
-	st.members, st.bundles = members.Items, bundles.Items
 	if st.pausedIn, err = readPausedIn(ctx, c, st); err != nil {
 		return nil, err
 	}
@@ -124,6 +124,7 @@ func printStatus(out io.Writer, st *hubState, chosen []types.NamespacedName, now
 			mc.Status.Bundles.Total, mc.Status.Bundles.Failed, strings.Join(failing, ", "))
 	}
 	_ = w.Flush()
+	printHidden(out, st)
 	printPaused(out, st, chosen)
 	if n := f.Status.Clusters.Unowned; n > 0 {
 		fmt.Fprintf(out, "\nUnowned: %d of %d members are managed by no live hub replica (their status.replica is not live): neither reconciled nor reported; kubectl get mc -o wide shows their REPLICA\n",
@@ -308,7 +309,7 @@ member fails no gate unless --fail-on-paused is given.
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			st, err := readHub(ctx, cfg)
+			st, err := readHub(ctx, cfg, chosen)
 			if err != nil {
 				return failed(err)
 			}

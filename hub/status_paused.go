@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,7 +41,9 @@ func readPausedIn(ctx context.Context, c client.Reader, st *hubState) ([]pausedI
 		return nil, nil
 	}
 	sets := &hubv1alpha1.ClusterSetList{}
-	if err := c.List(ctx, sets); err != nil {
+	if err := c.List(ctx, sets); apierrors.IsForbidden(err) {
+		return nil, nil // a tenant: which paused members, it may not know
+	} else if err != nil {
 		return nil, fmt.Errorf("listing ClusterSets: %w", err)
 	}
 	bindings := &hubv1alpha1.ClusterSetBindingList{}

@@ -38,6 +38,11 @@ const (
 	// ClusterSetBindings, MemberCluster labels (and spec.paused), and ClusterSetBindPermission
 	// for every set.
 	ClusterSetAdminRole = HubName + "-clusterset-admin"
+
+	// FleetReaderRole is the ClusterRole that may get the Fleet "default" (its heartbeat, which
+	// hub status checks), bound by a ClusterRoleBinding of the same name to every authenticated
+	// user: a tenant gates on its FleetBundles with it.
+	FleetReaderRole = HubName + "-fleet-reader"
 )
 
 // Reasons of a ClusterSet's Ready condition.
