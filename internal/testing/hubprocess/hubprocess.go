@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -40,8 +41,9 @@ func runCommand(binary string) []string {
 	if known, ok := runCommands.Load(binary); ok {
 		return known.([]string)
 	}
+	// An older binary answers "run --help" with its own help, exit 0: read the usage line.
 	cmd := []string{"run"}
-	if exec.Command(binary, "run", "--help").Run() != nil {
+	if out, err := exec.Command(binary, "run", "--help").Output(); err != nil || !strings.Contains(string(out), "hub run [flags]") {
 		cmd = nil
 	}
 	runCommands.Store(binary, cmd)
