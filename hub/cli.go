@@ -53,6 +53,15 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(goStyleFlags(root, args))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	if len(args) == 0 {
+		// A controller starts only when asked (hub run): one started by mistake, beside the real
+		// hub, would join every member.
+		root.SetOut(stderr)
+		root.InitDefaultHelpCmd()
+		root.InitDefaultHelpFlag()
+		_ = root.Help()
+		return exitUsage
+	}
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK

@@ -4,17 +4,23 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 )
+
+// bareHubTimeout bounds how long hub without arguments may take to return: it reads nothing.
+const bareHubTimeout = 10 * time.Second
 
 // run runs hub with args and returns its exit code, stdout and stderr. KUBECONFIG names a file
 // that does not exist, so that a hub started by mistake fails at once instead of connecting
@@ -31,7 +37,7 @@ func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"-h"}, {"-help"}, {"help"},
 		{"register", "--help"}, {"register", "NAME", "--help"}, {"help", "register"},
-		{"unregister", "-h"}, {"help", "unregister"}, {"version", "--help"},
+		{"unregister", "-h"}, {"help", "unregister"}, {"version", "--help"}, {"run", "--help"}, {"help", "run"},
 	} {
 		code, stdout, stderr := run(t, args...)
 		if code != exitOK || !strings.Contains(stdout, "Usage:") || stderr != "" {
@@ -92,6 +98,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"register", "eu-1", "--allow-hub-as-member=maybe"}, "invalid argument"},
 		{[]string{"version", "extra"}, "unknown command"},
 		{[]string{"--probe-interval=often"}, "invalid argument"},
+		{[]string{"run", "--probe-interval=often"}, "invalid argument"},
+		{[]string{"run", "extra"}, "unknown command"},
+		{[]string{"status", "--leader-elect"}, "unknown flag: --leader-elect"},
 		{[]string{"status", "--fleet-bundle", "web"}, "want NAMESPACE/NAME"},
 		{[]string{"status", "--fleet-bundle", "web/"}, "want NAMESPACE/NAME"},
 		{[]string{"status", "--fleet-bundle", "/api"}, "want NAMESPACE/NAME"},
@@ -151,31 +160,97 @@ func TestRootFlagsKeepTheirDefaults(t *testing.T) {
 		"zap-stacktrace-level":      "",
 		"zap-time-encoding":         "",
 	}
-	root := newRootCommand()
-	for name, def := range defaults {
-		f := root.Flags().Lookup(name)
-		if f == nil {
-			t.Errorf("no flag --%s", name)
-			continue
+	// hub run's, and the root's of the deprecated invocation without run.
+	for _, cmd := range []func() *cobra.Command{newRunCommand, newRootCommand} {
+		for name, def := range defaults {
+			f := cmd().Flags().Lookup(name)
+			if f == nil {
+				t.Errorf("no flag --%s", name)
+				continue
+			}
+			if f.DefValue != def {
+				t.Errorf("--%s defaults to %q, want %q", name, f.DefValue, def)
+			}
 		}
-		if f.DefValue != def {
-			t.Errorf("--%s defaults to %q, want %q", name, f.DefValue, def)
-		}
-	}
 
-	root = newRootCommand()
-	args := goStyleFlags(root, []string{"-secret-namespace=fleet", "--probe-interval", "2s", "-install-crds=false", "-leader-elect",
-		"-zap-log-level=debug", "--member-qps=7.5", "-metrics-bind-address", "127.0.0.1:0"})
-	if err := root.ParseFlags(args); err != nil {
-		t.Fatalf("parsing %v: %v", args, err)
-	}
-	for name, want := range map[string]string{
-		"secret-namespace": "fleet", "probe-interval": "2s", "install-crds": "false", "leader-elect": "true",
-		"zap-log-level": "debug", "member-qps": "7.5", "metrics-bind-address": "127.0.0.1:0",
-	} {
-		if got := root.Flags().Lookup(name).Value.String(); got != want {
-			t.Errorf("--%s = %q, want %q", name, got, want)
+		c := cmd()
+		args := goStyleFlags(newRootCommand(), []string{"-secret-namespace=fleet", "--probe-interval", "2s", "-install-crds=false", "-leader-elect",
+			"-zap-log-level=debug", "--member-qps=7.5", "-metrics-bind-address", "127.0.0.1:0"})
+		if err := c.ParseFlags(args); err != nil {
+			t.Fatalf("parsing %v: %v", args, err)
 		}
+		for name, want := range map[string]string{
+			"secret-namespace": "fleet", "probe-interval": "2s", "install-crds": "false", "leader-elect": "true",
+			"zap-log-level": "debug", "member-qps": "7.5", "metrics-bind-address": "127.0.0.1:0",
+		} {
+			if got := c.Flags().Lookup(name).Value.String(); got != want {
+				t.Errorf("%s: --%s = %q, want %q", c.Name(), name, got, want)
+			}
+		}
+	}
+}
+
+// TestBareHubStartsNothing: hub without arguments prints its help on stderr and exits 2, and
+// nothing connects to the API server of its kubeconfig, here a listener that counts connections.
+func TestBareHubStartsNothing(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	var connections atomic.Int32
+	go func() {
+		for {
+			conn, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			connections.Add(1)
+			conn.Close()
+		}
+	}()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: "https://" + lis.Addr().String()}
+	cfg.AuthInfos["hub"] = &clientcmdapi.AuthInfo{Token: "t"}
+	cfg.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "hub"}
+	cfg.CurrentContext = "hub"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
+
+	done := make(chan struct{})
+	var code int
+	var stdout, stderr bytes.Buffer
+	go func() {
+		defer close(done)
+		code = execute(context.Background(), nil, &stdout, &stderr)
+	}()
+	select {
+	case <-done:
+	case <-time.After(bareHubTimeout):
+		t.Fatalf("hub without arguments has not returned after %v: it runs", bareHubTimeout)
+	}
+	if code != exitUsage || stdout.Len() != 0 || !strings.Contains(stderr.String(), "Usage:") || !strings.Contains(stderr.String(), "hub run") {
+		t.Errorf("hub: exit %d, stdout %q, stderr %q; want exit 2 and the help on stderr", code, stdout.String(), stderr.String())
+	}
+	if n := connections.Load(); n != 0 {
+		t.Errorf("hub without arguments connected %d times to the API server of its kubeconfig", n)
+	}
+}
+
+// TestDeprecatedInvocationWarns: the flags of hub run without run still run the hub, saying on
+// stderr that this is deprecated (here the hub fails at once on a kubeconfig that does not exist).
+func TestDeprecatedInvocationWarns(t *testing.T) {
+	for _, args := range [][]string{{"--leader-elect"}, {"-probe-interval=2s"}} {
+		code, _, stderr := run(t, args...)
+		if code != exitFailure || !strings.Contains(stderr, "deprecated") || !strings.Contains(stderr, "use hub run") {
+			t.Errorf("hub %s: exit %d, stderr %q; want exit 1 after a deprecation warning", strings.Join(args, " "), code, stderr)
+		}
+	}
+	if code, _, stderr := run(t, "run", "--leader-elect"); code != exitFailure || strings.Contains(stderr, "deprecated") {
+		t.Errorf("hub run --leader-elect: exit %d, stderr %q; want exit 1 without a deprecation warning", code, stderr)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
@@ -25,7 +26,6 @@ import (
 	"configbundle.dev/hub/pkg/placement"
 	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/template"
-	"configbundle.dev/hub/pkg/tenancy"
 	"configbundle.dev/hub/pkg/version"
 )
 
@@ -35,7 +35,9 @@ var diffUserAgent = version.UserAgent("") + " diff"
 // diffFlags are the flags of hub diff.
 type diffFlags struct {
 	rolloutFlags
+	manifestFlags
 	member, bundle, secretKey string
+	memberKubeconfig          string
 	timeout                   time.Duration
 }
 
@@ -44,7 +46,7 @@ type diffFlags struct {
 func newDiffCommand() *cobra.Command {
 	var f diffFlags
 	cmd := &cobra.Command{
-		Use:   "diff NAME [flags]",
+		Use:   "diff (NAME | -f FILE) [flags]",
 		Short: "Show what the hub would change in the members' ConfigMaps, as a unified diff; exit 1 if anything differs",
 		Long: `Compares, for the FleetBundle NAME, the live ConfigMap in each member with the ConfigMap the hub
 would write there now, and prints a unified diff of the YAML of what the hub keeps (data,
@@ -65,48 +67,68 @@ change.
 The members are reached as the hub reaches them: through their kubeconfig Secrets on the hub
 (MemberCluster spec.secretRef), sanitised as the hub sanitises them (no program is run, no file
 is read). So it needs to read those Secrets on the hub, besides FleetBundles, MemberClusters,
-ClusterSets, ClusterSetBindings and ControllerRevisions; it writes nothing, anywhere.
+ClusterSets, ClusterSetBindings and ControllerRevisions; it writes nothing, anywhere. A tenant,
+who may read none of these but its namespace's (the FleetBundle editor role), gives
+--member-kubeconfig: the members are reached with its own credentials, through the contexts
+named after them, and the members its FleetBundles may select are read from its
+ClusterSetBindings.
 
 Exit codes, as kubectl diff: 0 when nothing differs, 1 when something differs, 2 on bad usage
 or when a cluster or an object cannot be read (the members that can still are compared).
 
 During a staged rollout it compares with what the spec (status.updateRevision) renders to, as
-hub render: a member not yet updated shows the change its update brings.`,
+hub render: a member not yet updated shows the change its update brings.
+
+With -f FILE ("-": stdin) it compares with what a FleetBundle manifest not applied yet would
+make the hub write, validated as hub render -f validates it (a manifest the API server refuses:
+exit 2).`,
 		Example: `  hub diff web -n apps
+  hub diff -f web.yaml
   hub diff web -n apps --cluster eu-1
   hub diff --bundle settings -n team-a --cluster eu-1
   hub diff web -n apps > web.diff; [ $? -le 1 ] && less web.diff`,
 		Args: func(_ *cobra.Command, args []string) error { return f.checkArgs(args) },
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.checkNames(args); err != nil {
-				return err
-			}
-			hub, err := f.client()
-			if err != nil {
-				return &trouble{err: err}
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			d := &differ{hub: hub, secretKey: f.secretKey, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
-			if f.bundle != "" {
-				return d.result(d.bundle(ctx, f.member, types.NamespacedName{Namespace: f.namespace, Name: f.bundle}))
-			}
-			return d.result(d.fleetBundle(ctx, types.NamespacedName{Namespace: f.namespace, Name: args[0]}, f.member))
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args) },
 	}
 	f.bind(cmd.Flags())
 	cmd.Flags().Lookup("namespace").Usage = "Namespace of the FleetBundle on the hub; with --bundle, of the ConfigBundle in the member."
 	cmd.Flags().StringVar(&f.member, "cluster", "", "Compare in this MemberCluster alone (required with --bundle).")
+	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "Compare with the FleetBundle manifest in this file (\"-\": stdin), not applied yet, instead of NAME.")
 	cmd.Flags().StringVar(&f.bundle, "bundle", "", "Compare the ConfigMap of this ConfigBundle of the member, in --namespace, instead of a FleetBundle's.")
+	cmd.Flags().StringVar(&f.memberKubeconfig, "member-kubeconfig", "", "Reach each member through the context named after it in this kubeconfig (your own credentials, as a tenant has them) instead of its kubeconfig Secret on the hub.")
 	cmd.Flags().StringVar(&f.secretKey, "secret-key", hubv1alpha1.DefaultSecretKey, "Data key of the kubeconfig in the members' Secrets (the hub's --secret-key).")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", defaultTimeout, "How long reading the hub and the members may take.")
 	return cmd
 }
 
-// checkArgs accepts a FleetBundle's NAME, or none with --bundle.
+// run runs hub diff: of the FleetBundle NAME, of the manifest of -f, or of --bundle.
+func (f *diffFlags) run(cmd *cobra.Command, args []string) error {
+	if err := f.checkNames(args); err != nil {
+		return err
+	}
+	hub, err := f.client()
+	if err != nil {
+		return &trouble{err: err}
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	d := &differ{hub: hub, secretKey: f.secretKey, memberKubeconfig: f.memberKubeconfig, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
+	switch {
+	case f.bundle != "":
+		return d.result(d.bundle(ctx, f.member, types.NamespacedName{Namespace: f.namespace, Name: f.bundle}))
+	case f.file != "":
+		return d.result(d.manifest(ctx, hub, f, cmd.InOrStdin(), cmd.Flags().Changed("namespace")))
+	}
+	return d.result(d.fleetBundle(ctx, types.NamespacedName{Namespace: f.namespace, Name: args[0]}, f.member))
+}
+
+// checkArgs accepts a FleetBundle's NAME, or none with --bundle or -f.
 func (f *diffFlags) checkArgs(args []string) error {
+	if f.bundle != "" && f.file != "" {
+		return errors.New("--bundle and -f name what to compare: give one")
+	}
 	if f.bundle == "" {
-		return exactlyOneFleetBundle(nil, args)
+		return f.manifestFlags.checkArgs(args)
 	}
 	if len(args) > 0 {
 		return fmt.Errorf("--bundle %s names what to compare: want no NAME, got %s", f.bundle, strings.Join(args, " "))
@@ -125,7 +147,7 @@ func (f *diffFlags) checkNames(args []string) error {
 		}
 		args = []string{f.bundle}
 	}
-	if _, err := f.key(args[0]); err != nil {
+	if _, err := f.manifestFlags.key(&f.rolloutFlags, args); err != nil {
 		return err
 	}
 	if errs := validation.IsDNS1123Subdomain(f.member); f.member != "" && len(errs) > 0 {
@@ -140,11 +162,14 @@ func (f *diffFlags) checkNames(args []string) error {
 // differ compares the members' ConfigMaps with what the hub would write, reading the hub and the
 // members, writing nothing.
 type differ struct {
-	hub         client.Reader
-	secretKey   string
-	out, errOut io.Writer
-	differences int      // members whose ConfigMap differs, or that would join or leave
-	troubles    []string // members that could not be compared
+	hub       client.Reader
+	secretKey string
+	// memberKubeconfig is --member-kubeconfig: the members are reached through its contexts
+	// named after them, not through their Secrets on the hub.
+	memberKubeconfig string
+	out, errOut      io.Writer
+	differences      int      // members whose ConfigMap differs, or that would join or leave
+	troubles         []string // members that could not be compared
 }
 
 // result is the command's outcome: trouble (exit 2) if err or a member could not be compared, a
@@ -168,15 +193,34 @@ func (d *differ) fleetBundle(ctx context.Context, key types.NamespacedName, only
 	if err := d.hub.Get(ctx, key, fb); err != nil {
 		return fleetBundleError(key, err)
 	}
-	if err := placesNothing(fb); err != nil {
-		return fmt.Errorf("FleetBundle %s: %w", key, err)
-	}
-	boundary, err := tenancy.ReadBoundary(ctx, d.hub, fb)
+	return d.compare(ctx, fb, only)
+}
+
+// manifest compares as fleetBundle does, for the FleetBundle manifest of -f as it would be
+// once applied (asApplied).
+func (d *differ) manifest(ctx context.Context, hub client.Client, f *diffFlags, stdin io.Reader, namespaceSet bool) error {
+	fb, err := readManifest(f.file, stdin, f.namespace, namespaceSet)
 	if err != nil {
 		return err
 	}
-	members, err := d.members(ctx, only)
+	if fb, err = asApplied(ctx, hub, fb, d.errOut); err != nil {
+		return err
+	}
+	return d.compare(ctx, fb, f.member)
+}
+
+// compare compares, in each member (or in only), the ConfigMap of fb's placed bundle with the
+// one its spec renders for the member.
+func (d *differ) compare(ctx context.Context, fb *hubv1alpha1.FleetBundle, only string) error {
+	key := client.ObjectKeyFromObject(fb)
+	if err := placesNothing(fb); err != nil {
+		return fmt.Errorf("FleetBundle %s: %w", key, err)
+	}
+	boundary, members, err := readPlacementView(ctx, d.hub, fb)
 	if err != nil {
+		return err
+	}
+	if members, err = onlyMember(members, only); err != nil {
 		return err
 	}
 	rev, err := specRevision(ctx, d.hub, fb)
@@ -193,21 +237,17 @@ func (d *differ) fleetBundle(ctx context.Context, key types.NamespacedName, only
 	return nil
 }
 
-// members reads the MemberClusters, sorted by name: all of them, or only.
-func (d *differ) members(ctx context.Context, only string) ([]hubv1alpha1.MemberCluster, error) {
-	if only != "" {
-		mc, err := d.memberCluster(ctx, only)
-		if err != nil {
-			return nil, err
-		}
-		return []hubv1alpha1.MemberCluster{*mc}, nil
+// onlyMember returns the members sorted by name, or only among them.
+func onlyMember(members []hubv1alpha1.MemberCluster, only string) ([]hubv1alpha1.MemberCluster, error) {
+	slices.SortFunc(members, func(a, b hubv1alpha1.MemberCluster) int { return strings.Compare(a.Name, b.Name) })
+	if only == "" {
+		return members, nil
 	}
-	list := &hubv1alpha1.MemberClusterList{}
-	if err := d.hub.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing MemberClusters: %w", err)
+	i := slices.IndexFunc(members, func(mc hubv1alpha1.MemberCluster) bool { return mc.Name == only })
+	if i < 0 {
+		return nil, fmt.Errorf("no MemberCluster %s (kubectl get memberclusters lists them; a tenant sees those of its ClusterSetBindings)", only)
 	}
-	slices.SortFunc(list.Items, func(a, b hubv1alpha1.MemberCluster) int { return strings.Compare(a.Name, b.Name) })
-	return list.Items, nil
+	return members[i : i+1], nil
 }
 
 func (d *differ) memberCluster(ctx context.Context, name string) (*hubv1alpha1.MemberCluster, error) {
@@ -359,18 +399,9 @@ func (d *differ) print(heading, member string, key types.NamespacedName, live, w
 // memberClient returns a client of the member, built as the hub builds its own: from the
 // kubeconfig in the member's Secret on the hub, sanitised (kubeconfig.RESTConfig).
 func (d *differ) memberClient(ctx context.Context, mc *hubv1alpha1.MemberCluster) (client.Client, error) {
-	ref := mc.Spec.SecretRef
-	s := &corev1.Secret{}
-	if err := d.hub.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
-		return nil, fmt.Errorf("reading its kubeconfig Secret %s/%s on the hub: %w", ref.Namespace, ref.Name, err)
-	}
-	data := s.Data[d.secretKey]
-	if len(data) == 0 {
-		return nil, fmt.Errorf("its Secret %s/%s has no kubeconfig under the key %q (--secret-key)", ref.Namespace, ref.Name, d.secretKey)
-	}
-	cfg, err := kubeconfig.RESTConfig(data)
+	cfg, err := d.memberConfig(ctx, mc)
 	if err != nil {
-		return nil, fmt.Errorf("the kubeconfig of Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+		return nil, err
 	}
 	cfg.UserAgent = diffUserAgent
 	if deadline, ok := ctx.Deadline(); ok {
@@ -385,6 +416,38 @@ func (d *differ) memberClient(ctx context.Context, mc *hubv1alpha1.MemberCluster
 		return nil, fmt.Errorf("building a client for %s: %w", cfg.Host, err)
 	}
 	return c, nil
+}
+
+// memberConfig is the REST config of a member: from --member-kubeconfig, its context named
+// after the member (the caller's own credentials, as a tenant has them), else from the member's
+// kubeconfig Secret on the hub, sanitised (kubeconfig.RESTConfig).
+func (d *differ) memberConfig(ctx context.Context, mc *hubv1alpha1.MemberCluster) (*rest.Config, error) {
+	if d.memberKubeconfig != "" {
+		cfg, err := loadConfig(d.memberKubeconfig, mc.Name)
+		if err != nil {
+			return nil, fmt.Errorf("--member-kubeconfig: %w", err)
+		}
+		return cfg, nil
+	}
+	ref := mc.Spec.SecretRef
+	if ref.Name == "" {
+		return nil, errors.New("its kubeconfig Secret on the hub is not yours to read: give --member-kubeconfig, with a context named after the member")
+	}
+	s := &corev1.Secret{}
+	if err := d.hub.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, s); apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("you may not read its kubeconfig Secret %s/%s on the hub: give --member-kubeconfig, with a context named after the member: %w", ref.Namespace, ref.Name, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("reading its kubeconfig Secret %s/%s on the hub: %w", ref.Namespace, ref.Name, err)
+	}
+	data := s.Data[d.secretKey]
+	if len(data) == 0 {
+		return nil, fmt.Errorf("its Secret %s/%s has no kubeconfig under the key %q (--secret-key)", ref.Namespace, ref.Name, d.secretKey)
+	}
+	cfg, err := kubeconfig.RESTConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("the kubeconfig of Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	return cfg, nil
 }
 
 // getOrNil reads the object key into obj; nil if it does not exist.

@@ -12,6 +12,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
@@ -23,6 +25,7 @@ import (
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/placement"
 	"configbundle.dev/hub/pkg/template"
+	"configbundle.dev/hub/pkg/tenancy"
 )
 
 // diffUser is the user hub diff runs as in the tests, on the hub and in the members: a
@@ -30,6 +33,13 @@ import (
 const diffUser = "diff-user"
 
 func TestDiffUsageErrorsExitTwo(t *testing.T) {
+	t.Run("-f", func(t *testing.T) {
+		for _, args := range [][]string{{"diff", "web", "-f", "web.yaml"}, {"diff", "--bundle", "web", "-f", "web.yaml", "--cluster", "m1"}} {
+			if code, _, stderr := run(t, args...); code != exitUsage || !strings.Contains(stderr, "-f") {
+				t.Errorf("hub %s: exit %d, stderr %q; want exit 2", strings.Join(args, " "), code, stderr)
+			}
+		}
+	})
 	for _, tc := range []struct {
 		args []string
 		says string
@@ -322,6 +332,79 @@ func TestDiff(t *testing.T) {
 	f.expect(t, []string{"web", "--cluster", "m4"}, exitTrouble, "no MemberCluster m4")
 
 	f.testReadOnly(t)
+
+	// -f: a manifest not applied yet, compared as if it were, once the hub's API server validated
+	// it in a dry run (after testReadOnly: the dry run is a write request of diffUser's).
+	changed := strings.NewReplacer("name: preview", "name: web", "env: dev", "env: prod", "  templateEngine: GoTemplate\n", "", "preview {{ .Cluster.Name }}", "hello").Replace(previewManifest)
+	changed += "      data:\n        region: us\n"
+	f.expect(t, []string{"-f", writeManifest(t, changed), "--cluster", "m2"}, exitFailure, "# member: m2 (would join",
+		"+  region: us\n")
+	f.expect(t, []string{"-f", writeManifest(t, previewManifest), "--cluster", "m2"}, exitOK, "not selected by spec.clusterSelector")
+	f.expect(t, []string{"-f", writeManifest(t, strings.Replace(previewManifest, "kind: FleetBundle", "kind: Fleet", 1))}, exitTrouble, "kind FleetBundle")
+
+	f.testTenant(t)
+}
+
+// testTenant: a tenant with the FleetBundle editor role in its namespace alone (impersonated)
+// diffs its FleetBundle: the members from its ClusterSetBinding, each reached through
+// --member-kubeconfig, its own credentials; without it, it is told to give one (exit 2).
+func (f *diffFleet) testTenant(t *testing.T) {
+	applyFiles(t, f.hubC, filepath.Join("..", "config", "rbac", "hub", "tenancy_roles.yaml"))
+	mustCreate(t, f.hubC, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}})
+	mustCreate(t, f.hubC, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "team-a-fleetbundles"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hubv1alpha1.FleetBundleEditorRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: tenantUser}},
+	})
+	members := &hubv1alpha1.MemberClusterList{}
+	if err := f.hubC.List(t.Context(), members); err != nil {
+		t.Fatal(err)
+	}
+	set := &hubv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: tenantNS},
+		Spec: hubv1alpha1.ClusterSetSpec{ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}
+	mustCreate(t, f.hubC, set)
+	binding := &hubv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: tenantNS},
+		Spec: hubv1alpha1.ClusterSetBindingSpec{ClusterSet: tenantNS}}
+	mustCreate(t, f.hubC, binding)
+	binding.Status = tenancy.ClusterSetBindingStatus(binding, true)
+	binding.Status.Clusters, binding.Status.ClusterCount = tenancy.BoundClusters(set, members.Items)
+	mustUpdateStatus(t, f.hubC, binding)
+	mustCreate(t, f.hubC, &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "web"},
+		Spec: goTemplate(&metav1.LabelSelector{}, "hello {{ .Cluster.Name }}", nil)})
+
+	// The tenant's own kubeconfig of the members: a context named after each.
+	kc := clientcmdapi.NewConfig()
+	for name, cp := range f.members {
+		raw, err := controlplane.KubeconfigFor(name, cp.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, err := clientcmd.Load(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc.Clusters[name], kc.AuthInfos[name], kc.Contexts[name] = one.Clusters[name], one.AuthInfos[name], one.Contexts[name]
+	}
+	memberKubeconfig := filepath.Join(t.TempDir(), "members.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, memberKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	hub := impersonatingKubeconfig(t, f.hub.KubeconfigPath, tenantUser)
+	as := func(args ...string) (int, string, string) {
+		code, stdout, stderr := run(t, append([]string{"diff", "--hub-kubeconfig", hub}, args...)...)
+		t.Logf("$ hub diff %s (as %s)\nexit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), tenantUser, code, stdout, stderr)
+		return code, stdout, stderr
+	}
+	if code, stdout, _ := as("web", "-n", tenantNS, "--cluster", "m2", "--member-kubeconfig", memberKubeconfig); code != exitFailure ||
+		!strings.Contains(stdout, "# member: m2 (would join") || !strings.Contains(stdout, "+  message: hello m2\n") {
+		t.Errorf("hub diff web --cluster m2 --member-kubeconfig as %s: exit %d; want exit 1, m2 would join", tenantUser, code)
+	}
+	if code, _, stderr := as("web", "-n", tenantNS, "--cluster", "m2"); code != exitTrouble || !strings.Contains(stderr, "give --member-kubeconfig") {
+		t.Errorf("hub diff web --cluster m2 as %s: exit %d; want exit 2, saying to give --member-kubeconfig", tenantUser, code)
+	}
+	if code, _, stderr := as("web", "-n", tenantNS, "--cluster", "m1", "--member-kubeconfig", memberKubeconfig); code != exitTrouble || !strings.Contains(stderr, "no MemberCluster m1") {
+		t.Errorf("hub diff web --cluster m1 as %s: exit %d; want exit 2: m1 (env dev) is in no set of team-a's", tenantUser, code)
+	}
 }
 
 // unreachableKubeconfig is a kubeconfig of an API server that is not there: a port that was

@@ -2,7 +2,7 @@
 // hub cluster, reconciles ConfigBundles in every member, and reports their health as
 // MemberCluster and Fleet objects on the hub.
 //
-//	hub [flags]                 run the hub
+//	hub run [flags]             run the hub (the controller)
 //	hub register NAME [flags]   register a member cluster (see hub register --help)
 //	hub unregister NAME [flags] undo a registration
 //	hub status [flags]          print the fleet's health; exit 0 only if Ready and fresh
@@ -13,6 +13,8 @@
 //	hub resume NAME [flags]     resume a paused member: placement brings it up to date
 //	hub version                 print the version
 //	hub help [command]          print help
+//
+// Without a command, hub prints its help and exits 2: it starts nothing.
 //
 // Exit codes: 0 success, 1 failure, 2 usage error; hub diff's are kubectl diff's: 0 nothing
 // differs, 1 something differs, 2 bad usage or a cluster that cannot be read.
@@ -26,6 +28,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,10 +56,57 @@ func main() {
 	os.Exit(execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// newRootCommand returns the command hub: it runs the hub with the flags of
-// hubmanager.Options, zap's logging flags and controller-runtime's --kubeconfig, each with the
-// default it has always had.
+// newRootCommand returns the command hub. Without a command it starts nothing: it prints its help
+// and exits 2 (execute). The flags of hub run are also its own, hidden, so that the invocation of
+// earlier releases (hub --leader-elect ...) still runs the hub, saying that it is deprecated.
 func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "hub",
+		Short: "ConfigBundle Hub enforces, heals and reports ConfigBundles across a fleet of clusters",
+		Long: `ConfigBundle Hub enforces, heals and reports ConfigBundles across a fleet of clusters.
+"hub run" runs the hub (the controller); the other commands register members and inspect or
+steer the fleet. Without a command, hub prints this help and exits 2: it starts nothing.`,
+		Args:              cobra.NoArgs,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	runFlags(root, func(cmd *cobra.Command, run func() error) error {
+		fmt.Fprintln(cmd.ErrOrStderr(), "hub: running the hub without the command run is deprecated and will be removed in the next release: use hub run")
+		return run()
+	})
+	root.Flags().VisitAll(func(f *pflag.Flag) { f.Hidden = true })
+	root.AddCommand(newRunCommand())
+	for _, newCommand := range subcommands {
+		root.AddCommand(newCommand())
+	}
+	return root
+}
+
+// newRunCommand returns the command hub run: it runs the hub.
+func newRunCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the hub: the controller that reconciles every member",
+		Long: `Runs ConfigBundle Hub against the hub cluster of --kubeconfig (or the in-cluster config): it
+discovers member clusters from labelled kubeconfig Secrets, reconciles every member's
+ConfigBundles into ConfigMaps, heals drift, and reports each member's health as a MemberCluster
+and the fleet's as the Fleet "default". Members are added with "hub register".
+
+It runs until SIGTERM or SIGINT (exit 0), and exits 1 if it cannot start or stops on an error.
+With --sharded or --leader-elect, a process whose --replica-id is held by another live process
+(its Lease is renewed by the other) writes nothing, records the Event DuplicateReplica on the
+Fleet and exits 1 a --lease-duration later; the other runs on.`,
+		Args: cobra.NoArgs,
+	}
+	runFlags(cmd, func(_ *cobra.Command, run func() error) error { return run() })
+	return cmd
+}
+
+// runFlags gives cmd the flags of hubmanager.Options, zap's logging flags and controller-runtime's
+// --kubeconfig, each with the default it has always had, and makes it run the hub through
+// start.
+func runFlags(cmd *cobra.Command, start func(cmd *cobra.Command, run func() error) error) {
 	var (
 		opts    hubmanager.Options
 		zapOpts zap.Options
@@ -72,36 +122,14 @@ func newRootCommand() *cobra.Command {
 	if f := goFlags.Lookup("zap-time-encoding"); f != nil {
 		f.Usage = "Zap time encoding (one of 'epoch', 'millis', 'nano', 'iso8601', 'rfc3339' or 'rfc3339nano'). Defaults to 'rfc3339'."
 	}
-
-	root := &cobra.Command{
-		Use:   "hub",
-		Short: "ConfigBundle Hub enforces, heals and reports ConfigBundles across a fleet of clusters",
-		Long: `Runs ConfigBundle Hub against the hub cluster of --kubeconfig (or the in-cluster config): it
-discovers member clusters from labelled kubeconfig Secrets, reconciles every member's
-ConfigBundles into ConfigMaps, heals drift, and reports each member's health as a MemberCluster
-and the fleet's as the Fleet "default". Members are added with "hub register".
-
-It runs until SIGTERM or SIGINT (exit 0), and exits 1 if it cannot start or stops on an error.
-With --sharded or --leader-elect, a process whose --replica-id is held by another live process
-(its Lease is renewed by the other) writes nothing, records the Event DuplicateReplica on the
-Fleet and exits 1 a --lease-duration later; the other runs on.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Validate(); err != nil {
-				return err // a usage error, said before anything starts
-			}
-			return runHub(opts, zapOpts)
-		},
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	cmd.Flags().AddGoFlagSet(goFlags)
+	cmd.Flags().SortFlags = false
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := opts.Validate(); err != nil {
+			return err // a usage error, said before anything starts
+		}
+		return start(cmd, func() error { return runHub(opts, zapOpts) })
 	}
-	root.Flags().AddGoFlagSet(goFlags)
-	root.Flags().SortFlags = false
-	for _, newCommand := range subcommands {
-		root.AddCommand(newCommand())
-	}
-	return root
 }
 
 // runHub runs the hub until SIGTERM or SIGINT. Its failures are logged, not returned.

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,10 +26,11 @@ import (
 func newRenderCommand() *cobra.Command {
 	var (
 		f      rolloutFlags
+		m      manifestFlags
 		member string
 	)
 	cmd := &cobra.Command{
-		Use:   "render NAME [flags]",
+		Use:   "render (NAME | -f FILE) [flags]",
 		Short: "Print the ConfigBundle a FleetBundle places in each selected member, rendered as the hub does; exit 1 if one fails to render",
 		Long: `Reads the FleetBundle NAME and the MemberClusters from the hub cluster and prints, for each member
 its spec.clusterSelector selects among the members of the ClusterSets bound to its namespace
@@ -50,29 +50,50 @@ selects it (say it does not, on the "# member:" line and on stderr): what a memb
 labelled. A MemberCluster that does not exist is a failure (exit 1).
 
 During a staged rollout, a member not yet updated still holds an older revision: this prints what
-the spec (status.updateRevision) renders to.`,
+the spec (status.updateRevision) renders to.
+
+With -f FILE ("-": stdin) it previews a FleetBundle manifest that is not applied yet, against the
+live members: the file holds one FleetBundle (its namespace, else --namespace), decoded strictly,
+and the hub's API server validates it as the CRD and the admission policies would, in a dry run
+that writes nothing (who may not write FleetBundles gets it checked locally only, and a note on
+stderr). A manifest the API server refuses is a failure, exit 1.`,
 		Example: `  hub render web -n apps
   hub render web -n apps --cluster eu-1
-  hub render web -n apps > rendered.yaml || echo "a member fails to render"`,
-		Args: exactlyOneFleetBundle,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := f.key(args[0])
-			if err != nil {
-				return err
-			}
-			if errs := validation.IsDNS1123Subdomain(member); member != "" && len(errs) > 0 {
-				return fmt.Errorf("--cluster %q is not a MemberCluster name: %s", member, strings.Join(errs, "; "))
-			}
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			return render(cmd.Context(), c, key, member, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+  hub render web -n apps > rendered.yaml || echo "a member fails to render"
+  hub render -f web.yaml`,
+		Args: func(_ *cobra.Command, args []string) error { return m.checkArgs(args) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runRender(cmd, &f, &m, member, args) },
 	}
 	f.bind(cmd.Flags())
+	cmd.Flags().StringVarP(&m.file, "filename", "f", "", "Preview the FleetBundle manifest in this file (\"-\": stdin), not applied yet, instead of NAME.")
 	cmd.Flags().StringVar(&member, "cluster", "", "Render for this MemberCluster alone, selected by the FleetBundle or not.")
 	return cmd
+}
+
+// runRender runs hub render: of the FleetBundle NAME, or of the manifest of -f.
+func runRender(cmd *cobra.Command, f *rolloutFlags, m *manifestFlags, member string, args []string) error {
+	key, err := m.key(f, args)
+	if err != nil {
+		return err
+	}
+	if errs := validation.IsDNS1123Subdomain(member); member != "" && len(errs) > 0 {
+		return fmt.Errorf("--cluster %q is not a MemberCluster name: %s", member, strings.Join(errs, "; "))
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	if m.file == "" {
+		return render(cmd.Context(), c, key, member, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	}
+	fb, err := readManifest(m.file, cmd.InOrStdin(), f.namespace, cmd.Flags().Changed("namespace"))
+	if err != nil {
+		return failed(err)
+	}
+	if fb, err = asApplied(cmd.Context(), c, fb, cmd.ErrOrStderr()); err != nil {
+		return failed(err)
+	}
+	return renderFleetBundle(cmd.Context(), c, fb, member, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
 // renderTarget is a member to render for, and whether the FleetBundle selects it.
@@ -89,17 +110,24 @@ func render(ctx context.Context, c client.Reader, key types.NamespacedName, only
 	if err := c.Get(ctx, key, fb); err != nil {
 		return failed(fleetBundleError(key, err))
 	}
+	return renderFleetBundle(ctx, c, fb, only, out, errOut)
+}
+
+// renderFleetBundle prints the ConfigBundle fb places in each member it selects (or in the
+// member only alone), as render does.
+func renderFleetBundle(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, only string, out, errOut io.Writer) error {
+	key := client.ObjectKeyFromObject(fb)
 	if err := placesNothing(fb); err != nil {
 		return failed(fmt.Errorf("FleetBundle %s: %w", key, err))
 	}
-	boundary, err := tenancy.ReadBoundary(ctx, c, fb)
+	boundary, members, err := readPlacementView(ctx, c, fb)
 	if err != nil {
 		return failed(err)
 	}
 	if !boundary.HasBound() {
 		return failed(fmt.Errorf("FleetBundle %s: %s: %s", key, hubv1alpha1.NoClusterSetBindingReason, boundary.Unbound()))
 	}
-	targets, err := renderTargets(ctx, c, fb, boundary, only)
+	targets, err := renderTargets(members, fb, boundary, only)
 	if err != nil {
 		return failed(err)
 	}
@@ -144,23 +172,13 @@ func placesNothing(fb *hubv1alpha1.FleetBundle) error {
 
 // renderTargets returns the members fb selects within its boundary (the ClusterSets bound to its
 // namespace), sorted by name; with only, that MemberCluster alone, selected or not.
-func renderTargets(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, only string) ([]renderTarget, error) {
-	var members []hubv1alpha1.MemberCluster
+func renderTargets(members []hubv1alpha1.MemberCluster, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, only string) ([]renderTarget, error) {
 	if only != "" {
-		mc := &hubv1alpha1.MemberCluster{}
-		if err := c.Get(ctx, client.ObjectKey{Name: only}, mc); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("no MemberCluster %s (kubectl get memberclusters lists them)", only)
-			}
-			return nil, fmt.Errorf("reading MemberCluster %s: %w", only, err)
+		i := slices.IndexFunc(members, func(mc hubv1alpha1.MemberCluster) bool { return mc.Name == only })
+		if i < 0 {
+			return nil, fmt.Errorf("no MemberCluster %s (kubectl get memberclusters lists them; a tenant sees those of its ClusterSetBindings)", only)
 		}
-		members = []hubv1alpha1.MemberCluster{*mc}
-	} else {
-		list := &hubv1alpha1.MemberClusterList{}
-		if err := c.List(ctx, list); err != nil {
-			return nil, fmt.Errorf("listing MemberClusters: %w", err)
-		}
-		members = list.Items
+		members = members[i : i+1]
 	}
 	var targets []renderTarget
 	for _, mc := range members {

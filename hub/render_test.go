@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,8 @@ func TestRenderUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"render", "web", "--cluster"}, "flag needs an argument: --cluster"},
 		{[]string{"render", "web", "-o", "json"}, "unknown shorthand flag: 'o'"},
 		{[]string{"render", "web", "--watch"}, "unknown flag: --watch"},
+		{[]string{"render", "web", "-f", "web.yaml"}, "-f web.yaml names the FleetBundle: want no NAME, got web"},
+		{[]string{"render", "-f", "web.yaml", "-n", "Apps"}, `--namespace "Apps" is not a namespace name`},
 	} {
 		code, stdout, stderr := run(t, tc.args...)
 		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.says) || !strings.Contains(stderr, "--help' for usage") {
@@ -223,6 +226,77 @@ func TestRender(t *testing.T) {
 	t.Run("no member selected", h.testNoneSelected)
 	t.Run("no ClusterSet bound", h.testUnbound)
 	t.Run("read-only", h.testReadOnly)
+	t.Run("-f FILE", h.testManifest) // after read-only: it tries a dry run as renderReader
+}
+
+// writeManifest writes a manifest file and returns its path.
+func writeManifest(t *testing.T, manifest string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fleetbundle.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// previewManifest is a FleetBundle not applied: the dev members get "preview NAME".
+const previewManifest = `# not applied yet
+apiVersion: hub.configbundle.dev/v1alpha1
+kind: FleetBundle
+metadata:
+  name: preview
+spec:
+  clusterSelector:
+    matchLabels:
+      env: dev
+  templateEngine: GoTemplate
+  template:
+    spec:
+      message: "preview {{ .Cluster.Name }}"
+`
+
+// testManifest: hub render -f renders a manifest not applied against the live members; the hub's
+// API server validates it (as the admin) in a dry run that creates nothing, or, for renderReader
+// who may not write FleetBundles, it is checked locally with a note; a manifest the CRD refuses,
+// or with a misspelt field, is exit 1; a changed manifest of an existing FleetBundle renders its
+// new spec.
+func (h *renderHub) testManifest(t *testing.T) {
+	path := writeManifest(t, previewManifest)
+	code, stdout, stderr := h.render(t, "-f", path)
+	if code != exitOK || !strings.Contains(stdout, "# member: dev-1\n") || !strings.Contains(stdout, "message: preview dev-1\n") ||
+		!strings.Contains(stderr, "FleetBundle default/preview: not validated by the hub's API server") {
+		t.Errorf("hub render -f (read-only user): exit %d, stdout\n%s\nstderr %q; want dev-1's preview and a note", code, stdout, stderr)
+	}
+	admin := func(args ...string) (int, string, string) {
+		return run(t, append([]string{"render", "--hub-kubeconfig", h.cp.KubeconfigPath}, args...)...)
+	}
+	code, stdout, stderr = admin("-f", path)
+	if code != exitOK || stderr != "" || !strings.Contains(stdout, "message: preview dev-1\n") {
+		t.Errorf("hub render -f (admin): exit %d, stdout\n%s\nstderr %q; want dev-1's preview, validated", code, stdout, stderr)
+	}
+	if err := h.c.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "preview"}, &hubv1alpha1.FleetBundle{}); !apierrors.IsNotFound(err) {
+		t.Errorf("FleetBundle default/preview after hub render -f: %v; want none (a dry run)", err)
+	}
+	for _, tc := range []struct{ name, manifest, says string }{
+		{"the CRD refuses", strings.Replace(previewManifest, "templateEngine: GoTemplate", "templateEngine: Jinja", 1), "the hub's API server refuses it"},
+		{"a misspelt field", strings.Replace(previewManifest, "clusterSelector:", "clusterSelectr:", 1), "unknown field \"clusterSelectr\""},
+		{"another kind", strings.Replace(previewManifest, "kind: FleetBundle", "kind: ConfigBundle", 1), "want apiVersion hub.configbundle.dev/v1alpha1, kind FleetBundle"},
+		{"two documents", previewManifest + "---\n" + previewManifest, "want one FleetBundle, got 2 documents"},
+		{"another namespace than -n", strings.Replace(previewManifest, "name: preview", "name: preview\n  namespace: apps", 1), `the manifest's namespace "apps" is not --namespace "default"`},
+	} {
+		args := []string{"-f", writeManifest(t, tc.manifest)}
+		if strings.Contains(tc.name, "-n") {
+			args = append(args, "-n", "default")
+		}
+		if code, stdout, stderr := admin(args...); code != exitFailure || stdout != "" || !strings.Contains(stderr, tc.says) {
+			t.Errorf("hub render -f, %s: exit %d, stdout %q, stderr %q; want exit 1 saying %q", tc.name, code, stdout, stderr, tc.says)
+		}
+	}
+	changed := strings.NewReplacer("name: preview", "name: partial", "env: dev", "env: prod", "preview {{", "changed {{").Replace(previewManifest)
+	code, stdout, stderr = admin("-f", writeManifest(t, changed))
+	if code != exitOK || stderr != "" || !strings.Contains(stdout, "message: changed eu-1\n") || !strings.Contains(stdout, "message: changed us-1\n") {
+		t.Errorf("hub render -f of an existing FleetBundle changed: exit %d, stdout\n%s\nstderr %q; want its new spec rendered, validated", code, stdout, stderr)
+	}
 }
 
 // regional is a FleetBundle of the prod members, templated by region, with an override for eu.

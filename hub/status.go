@@ -32,11 +32,16 @@ type hubState struct {
 	fleet   *hubv1alpha1.Fleet
 	members []hubv1alpha1.MemberCluster
 	bundles []hubv1alpha1.FleetBundle
+	// pausedIn are the FleetBundles that select paused members (readPausedIn).
+	pausedIn []pausedIn
+	// membersHidden: the reader may not list MemberClusters (a tenant); members is empty.
+	membersHidden bool
 }
 
-// readHub reads the Fleet, the MemberClusters and the FleetBundles of all namespaces. A cluster
-// without the hub's CRDs is said to be one (hubmanager.ErrNoHubCRDs), not "no matches for kind".
-func readHub(ctx context.Context, cfg *rest.Config) (*hubState, error) {
+// readHub reads the Fleet, the MemberClusters and the FleetBundles of all namespaces (a tenant:
+// the chosen ones, readMembers, readFleetBundles). A cluster without the hub's CRDs is said to be
+// one (hubmanager.ErrNoHubCRDs), not "no matches for kind".
+func readHub(ctx context.Context, cfg *rest.Config, chosen []types.NamespacedName) (*hubState, error) {
 	scheme, err := hubmanager.Scheme()
 	if err != nil {
 		return nil, err
@@ -52,15 +57,15 @@ func readHub(ctx context.Context, cfg *rest.Config) (*hubState, error) {
 	if err := c.Get(ctx, client.ObjectKey{Name: hubv1alpha1.FleetName}, st.fleet); err != nil {
 		return nil, fmt.Errorf("reading Fleet %s: %w", hubv1alpha1.FleetName, err)
 	}
-	members := &hubv1alpha1.MemberClusterList{}
-	if err := c.List(ctx, members); err != nil {
-		return nil, fmt.Errorf("listing MemberClusters: %w", err)
+	if st.members, st.membersHidden, err = readMembers(ctx, c); err != nil {
+		return nil, err
 	}
-	bundles := &hubv1alpha1.FleetBundleList{}
-	if err := c.List(ctx, bundles); err != nil {
-		return nil, fmt.Errorf("listing FleetBundles: %w", err)
+	if st.bundles, err = readFleetBundles(ctx, c, chosen); err != nil {
+		return nil, err
 	}
-	st.members, st.bundles = members.Items, bundles.Items
+	if st.pausedIn, err = readPausedIn(ctx, c, st); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -123,9 +128,8 @@ func printStatus(out io.Writer, st *hubState, chosen []types.NamespacedName, now
 	if drifted := driftedBundles(st.members); len(drifted) > 0 {
 		fmt.Fprintf(out, "\nDrifted (driftPolicy Report: the hub leaves their ConfigMaps as they are; kubectl describe configbundle says what differs): %s\n", strings.Join(drifted, ", "))
 	}
-	if paused := pausedMembers(st.members); len(paused) > 0 {
-		fmt.Fprintf(out, "\nPaused for maintenance (placement writes nothing to them until hub resume): %s\n", strings.Join(paused, ", "))
-	}
+	printHidden(out, st)
+	printPaused(out, st, chosen)
 	if n := f.Status.Clusters.Unowned; n > 0 {
 		fmt.Fprintf(out, "\nUnowned: %d of %d members are managed by no live hub replica (their status.replica is not live): neither reconciled nor reported; kubectl get mc -o wide shows their REPLICA\n",
 			n, f.Status.Clusters.Total)
@@ -275,13 +279,28 @@ func parseFleetBundleKey(value string) (types.NamespacedName, error) {
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
+// passed ends a hub status that passed its gate: a failure with --fail-on-paused (onPaused)
+// while a member in question is paused, else the closing line.
+func passed(out io.Writer, st *hubState, chosen fleetBundleKeys, maxAge time.Duration, onPaused bool) error {
+	if err := failOnPaused(st, chosen); onPaused && err != nil {
+		return failed(err)
+	}
+	if len(chosen) > 0 {
+		fmt.Fprintf(out, "\nHealthy: every FleetBundle named (%s) is Ready, and a hub confirmed it within %s%s\n", strings.ReplaceAll(chosen.String(), ",", ", "), maxAge, pausedSummary(st, chosen))
+		return nil
+	}
+	fmt.Fprintf(out, "\nHealthy: the Fleet is Ready and a hub confirmed it within %s%s\n", maxAge, pausedSummary(st, chosen))
+	return nil
+}
+
 // newStatusCommand returns `hub status`: the health check to gate a rollout on.
 func newStatusCommand() *cobra.Command {
 	var (
-		flags   clusterFlags
-		maxAge  time.Duration
-		timeout time.Duration
-		chosen  fleetBundleKeys
+		flags    clusterFlags
+		maxAge   time.Duration
+		timeout  time.Duration
+		chosen   fleetBundleKeys
+		onPaused bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -293,6 +312,10 @@ Ready condition alone proves nothing once the hub has stopped: the heartbeat doe
 
 With --fleet-bundle it gates on the FleetBundles named alone: it exits 0 only if each exists and
 is Ready for its current generation and the heartbeat is fresh, whatever the rest of the fleet.
+
+Paused members (hub pause) are named, with the FleetBundles they hold back: those selecting
+them whose members hold revisions older than the current one (status.heldRevisions). A paused
+member fails no gate unless --fail-on-paused is given.
 
 --max-age must be at least twice the hub's --heartbeat-interval, which the Fleet publishes
 (status.heartbeatIntervalSeconds): a shorter one is a usage error (exit 2).
@@ -310,7 +333,7 @@ is Ready for its current generation and the heartbeat is fresh, whatever the res
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			st, err := readHub(ctx, cfg)
+			st, err := readHub(ctx, cfg, chosen)
 			if err != nil {
 				return failed(err)
 			}
@@ -322,17 +345,13 @@ is Ready for its current generation and the heartbeat is fresh, whatever the res
 			if err := st.gate(chosen, now, maxAge); err != nil {
 				return failed(err)
 			}
-			if len(chosen) > 0 {
-				fmt.Fprintf(out, "\nHealthy: every FleetBundle named (%s) is Ready, and a hub confirmed it within %s\n", strings.ReplaceAll(chosen.String(), ",", ", "), maxAge)
-				return nil
-			}
-			fmt.Fprintln(out, "\nHealthy: the Fleet is Ready and a hub confirmed it within", maxAge)
-			return nil
+			return passed(out, st, chosen, maxAge, onPaused)
 		},
 	}
 	flags.bindHub(cmd.Flags())
 	cmd.Flags().DurationVar(&maxAge, "max-age", defaultMaxAge, "The oldest heartbeat (Fleet status.heartbeatTime) accepted as fresh; at least twice the hub's --heartbeat-interval (Fleet status.heartbeatIntervalSeconds).")
 	cmd.Flags().Var(&chosen, "fleet-bundle", "Gate on this FleetBundle alone, NAMESPACE/NAME (repeatable): exit 0 only if each one named exists and is Ready for its current generation, and the heartbeat is fresh.")
+	cmd.Flags().BoolVar(&onPaused, "fail-on-paused", false, "Exit 1 if a member is paused for maintenance (with --fleet-bundle: one those FleetBundles select): a gate that must see the whole fleet current.")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "How long reading the hub may take.")
 	return cmd
 }

@@ -94,10 +94,12 @@ func measureScale(ctx context.Context, cfg benchConfig, res *results, say func(s
 	return nil
 }
 
-// supportsSharding reports whether the hub binary has the --sharded flag.
+// supportsSharding reports whether the hub binary has the --sharded flag: in hub run, or in
+// hub itself for a binary built before hub run existed.
 func supportsSharding(binary string) bool {
-	out, _ := exec.Command(binary, "--help").CombinedOutput()
-	return strings.Contains(string(out), "--sharded")
+	run, _ := exec.Command(binary, "run", "--help").CombinedOutput()
+	root, _ := exec.Command(binary, "--help").CombinedOutput()
+	return strings.Contains(string(run)+string(root), "--sharded")
 }
 
 // measurePoint measures n members with r replicas: fresh replicas join every member and their

@@ -67,7 +67,7 @@ func podValueTree(f *facts) []value {
 			doc: fmt.Sprintf("The hub's log level, its flag %s: debug, info, error, panic, or an integer above 0 for more verbose "+
 				"levels (2 shows the Kubernetes client's V(2) lines); empty: not passed, the hub's default (info), as config/default.", f.logFlag)},
 		{key: "extraArgs", def: []any{}, schema: object{"type": "array", "items": object{"type": "string"}},
-			doc: fmt.Sprintf("Arguments appended to the hub's (`hub --help` lists them; of a flag given twice, the last counts), for example "+
+			doc: fmt.Sprintf("Arguments appended to the hub's (`hub run --help` lists them; of a flag given twice, the last counts), for example "+
 				"[--probe-interval=30s]. Rendering fails on %s with sharded: true, and on %s without: set sharded instead.", f.leaderArg, f.shardedArg)},
 		{key: "serviceAccount", doc: fmt.Sprintf("The ServiceAccount %s the hub's pods run as (config/default's).", f.serviceAccount), children: []value{
 			{key: "annotations", def: object{}, schema: stringMap,

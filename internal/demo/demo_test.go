@@ -82,7 +82,7 @@ func TestDemo(t *testing.T) {
 		"$ kubectl apply -f config/samples/clusterset_global.yaml",
 		"clustersetbinding.hub.configbundle.dev/global created",
 		"NAME CLUSTERS AGE global 3",
-		"NAME CLUSTERSET READY REASON AGE global global True Bound",
+		"NAME CLUSTERSET CLUSTERS READY REASON AGE global global 3 True Bound",
 		// Placement: on two of three members by label, moved by a label change, restored.
 		"$ kubectl label memberclusters member-1 member-2 env=prod",
 		"ConfigMap web in member-1 after",

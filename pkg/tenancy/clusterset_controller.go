@@ -3,6 +3,9 @@ package tenancy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -73,12 +75,13 @@ func SetupWithManager(mgr manager.Manager, replica sharding.Replica) error {
 		return fmt.Errorf("building the clusterset controller: %w", err)
 	}
 	bindings := &clusterSetBindingReconciler{hub: hub, replica: replica}
-	// A binding's status changes only when its set is created or deleted.
-	createdOrDeleted := predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
+	// A binding's status changes when its set is created, deleted or selects otherwise, and when
+	// a member comes, goes or is relabelled (the members it lists).
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("clustersetbinding").
 		For(&hubv1alpha1.ClusterSetBinding{}).
-		Watches(&hubv1alpha1.ClusterSet{}, handler.EnqueueRequestsFromMapFunc(bindings.bindingsOf), builder.WithPredicates(createdOrDeleted)).
+		Watches(&hubv1alpha1.ClusterSet{}, handler.EnqueueRequestsFromMapFunc(bindings.bindingsOf), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&hubv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(bindings.allBindings), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WatchesRawSource(electedSource(replica, hub, &hubv1alpha1.ClusterSetBindingList{})).
 		WithOptions(hubWideOptions(replica)).
 		Complete(bindings)
@@ -136,6 +139,20 @@ func (r *clusterSetReconciler) allSets(ctx context.Context, _ client.Object) []r
 	return reqs
 }
 
+// allBindings enqueues every ClusterSetBinding.
+func (r *clusterSetBindingReconciler) allBindings(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &hubv1alpha1.ClusterSetBindingList{}
+	if err := r.hub.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterSetBindings failed; their member lists wait for their next event")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
 // bindingsOf enqueues the ClusterSetBindings of a set in all namespaces: those named after it.
 func (r *clusterSetBindingReconciler) bindingsOf(ctx context.Context, set client.Object) []reconcile.Request {
 	list := &hubv1alpha1.ClusterSetBindingList{}
@@ -184,11 +201,21 @@ func (r *clusterSetBindingReconciler) Reconcile(ctx context.Context, req reconci
 	if err := r.hub.Get(ctx, req.NamespacedName, binding); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	err := r.hub.Get(ctx, client.ObjectKey{Name: binding.Spec.ClusterSet}, &hubv1alpha1.ClusterSet{})
+	set := &hubv1alpha1.ClusterSet{}
+	err := r.hub.Get(ctx, client.ObjectKey{Name: binding.Spec.ClusterSet}, set)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("reading ClusterSet %s: %w", binding.Spec.ClusterSet, err)
 	}
 	want := ClusterSetBindingStatus(binding, err == nil)
+	if err == nil {
+		members := &hubv1alpha1.MemberClusterList{}
+		if err := r.hub.List(ctx, members); err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing MemberClusters: %w", err)
+		}
+		want.Clusters, want.ClusterCount = BoundClusters(set, members.Items)
+	} else {
+		want.Clusters, want.ClusterCount = nil, 0
+	}
 	if equality.Semantic.DeepEqual(want, binding.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -234,6 +261,25 @@ func ClusterSetStatus(set *hubv1alpha1.ClusterSet, members []hubv1alpha1.MemberC
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	return st
+}
+
+// BoundClusters returns the members set selects, sorted by name, as its bindings list them (the
+// first MaxBoundClusters: names and labels), and how many it selects; none if its selector is
+// invalid.
+func BoundClusters(set *hubv1alpha1.ClusterSet, members []hubv1alpha1.MemberCluster) ([]hubv1alpha1.BoundCluster, int32) {
+	selector, err := metav1.LabelSelectorAsSelector(&set.Spec.ClusterSelector)
+	if err != nil {
+		return nil, 0
+	}
+	var out []hubv1alpha1.BoundCluster
+	for i := range members {
+		if selector.Matches(labels.Set(members[i].Labels)) {
+			out = append(out, hubv1alpha1.BoundCluster{Name: members[i].Name, Labels: maps.Clone(members[i].Labels)})
+		}
+	}
+	slices.SortFunc(out, func(a, b hubv1alpha1.BoundCluster) int { return strings.Compare(a.Name, b.Name) })
+	count := int32(len(out)) //nolint:gosec // a count of MemberClusters
+	return out[:min(len(out), hubv1alpha1.MaxBoundClusters)], count
 }
 
 // ClusterSetBindingStatus computes a ClusterSetBinding's status, starting from its current one

@@ -118,3 +118,50 @@ func TestClusterSetBindingFollowsItsSet(t *testing.T) {
 	g.Expect(hub.Delete(ctx, set)).To(Succeed())
 	g.Eventually(bindingStatus).WithTimeout(timeout).WithPolling(interval).Should(notFound)
 }
+
+// TestClusterSetBindingListsItsMembers: a binding's status lists the names and labels of the
+// members its set selects, and counts them, following the members' labels and the set's
+// selector; nothing once the set is gone.
+func TestClusterSetBindingListsItsMembers(t *testing.T) {
+	t.Parallel()
+	g, ctx := NewWithT(t), context.Background()
+	const memberC, memberD = "member-c", "member-d"
+	createMember(t, memberC)
+	createMember(t, memberD)
+	labelMember(g, memberC, "team", "listed")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-"}}
+	g.Expect(hub.Create(ctx, ns)).To(Succeed())
+	set := createClusterSet(t, "listed", metav1.LabelSelector{MatchLabels: map[string]string{"team": "listed"}})
+	binding := &hubv1alpha1.ClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "listed"},
+		Spec:       hubv1alpha1.ClusterSetBindingSpec{ClusterSet: "listed"},
+	}
+	g.Expect(hub.Create(ctx, binding)).To(Succeed())
+	bindingStatus := func(g Gomega) hubv1alpha1.ClusterSetBindingStatus {
+		got := &hubv1alpha1.ClusterSetBinding{}
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(binding), got)).To(Succeed())
+		return got.Status
+	}
+	g.Eventually(bindingStatus).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("ClusterCount", BeEquivalentTo(1)),
+		HaveField("Clusters", Equal([]hubv1alpha1.BoundCluster{{Name: memberC, Labels: map[string]string{"team": "listed"}}}))))
+
+	// A member relabelled joins, its labels with it.
+	labelMember(g, memberD, "team", "listed")
+	labelMember(g, memberD, "region", "eu")
+	g.Eventually(bindingStatus).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("ClusterCount", BeEquivalentTo(2)),
+		HaveField("Clusters", Equal([]hubv1alpha1.BoundCluster{
+			{Name: memberC, Labels: map[string]string{"team": "listed"}},
+			{Name: memberD, Labels: map[string]string{"team": "listed", "region": "eu"}},
+		}))))
+
+	// The set selects otherwise.
+	patch := []byte(`{"spec":{"clusterSelector":{"matchLabels":{"team":null,"region":"eu"}}}}`)
+	g.Expect(hub.Patch(ctx, set, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	g.Eventually(bindingStatus).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Clusters", ConsistOf(HaveField("Name", memberD))))
+
+	g.Expect(hub.Delete(ctx, set)).To(Succeed())
+	g.Eventually(bindingStatus).WithTimeout(timeout).WithPolling(interval).Should(And(
+		HaveField("Clusters", BeEmpty()), HaveField("ClusterCount", BeZero())))
+}

@@ -134,6 +134,14 @@ func TestPausedMemberIsFrozenAtWhatItHolds(t *testing.T) {
 			fleet.FleetBundleReady(hubv1alpha1.AllReadyReason), HaveField("FailedClusters", BeEmpty()),
 			HaveField("Clusters", hubv1alpha1.PlacementCounts{Selected: 2, Paused: 1, Applied: 1, Ready: 1, Updated: 1})), f.Name)
 	}
+	// hub status names ro2 and the revision of web it holds back; --fail-on-paused fails on it.
+	g.Eventually(fleetBundleStatus(fb)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("HeldRevisions", Equal([]int64{1, 2})))
+	code, stdout, _ := hubCommand(t, "status", "--hub-kubeconfig", fl.HubPlane.KubeconfigPath, "--fleet-bundle", ns+"/web")
+	g.Expect(code).To(Equal(0), stdout)
+	g.Expect(stdout).To(ContainSubstring("FleetBundle " + ns + "/web held back: paused ro2; revision 1 held older than current revision 2"))
+	code, _, stderr := hubCommand(t, "status", "--hub-kubeconfig", fl.HubPlane.KubeconfigPath, "--fleet-bundle", ns+"/web", "--fail-on-paused")
+	g.Expect(code).To(Equal(1))
+	g.Expect(stderr).To(ContainSubstring("--fail-on-paused: paused: ro2"))
 
 	// What ro2 holds stays true: its ConfigMap tampered with is healed (by its reconciler), its
 	// placed bundle changed by hand is restored (by the hub) to what it held, not to v2.

@@ -127,6 +127,12 @@ func TestHelpAndVersion(t *testing.T) {
 	code, _, stderr = hubCommand(t, "help")
 	g.Expect(code).To(Equal(0))
 	g.Expect(stderr).NotTo(ContainSubstring("Starting the hub"))
+	// Nor does hub without arguments: it prints its help on stderr and exits 2 (hub/cli_test.go
+	// proves that it connects nowhere).
+	code, stdout, stderr = hubCommand(t)
+	g.Expect(code).To(Equal(2))
+	g.Expect(stdout).To(BeEmpty())
+	g.Expect(stderr).To(And(ContainSubstring("Usage:"), ContainSubstring("hub run"), Not(ContainSubstring("Starting the hub"))))
 
 	// Usage errors exit 2.
 	code, _, stderr = hubCommand(t, "register")

@@ -133,6 +133,8 @@ func TestDefault(t *testing.T) {
 		"ClusterRole//configbundle-hub-metrics-reader",
 		"ClusterRole//"+hubv1alpha1.FleetBundleEditorRole,
 		"ClusterRole//"+hubv1alpha1.ClusterSetAdminRole,
+		"ClusterRole//"+hubv1alpha1.FleetReaderRole,
+		"ClusterRoleBinding//"+hubv1alpha1.FleetReaderRole,
 		"ValidatingAdmissionPolicy//"+hubv1alpha1.ClusterSetBindPolicyName,
 		"ValidatingAdmissionPolicyBinding//"+hubv1alpha1.ClusterSetBindPolicyName,
 		"ClusterRoleBinding//"+hubName,

@@ -38,6 +38,11 @@ const (
 	// ClusterSetBindings, MemberCluster labels (and spec.paused), and ClusterSetBindPermission
 	// for every set.
 	ClusterSetAdminRole = HubName + "-clusterset-admin"
+
+	// FleetReaderRole is the ClusterRole that may get the Fleet "default" (its heartbeat, which
+	// hub status checks), bound by a ClusterRoleBinding of the same name to every authenticated
+	// user: a tenant gates on its FleetBundles with it.
+	FleetReaderRole = HubName + "-fleet-reader"
 )
 
 // Reasons of a ClusterSet's Ready condition.
@@ -96,7 +101,7 @@ type ClusterSetStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=cs,categories=configbundle
+// +kubebuilder:resource:scope=Cluster,shortName=clset,categories=configbundle
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
@@ -134,7 +139,7 @@ type ClusterSetBindingSpec struct {
 	ClusterSet string `json:"clusterSet"`
 }
 
-// ClusterSetBindingStatus says whether the bound set exists.
+// ClusterSetBindingStatus says whether the bound set exists, and which members it selects.
 type ClusterSetBindingStatus struct {
 	// conditions hold Ready: whether the bound ClusterSet exists (reasons Bound,
 	// ClusterSetNotFound).
@@ -148,6 +153,41 @@ type ClusterSetBindingStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// The members of the bound set, for the namespace's tenants.
+
+	// clusters are the MemberClusters the bound set selects, sorted by name: their names and
+	// labels, which the namespace's tenants may read here (with the FleetBundle editor role) to
+	// know what their FleetBundles may select, without reading MemberClusters themselves. Nothing
+	// else of a member is copied: no credentials, no address. The first MaxBoundClusters; empty
+	// while the set does not exist or its selector is invalid.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []BoundCluster `json:"clusters,omitempty"`
+
+	// clusterCount is how many MemberClusters the bound set selects, listed in clusters or not.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ClusterCount int32 `json:"clusterCount,omitempty"`
+}
+
+// MaxBoundClusters is the most members a ClusterSetBinding's status.clusters lists.
+const MaxBoundClusters = 1000
+
+// BoundCluster is a member of a bound set, as its tenants see it: a name and labels.
+type BoundCluster struct {
+	// name is the MemberCluster's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// labels are the MemberCluster's labels, which FleetBundle selectors and templates read.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // ClusterSetBinding lets the FleetBundles of its namespace place into the members of one
@@ -156,9 +196,10 @@ type ClusterSetBindingStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,shortName=csb,categories=configbundle
+// +kubebuilder:resource:scope=Namespaced,shortName=clsb,categories=configbundle
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.clusterSet",message="a ClusterSetBinding is named after the set it binds: metadata.name must equal spec.clusterSet",reason=FieldValueInvalid
 // +kubebuilder:printcolumn:name="ClusterSet",type=string,JSONPath=`.spec.clusterSet`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusterCount`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +29,25 @@ func Build(dir string, flags ...string) (string, error) {
 		return "", fmt.Errorf("building the hub: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// runCommands caches runCommand's answer per binary.
+var runCommands sync.Map
+
+// runCommand returns the command that runs the hub in binary: run, or nothing for a binary
+// built before hub run existed (which ran the hub without a command), such as an earlier
+// release's that an upgrade test starts.
+func runCommand(binary string) []string {
+	if known, ok := runCommands.Load(binary); ok {
+		return known.([]string)
+	}
+	// An older binary answers "run --help" with its own help, exit 0: read the usage line.
+	cmd := []string{"run"}
+	if out, err := exec.Command(binary, "run", "--help").Output(); err != nil || !strings.Contains(string(out), "hub run [flags]") {
+		cmd = nil
+	}
+	runCommands.Store(binary, cmd)
+	return cmd
 }
 
 // Options configure Start.
@@ -55,7 +76,7 @@ type Process struct {
 	exited chan struct{}
 }
 
-// Start starts the hub and waits until it reports ready. If the hub exits first, the error
+// Start starts the hub (hub run) and waits until it reports ready. If the hub exits first, the error
 // carries the end of its log.
 func Start(ctx context.Context, opts Options) (*Process, error) {
 	if opts.ReadyTimeout <= 0 {
@@ -67,8 +88,9 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	}
 	defer log.Close()
 	p := &Process{MetricsAddr: FreeAddr(), HealthAddr: FreeAddr(), LogPath: opts.LogPath, exited: make(chan struct{})}
-	args := append([]string{"--kubeconfig=" + opts.Kubeconfig,
-		"--metrics-bind-address=" + p.MetricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + p.HealthAddr}, opts.Args...)
+	args := append(runCommand(opts.Binary), "--kubeconfig="+opts.Kubeconfig,
+		"--metrics-bind-address="+p.MetricsAddr, "--metrics-secure=false", "--health-probe-bind-address="+p.HealthAddr)
+	args = append(args, opts.Args...)
 	p.cmd = exec.Command(opts.Binary, args...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	// The hub dies with whoever started it, even if that one crashes.
