@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,9 +62,14 @@ func (r *Reconciler) sourceToPairs(_ multicluster.ClusterName, _ cluster.Cluster
 	})
 }
 
-// sourceToFleetBundles maps a source ConfigMap to the FleetBundles that name it.
+// sourceToFleetBundles maps a source ConfigMap to the FleetBundles that name it, and counts the
+// ConfigMaps of the hub's cache (cachedConfigMaps).
 func (r *StatusReconciler) sourceToFleetBundles(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
+		cached := &corev1.ConfigMapList{}
+		if err := r.hub.List(ctx, cached, client.UnsafeDisableDeepCopy); err == nil {
+			cachedConfigMaps.Set(float64(len(cached.Items)))
+		}
 		var reqs []mcreconcile.Request
 		for _, key := range sourceUsers(ctx, r.hub, o) {
 			reqs = append(reqs, request("", key))
