@@ -360,7 +360,9 @@ type TemplateMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// FleetBundleSpec says what to place and where.
+// FleetBundleSpec says what to place and where. A secretRef source is refused while the placed
+// bundles can only be ConfigMaps: once a template can target a Secret, the rule below admits it
+// there.
 // +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || self.dataFrom.all(s, !has(s.secretRef))",message="dataFrom: secretRef is not allowed in a FleetBundle that places a ConfigMap: a Secret's data never lands in a ConfigMap",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.template.spec.immutable) || !oldSelf.template.spec.immutable || (has(self.overrides) == has(oldSelf.overrides) && (!has(self.overrides) || (self.overrides == oldSelf.overrides && self.overrides.map(o, o.name) == oldSelf.overrides.map(o, o.name))) && has(self.templateEngine) == has(oldSelf.templateEngine) && (!has(self.templateEngine) || self.templateEngine == oldSelf.templateEngine))",message="overrides and templateEngine are immutable: the template was made immutable (spec.template.spec.immutable: true), which freezes what members get; delete and recreate the FleetBundle to change them",reason=FieldValueForbidden
 type FleetBundleSpec struct {
