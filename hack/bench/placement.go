@@ -188,8 +188,16 @@ func (f *fleet) placementLatency(ctx context.Context, cfg benchConfig, pm []*mem
 		if err := countChange(ctx, &pr.Templated, &pr.TemplatedErrors, d, err); err != nil {
 			return err
 		}
+		// The source changes on a hub done with the templated change (as the template changes
+		// follow the floor's), and the next change on one done with it.
+		if err := f.waitFleetBundlesReady(ctx, templatedName, 1, len(pm)); err != nil {
+			return err
+		}
 		d, err = f.sourcePlace(ctx, pm, tr, fmt.Sprintf("source-%d", i), false)
 		if err := countChange(ctx, &pr.Sourced, &pr.SourcedErrors, d, err); err != nil {
+			return err
+		}
+		if err := f.waitFleetBundlesReady(ctx, sourcedName, 1, len(pm)); err != nil {
 			return err
 		}
 	}

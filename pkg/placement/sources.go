@@ -24,9 +24,9 @@ import (
 // cannot be resolved, its Ready condition says why and nothing moves in any member.
 
 // reportSourceError makes a status's Ready condition say why the FleetBundle's sources cannot be
-// resolved, if err says so.
+// resolved, if err says so and its selector is valid (InvalidSelector comes first).
 func reportSourceError(fb *hubv1alpha1.FleetBundle, st *hubv1alpha1.FleetBundleStatus, err *template.SourceError) {
-	if err == nil {
+	if err == nil || selectorError(fb.Spec.ClusterSelector) != nil {
 		return
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
