@@ -68,13 +68,7 @@ func TestDataFromKeyClashIsReported(t *testing.T) {
 	ns := newNamespace(t, memberA)
 	labelMember(t, memberA, key, "yes")
 	putSource(t, ns, true, map[string]string{"ca.crt": "PEM-1"})
-	fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: hubv1alpha1.FleetBundleSpec{
-		ClusterSelector: selecting(key),
-		DataFrom:        []hubv1alpha1.DataFromSource{{ConfigMapRef: &hubv1alpha1.SourceReference{Name: "ca"}}},
-		Template:        hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Data: map[string]configbundlev1alpha1.DataValue{"ca.crt": "mine"}}},
-	}}
-	g.Expect(hub.Create(context.Background(), fb)).To(Succeed())
-	t.Cleanup(func() { deleteFleetBundle(NewWithT(t), fb) })
+	fb := createSourced(t, ns, key, map[string]configbundlev1alpha1.DataValue{"ca.crt": "mine"})
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.InvalidTemplateReason),
 		HaveField("Conditions", ContainElement(HaveField("Message", ContainSubstring(`"ca.crt"`))))))

@@ -56,6 +56,20 @@ func sourcedFleetBundle(t *testing.T, ns, key string) *hubv1alpha1.FleetBundle {
 	return fb
 }
 
+// createSourced creates FleetBundle ns/web selecting key, placing hub ConfigMap ca beside data,
+// and deletes it when the test ends.
+func createSourced(t *testing.T, ns, key string, data map[string]configbundlev1alpha1.DataValue) *hubv1alpha1.FleetBundle {
+	t.Helper()
+	fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: hubv1alpha1.FleetBundleSpec{
+		ClusterSelector: selecting(key),
+		DataFrom:        []hubv1alpha1.DataFromSource{{ConfigMapRef: &hubv1alpha1.SourceReference{Name: "ca"}}},
+		Template:        hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Data: data}},
+	}}
+	NewWithT(t).Expect(hub.Create(context.Background(), fb)).To(Succeed())
+	t.Cleanup(func() { deleteFleetBundle(NewWithT(t), fb) })
+	return fb
+}
+
 // memberData polls the data of a FleetBundle's ConfigMap in each member (nil where there is
 // none), with the revision its bundle holds under the key "revision".
 func memberData(fb *hubv1alpha1.FleetBundle, members ...string) func(Gomega) map[string]map[string]string {
@@ -159,12 +173,7 @@ func TestDataFromUnlabelledSourceIsNotFound(t *testing.T) {
 	ns := newNamespace(t, memberA)
 	labelMember(t, memberA, key, "yes")
 	putSource(t, ns, false, map[string]string{"ca.crt": "PEM-1"})
-	fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: hubv1alpha1.FleetBundleSpec{
-		ClusterSelector: selecting(key),
-		DataFrom:        []hubv1alpha1.DataFromSource{{ConfigMapRef: &hubv1alpha1.SourceReference{Name: "ca"}}},
-	}}
-	g.Expect(hub.Create(context.Background(), fb)).To(Succeed())
-	t.Cleanup(func() { deleteFleetBundle(NewWithT(t), fb) })
+	fb := createSourced(t, ns, key, nil)
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
 		fleet.FleetBundleReady(hubv1alpha1.SourceNotFoundReason),
 		HaveField("Conditions", ContainElement(HaveField("Message", ContainSubstring(hubv1alpha1.SourceLabel))))))
