@@ -600,7 +600,7 @@ func undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 		if rev.template == nil {
 			return failed(rev.err)
 		}
-		current, want, pin := template.DefinitionOf(fb), *rev.template, sourcesPin(fb, revs, target)
+		current, want, pin := template.DefinitionOf(fb), *rev.template, sourcesPin(fb, revs, target, sourcesNow(ctx, c, fb, rev.template))
 		want.Sources = nil // the spec names the sources; pin says which copy of them to place
 		if skipped = template.Hash(&current) == template.Hash(&want) && equality.Semantic.DeepEqual(fb.Spec.DataFromRevision, pin); skipped {
 			return nil
@@ -626,19 +626,34 @@ func undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 }
 
 // sourcesPin is the spec.dataFromRevision an undo to revision target writes: none if the
-// revision has no sources; otherwise the revision, while the sources hold what status.updateRevision
-// copied of them (what they held when the hub last read them), so that a later change of a
-// source rolls out again.
-func sourcesPin(fb *hubv1alpha1.FleetBundle, revs []fleetBundleRevision, target int64) *hubv1alpha1.DataFromRevision {
+// revision has no sources; otherwise the revision, while the sources hold what they hold now
+// (now, what sourcesNow read; nil if it could not: then what status.updateRevision copied of
+// them), so that a later change of a source rolls out again.
+func sourcesPin(fb *hubv1alpha1.FleetBundle, revs []fleetBundleRevision, target int64, now map[string]string) *hubv1alpha1.DataFromRevision {
 	i := slices.IndexFunc(revs, func(r fleetBundleRevision) bool { return r.number == target })
 	if i < 0 || revs[i].template == nil || len(revs[i].template.DataFrom) == 0 {
 		return nil
 	}
-	var now map[string]string
-	if j := slices.IndexFunc(revs, func(r fleetBundleRevision) bool { return r.number == fb.Status.UpdateRevision }); j >= 0 && revs[j].template != nil {
+	if j := slices.IndexFunc(revs, func(r fleetBundleRevision) bool { return r.number == fb.Status.UpdateRevision }); now == nil && j >= 0 && revs[j].template != nil {
 		now = revs[j].template.Sources
 	}
 	return &hubv1alpha1.DataFromRevision{Revision: target, SourcesHash: template.SourcesHash(now)}
+}
+
+// sourcesNow reads what the sources of definition d (its dataFrom, as the FleetBundle fb will
+// name them once undone) hold now, as the hub would resolve them; nil if they cannot be read or
+// resolved (a missing source: the pin applies whatever its hash).
+func sourcesNow(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, d *template.Definition) map[string]string {
+	if len(d.DataFrom) == 0 {
+		return nil
+	}
+	undone := fb.DeepCopy()
+	undone.Spec.DataFrom, undone.Spec.Template = d.DataFrom, d.ConfigBundleTemplate
+	now, err := rollout.ReadSources(ctx, c, undone)
+	if err != nil {
+		return nil
+	}
+	return now
 }
 
 // errNothingToUndo is undoTarget's error when no revision below updateRevision is kept.

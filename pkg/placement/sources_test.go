@@ -44,17 +44,8 @@ func putSource(t *testing.T, ns string, labelled bool, data map[string]string) {
 	g.Expect(hub.Update(ctx, cm)).To(Succeed())
 }
 
-// sourcedFleetBundle creates FleetBundle ns/web placing the data of hub ConfigMap ca beside its
-// own key "own".
-func sourcedFleetBundle(t *testing.T, ns, key string) *hubv1alpha1.FleetBundle {
-	t.Helper()
-	fb := newFleetBundle(t, ns, selecting(key), "m")
-	updateFleetBundle(NewWithT(t), fb, func(s *hubv1alpha1.FleetBundleSpec) {
-		s.DataFrom = []hubv1alpha1.DataFromSource{{ConfigMapRef: &hubv1alpha1.SourceReference{Name: "ca"}}}
-		s.Template.Spec.Data = map[string]configbundlev1alpha1.DataValue{"own": "1"}
-	})
-	return fb
-}
+// own is the template's own data beside the source's.
+var own = map[string]configbundlev1alpha1.DataValue{"own": "1"}
 
 // createSourced creates FleetBundle ns/web selecting key, placing hub ConfigMap ca beside data,
 // and deletes it when the test ends.
@@ -108,18 +99,22 @@ func everyMemberHas(rev, ca string, members ...string) map[string]map[string]str
 }
 
 // TestDataFromPlacesLabelledSource: a labelled hub ConfigMap's data reaches every selected
-// member beside the template's data, a value holding "{{" as written; a change of it is a new
-// revision, rolled out canary first; a change that does not change its data is none.
+// member beside the template's data, a value holding "{{" as written, with GoTemplate too; a
+// change of it is a new revision, rolled out canary first; a change that does not change its
+// data is none.
 func TestDataFromPlacesLabelledSource(t *testing.T) {
 	g := NewWithT(t)
 	const key = "test.sources/placed"
 	ns, ring := rolloutFixture(t, key)
 	putSource(t, ns, true, map[string]string{"ca.crt": "PEM-1 {{ not a template }}"})
-	fb := sourcedFleetBundle(t, ns, key)
+	fb := createSourced(t, ns, key, own)
 	g.Eventually(memberData(fb, rolloutMembers...)).WithTimeout(timeout).WithPolling(interval).Should(
-		Equal(everyMemberHas("2", "PEM-1 {{ not a template }}", rolloutMembers...)), "revision 1 is the template without its sources")
-	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Rollout = canaryThenRest(ring) })
+		Equal(everyMemberHas("1", "PEM-1 {{ not a template }}", rolloutMembers...)))
+	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) {
+		s.Rollout, s.TemplateEngine = canaryThenRest(ring), hubv1alpha1.TemplateEngineGoTemplate
+	})
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(2, 3))
+	g.Expect(memberData(fb, rolloutMembers...)(g)).To(Equal(everyMemberHas("2", "PEM-1 {{ not a template }}", rolloutMembers...)), "GoTemplate: the source's value as written")
 
 	putSource(t, ns, true, map[string]string{"ca.crt": "PEM-2"})
 	g.Eventually(memberData(fb, memberA)).WithTimeout(timeout).WithPolling(interval).Should(Equal(everyMemberHas("3", "PEM-2", memberA)), "the canary first")
@@ -135,7 +130,7 @@ func TestDataFromPlacesLabelledSource(t *testing.T) {
 }
 
 // TestDataFromUndoRestoresAfterTheSourceChanged: spec.dataFromRevision, as `hub rollout undo`
-// writes it, places the copy of the sources revision 2 kept although the source changed since,
+// writes it, places the copy of the sources revision 1 kept although the source changed since,
 // and still once the source is deleted; a later change of the source rolls out again.
 func TestDataFromUndoRestoresAfterTheSourceChanged(t *testing.T) {
 	g := NewWithT(t)
@@ -146,22 +141,22 @@ func TestDataFromUndoRestoresAfterTheSourceChanged(t *testing.T) {
 		labelMember(t, m, key, "yes")
 	}
 	putSource(t, ns, true, map[string]string{"ca.crt": "PEM-1"})
-	fb := sourcedFleetBundle(t, ns, key)
-	g.Eventually(memberData(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(everyMemberHas("2", "PEM-1", members...)))
+	fb := createSourced(t, ns, key, own)
+	g.Eventually(memberData(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(everyMemberHas("1", "PEM-1", members...)))
 	putSource(t, ns, true, map[string]string{"ca.crt": "PEM-2"})
-	g.Eventually(memberData(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(everyMemberHas("3", "PEM-2", members...)))
+	g.Eventually(memberData(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(everyMemberHas("2", "PEM-2", members...)))
 
 	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) {
-		s.DataFromRevision = &hubv1alpha1.DataFromRevision{Revision: 2, SourcesHash: template.SourcesHash(map[string]string{"ca.crt": "PEM-2"})}
+		s.DataFromRevision = &hubv1alpha1.DataFromRevision{Revision: 1, SourcesHash: template.SourcesHash(map[string]string{"ca.crt": "PEM-2"})}
 	})
-	g.Eventually(memberData(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(everyMemberHas("2", "PEM-1", members...)))
+	g.Eventually(memberData(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(everyMemberHas("1", "PEM-1", members...)))
 	g.Expect(hub.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ca"}})).To(Succeed())
-	g.Consistently(memberData(fb, members...)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(everyMemberHas("2", "PEM-1", members...)),
+	g.Consistently(memberData(fb, members...)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(everyMemberHas("1", "PEM-1", members...)),
 		"the source deleted, the revision's copy stays")
 	g.Expect(status(fb)(g)).To(fleet.FleetBundleReady(hubv1alpha1.AllReadyReason))
 
 	putSource(t, ns, true, map[string]string{"ca.crt": "PEM-3"})
-	g.Eventually(memberData(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(everyMemberHas("4", "PEM-3", members...)), "a new change rolls out")
+	g.Eventually(memberData(fb, members...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(everyMemberHas("3", "PEM-3", members...)), "a new change rolls out")
 }
 
 // TestDataFromUnlabelledSourceIsNotFound: a source that is not labelled is SourceNotFound, with

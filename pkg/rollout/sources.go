@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,6 +29,28 @@ func ResolveDefinition(ctx context.Context, reader client.Reader, fb *hubv1alpha
 	if len(fb.Spec.DataFrom) == 0 {
 		return d, nil
 	}
+	sources, err := ReadSources(ctx, reader, fb)
+	if err != nil && !errors.As(err, new(*template.SourceError)) {
+		return d, err
+	}
+	if pin := fb.Spec.DataFromRevision; pin != nil && (err != nil || template.SourcesHash(sources) == pin.SourcesHash) {
+		rev, perr := ReadRevision(ctx, reader, fb, pin.Revision)
+		if perr == nil && equality.Semantic.DeepEqual(rev.Definition.DataFrom, fb.Spec.DataFrom) {
+			d.Sources = rev.Definition.Sources
+			return d, nil
+		}
+	}
+	if err != nil {
+		return d, err
+	}
+	d.Sources = sources
+	return d, nil
+}
+
+// ReadSources resolves what a FleetBundle's spec.dataFrom sources hold now, read through reader
+// (template.ResolveSources): only ConfigMaps labelled SourceLabel are read, whatever reader
+// holds. A *template.SourceError says why they cannot be resolved.
+func ReadSources(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle) (map[string]string, error) {
 	var readErr error
 	sources, err := template.ResolveSources(fb, func(e hubv1alpha1.DataFromSource) *template.Source {
 		if e.ConfigMapRef == nil {
@@ -46,20 +69,9 @@ func ResolveDefinition(ctx context.Context, reader client.Reader, fb *hubv1alpha
 		return &template.Source{Data: cm.Data, BinaryKeys: slices.Sorted(maps.Keys(cm.BinaryData))}
 	})
 	if readErr != nil {
-		return d, fmt.Errorf("reading the sources of FleetBundle %s/%s: %w", fb.Namespace, fb.Name, readErr)
+		return nil, fmt.Errorf("reading the sources of FleetBundle %s/%s: %w", fb.Namespace, fb.Name, readErr)
 	}
-	if pin := fb.Spec.DataFromRevision; pin != nil && (err != nil || template.SourcesHash(sources) == pin.SourcesHash) {
-		rev, perr := ReadRevision(ctx, reader, fb, pin.Revision)
-		if perr == nil && equality.Semantic.DeepEqual(rev.Definition.DataFrom, fb.Spec.DataFrom) {
-			d.Sources = rev.Definition.Sources
-			return d, nil
-		}
-	}
-	if err != nil {
-		return d, err
-	}
-	d.Sources = sources
-	return d, nil
+	return sources, err
 }
 
 // SourceCacheOptions restricts a hub manager's cache of ConfigMaps to those labelled
