@@ -267,10 +267,13 @@ func specRevision(ctx context.Context, hub client.Reader, fb *hubv1alpha1.FleetB
 	if err != nil {
 		return rollout.Revision{}, fmt.Errorf("FleetBundle %s/%s: %w", fb.Namespace, fb.Name, err)
 	}
-	if r, ok := rollout.RevisionOfTemplate(fb, revs); ok {
+	def, err := rollout.ResolveDefinition(ctx, hub, fb)
+	if err != nil {
+		return rollout.Revision{}, fmt.Errorf("FleetBundle %s/%s: %w", fb.Namespace, fb.Name, err)
+	}
+	if r, ok := rollout.RevisionOfTemplate(&def, revs); ok {
 		return r, nil
 	}
-	def := template.DefinitionOf(fb)
 	return rollout.Revision{Definition: def, Hash: template.Hash(&def), Number: rollout.HighestRevision(fb, revs) + 1}, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/template"
 	"configbundle.dev/hub/pkg/tenancy"
 )
@@ -120,6 +122,13 @@ func renderFleetBundle(ctx context.Context, c client.Reader, fb *hubv1alpha1.Fle
 	if err := placesNothing(fb); err != nil {
 		return failed(fmt.Errorf("FleetBundle %s: %w", key, err))
 	}
+	def, err := rollout.ResolveDefinition(ctx, c, fb) // its sources, as the hub reads them
+	if se := (*template.SourceError)(nil); errors.As(err, &se) {
+		return failed(fmt.Errorf("FleetBundle %s: %s: %w; the hub places, changes and removes nothing in any member until it is fixed", key, se.Reason, err))
+	} else if err != nil {
+		return failed(err)
+	}
+	rev := rollout.Revision{Definition: def, Hash: template.Hash(&def)}
 	boundary, members, err := readPlacementView(ctx, c, fb)
 	if err != nil {
 		return failed(err)
@@ -143,7 +152,7 @@ func renderFleetBundle(ctx context.Context, c client.Reader, fb *hubv1alpha1.Fle
 		if !t.selected {
 			fmt.Fprintf(errOut, "MemberCluster %s is not selected by FleetBundle %s (spec.clusterSelector, or not in a ClusterSet bound to namespace %s): the hub places nothing there; rendered as if it were\n", t.member.Name, key, key.Namespace)
 		}
-		if err := printRendered(out, fb, t); err != nil {
+		if err := printRendered(out, fb, rev, t); err != nil {
 			broken = append(broken, t.member.Name)
 		}
 	}
@@ -209,8 +218,8 @@ type renderedMetadata struct {
 
 // printRendered prints one member's document: "# member: NAME" and the ConfigBundle the hub
 // places there, or "# member: NAME: render failed: ERROR", returning the render error.
-func printRendered(out io.Writer, fb *hubv1alpha1.FleetBundle, t renderTarget) error {
-	b, err := placement.Desired(fb, t.member)
+func printRendered(out io.Writer, fb *hubv1alpha1.FleetBundle, rev rollout.Revision, t renderTarget) error {
+	b, err := placement.DesiredOf(fb, rev, t.member)
 	if err != nil {
 		fmt.Fprintf(out, "# member: %s: render failed: %s\n", t.member.Name, comment(err.Error()))
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -542,10 +543,14 @@ func newRolloutUndoCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "undo NAME [flags]",
 		Short: "Write an earlier revision's definition into a FleetBundle's spec",
-		Long: `Writes the definition of a kept revision (spec.template, spec.templateEngine and spec.overrides)
-into the spec of the FleetBundle NAME, as kubectl rollout undo does a Deployment's template: by default the highest revision kept below status.updateRevision,
+		Long: `Writes the definition of a kept revision (spec.template, spec.templateEngine, spec.overrides and
+spec.dataFrom) into the spec of the FleetBundle NAME, as kubectl rollout undo does a Deployment's template: by default the highest revision kept below status.updateRevision,
 else --to-revision. The hub then rolls it out as any change of the template, through the stages of
 spec.rollout. It exits 1 if the revision is not kept, or if there is none to undo to.
+
+A revision keeps a copy of what its dataFrom sources held: the undo sets spec.dataFromRevision,
+so that the hub places that copy, even if a source changed or was deleted since, until a source
+changes again.
 
 The spec is patched with the resourceVersion read, so that a change made meanwhile is not
 overwritten (it is read again and the undo retried). If the FleetBundle's spec is owned by Git,
@@ -595,13 +600,15 @@ func undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 		if rev.template == nil {
 			return failed(rev.err)
 		}
-		current := template.DefinitionOf(fb)
-		if skipped = template.Hash(&current) == template.Hash(rev.template); skipped {
+		current, want, pin := template.DefinitionOf(fb), *rev.template, sourcesPin(fb, revs, target, sourcesNow(ctx, c, fb, rev.template))
+		want.Sources = nil // the spec names the sources; pin says which copy of them to place
+		if skipped = template.Hash(&current) == template.Hash(&want) && equality.Semantic.DeepEqual(fb.Spec.DataFromRevision, pin); skipped {
 			return nil
 		}
 		patch := client.MergeFromWithOptions(fb.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		fb.Spec.Template, fb.Spec.Overrides = rev.template.ConfigBundleTemplate, rev.template.Overrides
 		fb.Spec.TemplateEngine = cmp.Or(rev.template.TemplateEngine, hubv1alpha1.TemplateEngineNone)
+		fb.Spec.DataFrom, fb.Spec.DataFromRevision = rev.template.DataFrom, pin
 		return c.Patch(ctx, fb, patch)
 	})
 	switch {
@@ -616,6 +623,37 @@ func undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 	default:
 		return failed(fmt.Errorf("writing revision %d's template into FleetBundle %s: %w", target, key, err))
 	}
+}
+
+// sourcesPin is the spec.dataFromRevision an undo to revision target writes: none if the
+// revision has no sources; otherwise the revision, while the sources hold what they hold now
+// (now, what sourcesNow read; nil if it could not: then what status.updateRevision copied of
+// them), so that a later change of a source rolls out again.
+func sourcesPin(fb *hubv1alpha1.FleetBundle, revs []fleetBundleRevision, target int64, now map[string]string) *hubv1alpha1.DataFromRevision {
+	i := slices.IndexFunc(revs, func(r fleetBundleRevision) bool { return r.number == target })
+	if i < 0 || revs[i].template == nil || len(revs[i].template.DataFrom) == 0 {
+		return nil
+	}
+	if j := slices.IndexFunc(revs, func(r fleetBundleRevision) bool { return r.number == fb.Status.UpdateRevision }); now == nil && j >= 0 && revs[j].template != nil {
+		now = revs[j].template.Sources
+	}
+	return &hubv1alpha1.DataFromRevision{Revision: target, SourcesHash: template.SourcesHash(now)}
+}
+
+// sourcesNow reads what the sources of definition d (its dataFrom, as the FleetBundle fb will
+// name them once undone) hold now, as the hub would resolve them; nil if they cannot be read or
+// resolved (a missing source: the pin applies whatever its hash).
+func sourcesNow(ctx context.Context, c client.Reader, fb *hubv1alpha1.FleetBundle, d *template.Definition) map[string]string {
+	if len(d.DataFrom) == 0 {
+		return nil
+	}
+	undone := fb.DeepCopy()
+	undone.Spec.DataFrom, undone.Spec.Template = d.DataFrom, d.ConfigBundleTemplate
+	now, err := rollout.ReadSources(ctx, c, undone)
+	if err != nil {
+		return nil
+	}
+	return now
 }
 
 // errNothingToUndo is undoTarget's error when no revision below updateRevision is kept.

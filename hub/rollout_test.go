@@ -32,6 +32,7 @@ import (
 	"configbundle.dev/hub/internal/testing/fleet"
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // Timeouts of the rollout tests, generous for a loaded two-core machine.
@@ -150,6 +151,31 @@ func TestRolloutUndoTarget(t *testing.T) {
 				t.Errorf("undoTarget's error %v does not wrap errNothingToUndo", err)
 			}
 		})
+	}
+}
+
+// TestRolloutUndoSourcesPin: an undo to a revision with dataFrom pins its copy of the sources
+// while they hold what they hold now (or, if they cannot be read, what updateRevision copied of
+// them); one to a revision without sources pins nothing.
+func TestRolloutUndoSourcesPin(t *testing.T) {
+	withSources := func(n int64, ca string) fleetBundleRevision {
+		d := &template.Definition{DataFrom: []hubv1alpha1.DataFromSource{{ConfigMapRef: &hubv1alpha1.SourceReference{Name: "ca"}}},
+			Sources: map[string]string{"ca.crt": ca}}
+		return fleetBundleRevision{number: n, template: d}
+	}
+	revs := []fleetBundleRevision{{number: 1, template: &template.Definition{}}, withSources(2, "PEM-2"), withSources(3, "PEM-3")}
+	fb := &hubv1alpha1.FleetBundle{Status: hubv1alpha1.FleetBundleStatus{UpdateRevision: 3}}
+	want := &hubv1alpha1.DataFromRevision{Revision: 2, SourcesHash: template.SourcesHash(map[string]string{"ca.crt": "PEM-3"})}
+	if got := sourcesPin(fb, revs, 2, nil); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("sourcesPin to 2, the sources not read = %+v, want %+v", got, want)
+	}
+	read := map[string]string{"ca.crt": "PEM-4"} // changed since the hub copied it
+	want.SourcesHash = template.SourcesHash(read)
+	if got := sourcesPin(fb, revs, 2, read); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("sourcesPin to 2, the sources read = %+v, want %+v", got, want)
+	}
+	if got := sourcesPin(fb, revs, 1, nil); got != nil {
+		t.Errorf("sourcesPin to a revision without sources = %+v, want none", got)
 	}
 }
 

@@ -130,6 +130,12 @@ func checkPlacement(t *testing.T, cfg benchConfig, pr *placementResults) {
 		t.Errorf("placement: %d, %d and %d of %d hub, floor and templated changes seen in every member (errors %d / %d / %d)",
 			len(pr.Hub), len(pr.Floor), len(pr.Templated), cfg.Placements, pr.HubErrors, pr.FloorErrors, pr.TemplatedErrors)
 	}
+	if len(pr.Sourced) != cfg.Placements || pr.SourcedErrors != 0 {
+		t.Errorf("placement: %d of %d source changes seen in every member (errors %d)", len(pr.Sourced), cfg.Placements, pr.SourcedErrors)
+	}
+	if pr.CachedConfigMaps != 1 {
+		t.Errorf("placement: %.0f ConfigMaps in the hub's cache, want 1 (the sourced FleetBundle's source alone)", pr.CachedConfigMaps)
+	}
 	if w := pr.templatedWrites(); w < 0.9999 || w > 1.0001 {
 		t.Errorf("placement: %.2f writes of the templated bundle per member per template change, want exactly 1", w)
 	}

@@ -48,6 +48,13 @@ type placementResults struct {
 	// Hub and Floor are the latencies of the template changes, the max over the members each;
 	// Templated those of the templated FleetBundle's (placement_templated.go).
 	Hub, Floor, Templated latencies
+	// Sourced are the latencies of the source changes of the sourced FleetBundle
+	// (placement_sourced.go); SourcedCreate its first placement; CachedConfigMaps the
+	// ConfigMaps in the hub's cache then (its sources only).
+	Sourced          latencies
+	SourcedCreate    time.Duration
+	SourcedErrors    int
+	CachedConfigMaps float64
 	// HubCreate, FloorCreate and TemplatedCreate time the first placement: FleetBundle create,
 	// and the floor's.
 	HubCreate, FloorCreate, TemplatedCreate time.Duration
@@ -161,6 +168,12 @@ func (f *fleet) placementLatency(ctx context.Context, cfg benchConfig, pm []*mem
 	if err := f.waitFleetBundlesReady(ctx, templatedName, 1, len(pm)); err != nil {
 		return err
 	}
+	if pr.SourcedCreate, err = f.sourcePlace(ctx, pm, tr, "source-create", true); err != nil {
+		return fmt.Errorf("placing the sourced FleetBundle: %w", err)
+	}
+	if err := f.waitFleetBundlesReady(ctx, sourcedName, 1, len(pm)); err != nil {
+		return err
+	}
 	from := time.Now()
 	for i := range cfg.Placements {
 		d, err := f.hubPlace(ctx, pm, tr, placed{}, fmt.Sprintf("hub-%d", i), false)
@@ -175,7 +188,20 @@ func (f *fleet) placementLatency(ctx context.Context, cfg benchConfig, pm []*mem
 		if err := countChange(ctx, &pr.Templated, &pr.TemplatedErrors, d, err); err != nil {
 			return err
 		}
+		// The source changes on a hub done with the templated change (as the template changes
+		// follow the floor's), and the next change on one done with it.
+		if err := f.waitFleetBundlesReady(ctx, templatedName, 1, len(pm)); err != nil {
+			return err
+		}
+		d, err = f.sourcePlace(ctx, pm, tr, fmt.Sprintf("source-%d", i), false)
+		if err := countChange(ctx, &pr.Sourced, &pr.SourcedErrors, d, err); err != nil {
+			return err
+		}
+		if err := f.waitFleetBundlesReady(ctx, sourcedName, 1, len(pm)); err != nil {
+			return err
+		}
 	}
+	pr.CachedConfigMaps = f.cachedConfigMaps()
 	if err := sleepCtx(ctx, placementSettle); err != nil {
 		return err
 	}
@@ -334,6 +360,9 @@ func (f *fleet) cleanupPlacement(ctx context.Context, pm []*member) error {
 	if err := f.Hub.DeleteAllOf(ctx, &hubv1alpha1.FleetBundle{}, client.InNamespace(placementNS)); err != nil {
 		return err
 	}
+	if err := client.IgnoreNotFound(f.Hub.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: placementNS, Name: sourcedName}})); err != nil {
+		return err
+	}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		list := &hubv1alpha1.FleetBundleList{}
 		return f.Hub.List(ctx, list, client.InNamespace(placementNS)) == nil && len(list.Items) == 0, nil
@@ -397,7 +426,7 @@ func (t *cmTracker) consume(member string, w watch.Interface) {
 		if !ok || ev.Type == watch.Deleted {
 			continue
 		}
-		key := seenKey(member, cm.Namespace, cm.Name, cm.Data[configbundlev1alpha1.MessageKey])
+		key := seenKey(member, cm.Namespace, cm.Name, trackedValue(cm))
 		t.mu.Lock()
 		if _, ok := t.seen[key]; !ok {
 			t.seen[key] = at

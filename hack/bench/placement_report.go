@@ -31,7 +31,7 @@ func (f *fleet) countChangeWrites(ctx context.Context, from, to time.Time, perMe
 	for _, w := range hubWritesIn(all, from, to) {
 		switch {
 		case w.Plane == hubPlane:
-			if !w.planned() && !ofTemplated(w) { // its status and revisions: the templated row's
+			if !w.planned() && !ofTemplated(w) && !ofSourced(w) { // their status and revisions: the templated and sourced rows'
 				pr.ChangeHubWrites = append(pr.ChangeHubWrites, w)
 			}
 		case w.Namespace == placementNS && w.Name == templatedName:
@@ -79,7 +79,7 @@ func (pr *placementResults) missedGoals() []string {
 	if pr.HubErrors+pr.FloorErrors > 0 {
 		missed = append(missed, fmt.Sprintf("every change seen in every member within %s (hub %d, floor %d not)", placementTimeout, pr.HubErrors, pr.FloorErrors))
 	}
-	return append(missed, pr.templatedMissed()...)
+	return append(append(missed, pr.templatedMissed()...), pr.sourcedMissed()...)
 }
 
 func (r *results) printPlacement(p printer, cfg benchConfig) {
@@ -98,7 +98,10 @@ func (r *results) printPlacement(p printer, cfg benchConfig) {
 	row("floor: minimal client, one merge patch of the ConfigBundle per member in parallel", pr.Floor, pr.FloorCreate)
 	row("ConfigBundle Hub: one merge patch of the FleetBundle's template", pr.Hub, pr.HubCreate)
 	row("ConfigBundle Hub, templated FleetBundle (GoTemplate): one merge patch of its template", pr.Templated, pr.TemplatedCreate)
+	row("ConfigBundle Hub, sourced FleetBundle (dataFrom): one merge patch of its hub source ConfigMap", pr.Sourced, pr.SourcedCreate)
 	r.printTemplated(p)
+	p("sourced (dataFrom a labelled hub ConfigMap) against the template change: p50 %s vs %s, p99 %s vs %s: %.2fx (goal within %.1fx); ConfigMaps in the hub's cache: %.0f (its sources only)",
+		ms(pr.Sourced.pct(50)), ms(pr.Hub.pct(50)), ms(pr.Sourced.pct(99)), ms(pr.Hub.pct(99)), ratio(pr.Sourced.pct(99), pr.Hub.pct(99)), goalSourcedRatio, pr.CachedConfigMaps)
 	r.printPlacementWrites(p)
 	r.printPlacementMemory(p)
 	if missed := pr.missedGoals(); len(missed) > 0 {

@@ -447,6 +447,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovide
 	cacheOpts := cache.Options{}
 	provider.SecretCacheOptions(&cacheOpts)
 	rollout.RevisionCacheOptions(&cacheOpts)
+	rollout.SourceCacheOptions(&cacheOpts)
 	// The manager elects a leader with --leader-elect only, through lock: sharded replicas
 	// elect the one that does the hub-wide work with a fence of their coordinator (newElection),
 	// whose loss must not end the manager as a lost election of controller-runtime does.

@@ -31,3 +31,9 @@ package hubmanager
 // A FleetBundle's revisions are ControllerRevisions in its namespace, which the hub creates,
 // reads (its cache holds only those labelled hub.configbundle.dev/fleet-bundle) and prunes.
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;delete
+//
+// A FleetBundle's spec.dataFrom sources are ConfigMaps of its namespace. RBAC cannot grant by
+// label, so the rule covers every ConfigMap; the hub's cache lists and watches, and the hub reads,
+// only those labelled hub.configbundle.dev/source=true (rollout.SourceCacheOptions). It never
+// writes one.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch

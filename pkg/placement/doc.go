@@ -10,10 +10,11 @@
 // the finalizer. The per-member reconciler (package configbundle) then enforces each placed
 // ConfigBundle as it does a local one.
 //
-// Every distinct template is a revision, kept as a ControllerRevision (package rollout). With
-// spec.rollout a new revision is staged: fleetbundle-status decides where the rollout stands
-// (rollout.Decide, in rollout_status.go) and writes it to the status, and placement gives each
-// member the revision that status says it gets (rollout.TargetRevision).
+// Every distinct template, with what its dataFrom sources hold (labelled hub ConfigMaps, read
+// from the hub's cache: sources.go), is a revision, kept as a ControllerRevision (package
+// rollout). With spec.rollout a new revision is staged: fleetbundle-status decides where the
+// rollout stands (rollout.Decide, in rollout_status.go) and writes it to the status, and
+// placement gives each member the revision that status says it gets (rollout.TargetRevision).
 //
 // A paused member (MemberCluster spec.paused) is frozen at what it holds: placement writes
 // nothing to it but the heal of the bundle it holds, at the revision it holds (healHeld); the

@@ -51,8 +51,15 @@ var (
 var fleetBundleGauges = []*prometheus.GaugeVec{fleetBundleSelected, fleetBundleReady, fleetBundleFailed,
 	fleetBundleUpdated, fleetBundleRolloutStalled}
 
+// cachedConfigMaps is the number of ConfigMaps the hub's cache holds: the FleetBundles' sources,
+// labelled hub.configbundle.dev/source=true, and no other. Counted on every change of one.
+var cachedConfigMaps = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "configbundle_hub_cached_configmaps",
+	Help: "ConfigMaps in the hub's cache: the FleetBundles' sources (labelled hub.configbundle.dev/source=true); it caches no other ConfigMap.",
+})
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(placementLatency)
+	ctrlmetrics.Registry.MustRegister(placementLatency, cachedConfigMaps)
 	for _, g := range fleetBundleGauges {
 		ctrlmetrics.Registry.MustRegister(g)
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,6 +34,7 @@ import (
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/statusbudget"
+	"configbundle.dev/hub/pkg/template"
 	"configbundle.dev/hub/pkg/tenancy"
 )
 
@@ -83,6 +85,7 @@ func (r *Reconciler) setup() error {
 	err := mcbuilder.ControllerManagedBy(r.manager).
 		Named(ControllerName).
 		Watches(&hubv1alpha1.FleetBundle{}, r.fleetBundleToPairs, append(hubOnly, mcbuilder.WithPredicates(specOrDeletionChanged))...).
+		Watches(&corev1.ConfigMap{}, r.sourceToPairs, hubOnly...).
 		Watches(&hubv1alpha1.MemberCluster{}, r.memberToPairs, append(hubOnly, mcbuilder.WithPredicates(memberChanged))...).
 		Watches(&hubv1alpha1.ClusterSet{}, r.clusterSetToPairs, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
 		Watches(&hubv1alpha1.ClusterSetBinding{}, r.bindingToPairs, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
@@ -173,6 +176,14 @@ func (r *Reconciler) newScope(ctx context.Context, req mcreconcile.Request) (*sc
 	}
 	if specError(fb) != nil && fb.DeletionTimestamp.IsZero() {
 		return nil, nil // reported on the FleetBundle; its fix is a spec change, which brings the pair back
+	}
+	if len(fb.Spec.DataFrom) > 0 && fb.DeletionTimestamp.IsZero() {
+		switch _, err := rollout.ResolveDefinition(ctx, r.hub, fb); {
+		case errors.As(err, new(*template.SourceError)):
+			return nil, nil // reported on the FleetBundle; a change of its sources or its spec brings the pair back
+		case err != nil:
+			return nil, err
+		}
 	}
 	s.fb = fb
 	boundary, err := tenancy.ReadBoundary(ctx, r.hub, fb)

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/rollout"
+	"configbundle.dev/hub/pkg/template"
 )
 
 // rolloutState is a FleetBundle's revisions and the decision of where its rollout stands.
@@ -26,6 +28,8 @@ type rolloutState struct {
 	held map[int64]bool
 	// decision is where its rollout stands.
 	decision rollout.Decision
+	// sourceErr says why its sources cannot be resolved: nothing moves until they can.
+	sourceErr *template.SourceError
 }
 
 // keepHeld keeps the revisions members hold (held) from pruning, and records them in the status.
@@ -49,21 +53,28 @@ func (s *rolloutState) byNumber() map[int64]rollout.Revision {
 // the sum of the replicas' counts; nil: the replicas have not caught up with the status, and the
 // rollout stays where the status says until they have.
 func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetBundle, members []rollout.Member, now time.Time, tally *rollout.Tally) (*rolloutState, error) {
+	frozen := &rolloutState{next: fb.DeepCopy(), decision: rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}
 	if !fleetbundle.LabelFits(client.ObjectKeyFromObject(fb)) || templateError(fb) != nil { // it places nothing: no revision can carry its label, or render
-		return &rolloutState{next: fb.DeepCopy(), decision: rollout.Decision{Current: fb.Status.CurrentRevision, Rollout: fb.Status.Rollout}}, nil
+		return frozen, nil
+	}
+	d, err := rollout.ResolveDefinition(ctx, r.hub, fb)
+	if errors.As(err, &frozen.sourceErr) { // nor while its sources cannot be resolved
+		return frozen, nil
+	} else if err != nil {
+		return nil, err
 	}
 	revs, err := rollout.ListRevisions(ctx, r.hub, fb)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := rollout.RevisionOfTemplate(fb, revs); !ok {
+	if _, ok := rollout.RevisionOfTemplate(&d, revs); !ok {
 		// The cache may not have seen a revision created moments ago: ask the API server before
 		// making another.
 		if revs, err = rollout.ListRevisions(ctx, r.manager.GetLocalManager().GetAPIReader(), fb); err != nil {
 			return nil, err
 		}
 	}
-	update, revs, err := rollout.EnsureRevision(ctx, r.hub, fb, revs, r.opts.FieldOwner)
+	update, revs, err := rollout.EnsureRevision(ctx, r.hub, fb, &d, revs, r.opts.FieldOwner)
 	if err != nil {
 		return nil, err
 	}

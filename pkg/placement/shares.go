@@ -238,6 +238,7 @@ func (r *StatusReconciler) reconcileTotals(ctx context.Context, fb *hubv1alpha1.
 	}
 	ro.keepHeld(sharesHeld(fb, shares, len(members)))
 	want := Totals(ro.next, boundary, shares, int32(len(members)), metav1.Now())
+	reportSourceError(fb, &want, ro.sourceErr)
 	res, _, err := r.writeStatus(ctx, fb, want, ro)
 	return res, err
 }

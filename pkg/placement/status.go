@@ -109,9 +109,10 @@ func judgePaused(m MemberView) Health {
 
 // specRevision is the spec's definition as a revision without a number, what members are judged
 // against while the status names no revision yet; nil once it names one, or if the definition
-// renders for no member (InvalidTemplate: the FleetBundle says so, not each member).
+// renders for no member (InvalidTemplate: the FleetBundle says so, not each member), or has
+// sources.
 func specRevision(fb *hubv1alpha1.FleetBundle) *rollout.Revision {
-	if fb.Status.UpdateRevision != 0 {
+	if fb.Status.UpdateRevision != 0 || len(fb.Spec.DataFrom) > 0 { // the spec alone does not say what its sources hold
 		return nil
 	}
 	r := &rollout.Revision{Definition: template.DefinitionOf(fb)}

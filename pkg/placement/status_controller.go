@@ -61,6 +61,7 @@ func (r *StatusReconciler) setup(n *notifier) error {
 	b := mcbuilder.ControllerManagedBy(r.manager).
 		Named(StatusControllerName).
 		Watches(&hubv1alpha1.FleetBundle{}, r.toItself, hubOnly...).
+		Watches(&corev1.ConfigMap{}, r.sourceToFleetBundles, hubOnly...).
 		Watches(&hubv1alpha1.MemberCluster{}, r.toEveryFleetBundle, append(hubOnly, mcbuilder.WithPredicates(memberChanged))...).
 		Watches(&hubv1alpha1.ClusterSet{}, r.clusterSetToFleetBundles, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
 		Watches(&hubv1alpha1.ClusterSetBinding{}, r.bindingToFleetBundles, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
@@ -125,6 +126,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	health := judgeAll(ro.next, ro.byNumber(), selected, ro.decision.Failed)
 	r.transitions.observe(fb, health)
 	want := statusOf(ro.next, boundary, health, pending, now)
+	reportSourceError(fb, &want, ro.sourceErr)
 	res, written, err := r.writeStatus(ctx, fb, want, ro)
 	if written {
 		r.ledger.noteHealsWritten(fb.UID, pending)
@@ -148,6 +150,9 @@ func (r *StatusReconciler) writeStatus(ctx context.Context, fb *hubv1alpha1.Flee
 			return ctrl.Result{}, false, fmt.Errorf("writing FleetBundle status: %w", err)
 		}
 		written = true
+		if ro.sourceErr != nil && readyChanged(want, fb.Status) {
+			r.transitions.recorder.Eventf(fleetBundleReference(fb), nil, corev1.EventTypeWarning, ro.sourceErr.Reason, "ResolveSources", "%s", ro.sourceErr.Message)
+		}
 		for _, e := range ro.decision.Events {
 			// The revision's ControllerRevision as the related object and the stage as the
 			// action: the recorder makes one series of the Events alike in those, never one of

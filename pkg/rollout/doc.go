@@ -5,5 +5,6 @@
 // halt, rollback, pause) from the status last written and where each member stands (Member),
 // counting members with TallyMembers; TargetRevision says which revision one member gets from
 // that status. Package placement reads the facts, writes the decisions and applies them; this
-// package reads no cluster but for the ControllerRevisions.
+// package reads no cluster but for the ControllerRevisions and, in ResolveDefinition, the
+// FleetBundles' labelled source ConfigMaps (sources.go).
 package rollout

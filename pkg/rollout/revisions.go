@@ -24,7 +24,8 @@ import (
 	"configbundle.dev/hub/pkg/template"
 )
 
-// Every distinct definition (template, templateEngine, overrides) of a FleetBundle is a revision, numbered 1, 2, 3... in the order the
+// Every distinct definition (template, templateEngine, overrides, dataFrom and what its sources
+// hold) of a FleetBundle is a revision, numbered 1, 2, 3... in the order the
 // hub first sees them, and kept as an apps/v1 ControllerRevision "<fleetbundle>-<revision>" in
 // the FleetBundle's namespace, controller-owned by it (the garbage collector removes them with
 // it), labelled FleetBundleLabel, its .data the Definition.
@@ -94,11 +95,10 @@ func ListRevisions(ctx context.Context, reader client.Reader, fb *hubv1alpha1.Fl
 	return revs, nil
 }
 
-// RevisionOfTemplate returns the revision of the FleetBundle's definition among revs, and false
-// if it has none yet.
-func RevisionOfTemplate(fb *hubv1alpha1.FleetBundle, revs []Revision) (Revision, bool) {
-	d := template.DefinitionOf(fb)
-	hash := template.Hash(&d)
+// RevisionOfTemplate returns the revision of a FleetBundle's definition d (ResolveDefinition)
+// among revs, and false if it has none yet.
+func RevisionOfTemplate(d *template.Definition, revs []Revision) (Revision, bool) {
+	hash := template.Hash(d)
 	for _, r := range revs {
 		if r.Hash == hash {
 			return r, true
@@ -127,10 +127,9 @@ func nextRevision(fb *hubv1alpha1.FleetBundle, revs []Revision) int64 {
 	return HighestRevision(fb, revs) + 1
 }
 
-// newControllerRevision is the ControllerRevision of a FleetBundle's definition as revision n.
-func newControllerRevision(fb *hubv1alpha1.FleetBundle, n int64, fieldOwner string) (*appsv1.ControllerRevision, error) {
-	d := template.DefinitionOf(fb)
-	raw, err := json.Marshal(&d)
+// newControllerRevision is the ControllerRevision of a FleetBundle's definition d as revision n.
+func newControllerRevision(fb *hubv1alpha1.FleetBundle, d *template.Definition, n int64, fieldOwner string) (*appsv1.ControllerRevision, error) {
+	raw, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the definition: %w", err)
 	}
@@ -148,13 +147,13 @@ func newControllerRevision(fb *hubv1alpha1.FleetBundle, n int64, fieldOwner stri
 	}, nil
 }
 
-// EnsureRevision returns the revision of the FleetBundle's template, creating its
-// ControllerRevision if it has none, and the revisions with it.
-func EnsureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, revs []Revision, fieldOwner string) (Revision, []Revision, error) {
-	if r, ok := RevisionOfTemplate(fb, revs); ok {
+// EnsureRevision returns the revision of the FleetBundle's definition d (ResolveDefinition),
+// creating its ControllerRevision if it has none, and the revisions with it.
+func EnsureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, d *template.Definition, revs []Revision, fieldOwner string) (Revision, []Revision, error) {
+	if r, ok := RevisionOfTemplate(d, revs); ok {
 		return r, revs, nil
 	}
-	cr, err := newControllerRevision(fb, nextRevision(fb, revs), fieldOwner)
+	cr, err := newControllerRevision(fb, d, nextRevision(fb, revs), fieldOwner)
 	if err != nil {
 		return Revision{}, nil, err
 	}
@@ -185,7 +184,8 @@ func PruneRevisions(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetB
 // Prunable returns the revisions of revs (sorted, the oldest first) that are no longer kept: the
 // oldest not in use beyond spec.revisionHistoryLimit, then, while the definitions of those left
 // exceed MaxRevisionHistoryBytes, the oldest left not in use. In use are the status's
-// currentRevision, updateRevision, failedRevision and heldRevisions, and the revisions of held:
+// currentRevision, updateRevision, failedRevision and heldRevisions, the revision of
+// spec.dataFromRevision, and the revisions of held:
 // none of them is ever pruned.
 func Prunable(fb *hubv1alpha1.FleetBundle, revs []Revision, held map[int64]bool) []Revision {
 	limit := int32(hubv1alpha1.DefaultRevisionHistoryLimit)
@@ -194,7 +194,7 @@ func Prunable(fb *hubv1alpha1.FleetBundle, revs []Revision, held map[int64]bool)
 	}
 	ro := fb.Status.Rollout
 	inUse := func(n int64) bool {
-		return held[n] || n == fb.Status.CurrentRevision || n == fb.Status.UpdateRevision || (ro != nil && n == ro.FailedRevision) ||
+		return held[n] || (fb.Spec.DataFromRevision != nil && n == fb.Spec.DataFromRevision.Revision) || n == fb.Status.CurrentRevision || n == fb.Status.UpdateRevision || (ro != nil && n == ro.FailedRevision) ||
 			slices.Contains(fb.Status.HeldRevisions, n)
 	}
 	var spare []Revision

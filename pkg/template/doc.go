@@ -1,5 +1,6 @@
 // Package template renders a FleetBundle's definition for one member: Definition is what a
-// revision holds (the template, its templateEngine and its overrides), Render applies the
+// revision holds (the template, its templateEngine, its overrides, and what its dataFrom sources
+// held, merged by ResolveSources in sources.go and never templated), Render applies the
 // overrides that select the member (overrides.go) and, with GoTemplate, executes every value on
 // a bounded engine (engine.go: only text/template's built-ins, no range or define, a budget of
 // actions, code bytes and output per rendering), then checks the result as the member's API

@@ -27,7 +27,7 @@ func (d *Definition) merge(m Member) (mergedValues, error) {
 	mv := mergedValues{
 		spec:        t.Spec,
 		message:     value{field: "spec.template.spec.message", text: t.Spec.Message},
-		data:        fields("spec.template.spec.data", dataStrings(t.Spec.Data)),
+		data:        mergeFields(literals(d.Sources), "spec.template.spec.data", dataStrings(t.Spec.Data)),
 		labels:      fields("spec.template.metadata.labels", t.Metadata.Labels),
 		annotations: fields("spec.template.metadata.annotations", t.Metadata.Annotations),
 	}
@@ -69,12 +69,26 @@ func mergeFields(into map[string]value, prefix string, m map[string]string) map[
 	return into
 }
 
-// all lists the merged values.
+// literals are the values of a definition's sources: data, never template code.
+func literals(sources map[string]string) map[string]value {
+	if len(sources) == 0 {
+		return nil
+	}
+	out := make(map[string]value, len(sources))
+	for k, v := range sources {
+		out[k] = value{field: fmt.Sprintf("spec.dataFrom[%s]", k), text: v, literal: true}
+	}
+	return out
+}
+
+// all lists the merged values that are templated (the sources' are not).
 func (mv *mergedValues) all() []value {
 	vs := []value{mv.message}
 	for _, m := range []map[string]value{mv.data, mv.labels, mv.annotations} {
 		for _, v := range m {
-			vs = append(vs, v)
+			if !v.literal {
+				vs = append(vs, v)
+			}
 		}
 	}
 	return vs

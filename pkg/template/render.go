@@ -24,11 +24,19 @@ type Definition struct {
 	TemplateEngine hubv1alpha1.TemplateEngine `json:"templateEngine,omitempty"`
 
 	Overrides []hubv1alpha1.TemplateOverride `json:"overrides,omitempty"`
+
+	// DataFrom is the FleetBundle's spec.dataFrom, and Sources what its sources resolved to
+	// (ResolveSources): data under the template's, placed as written, never templated. The
+	// revision keeps them, so that it places the same content whatever the sources hold later.
+	DataFrom []hubv1alpha1.DataFromSource `json:"dataFrom,omitempty"`
+	Sources  map[string]string            `json:"sources,omitempty"`
 }
 
-// DefinitionOf is the definition a FleetBundle's spec gives.
+// DefinitionOf is the definition a FleetBundle's spec gives, its sources not read: Sources is
+// nil (see ResolveSources).
 func DefinitionOf(fb *hubv1alpha1.FleetBundle) Definition {
-	d := Definition{ConfigBundleTemplate: fb.Spec.Template, TemplateEngine: fb.Spec.TemplateEngine, Overrides: fb.Spec.Overrides}
+	d := Definition{ConfigBundleTemplate: fb.Spec.Template, TemplateEngine: fb.Spec.TemplateEngine, Overrides: fb.Spec.Overrides,
+		DataFrom: fb.Spec.DataFrom}
 	if d.TemplateEngine == hubv1alpha1.TemplateEngineNone {
 		d.TemplateEngine = ""
 	}
@@ -68,10 +76,12 @@ type Rendered struct {
 	Spec        configbundlev1alpha1.ConfigBundleSpec
 }
 
-// value is one value of a definition, named by the field it comes from.
+// value is one value of a definition, named by the field it comes from; a literal one (a
+// source's) is placed as written, whatever the templateEngine.
 type value struct {
-	field string
-	text  string
+	field   string
+	text    string
+	literal bool
 }
 
 // Check returns why the definition cannot be rendered for any member (InvalidTemplate): an
@@ -175,6 +185,9 @@ func (d *Definition) RenderCached(m Member, hash string) (Rendered, error) {
 	}
 	budget, data := newRenderBudget(), templateData{Cluster: m}
 	return merged.produce(func(v value, limit int) (string, error) {
+		if v.literal {
+			return asWritten(v, limit)
+		}
 		tree, err := parsedValues.parse(hash, v.field, v.text)
 		if err != nil {
 			return "", err

@@ -324,8 +324,11 @@ func TestHubRunsWithItsServiceAccount(t *testing.T) {
 			{authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: metav1.NamespaceDefault}, false},
 			{authorizationv1.ResourceAttributes{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Namespace: namespace}, false},
 			{authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: namespace}, false},
-			// The member-side rules stay in the members.
-			{authorizationv1.ResourceAttributes{Verb: "list", Resource: "configmaps", Namespace: namespace}, false},
+			// It reads ConfigMaps (its cache holds only the FleetBundles' labelled sources), never
+			// writes one: the member-side rules stay in the members.
+			{authorizationv1.ResourceAttributes{Verb: "list", Resource: "configmaps", Namespace: namespace}, true},
+			{authorizationv1.ResourceAttributes{Verb: "create", Resource: "configmaps", Namespace: namespace}, false},
+			{authorizationv1.ResourceAttributes{Verb: "update", Resource: "configmaps", Namespace: metav1.NamespaceDefault}, false},
 			{authorizationv1.ResourceAttributes{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, false},
 			// The tenancy model: it reads the sets and their bindings, writes their status, and
 			// never binds a set, nor pauses or relabels a member.

@@ -161,9 +161,9 @@ func TestDefault(t *testing.T) {
 		g := NewWithT(t)
 		// Cluster-wide: the health reports, FleetBundles (read, finalizer, status), their
 		// revisions and their Events (a cluster-scoped MemberCluster's Events go to the namespace default), the
-		// metrics endpoint's reviews only; none
-		// of the member-side rules (ConfigMaps, ConfigBundles, CRDs, namespaces) may leak in from
-		// the packages the hub imports.
+		// metrics endpoint's reviews, and ConfigMaps read as sources only; none of the
+		// member-side rules (writes of ConfigMaps, ConfigBundles, CRDs, namespaces) may leak in
+		// from the packages the hub imports.
 		cr := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", hubName))
 		g.Expect(rules(cr.Rules)).To(ConsistOf(slices.Concat(
 			expand([]string{"hub.configbundle.dev/memberclusters", "hub.configbundle.dev/fleets"}, "get", "list", "watch", "create", "delete"),
@@ -175,6 +175,9 @@ func TestDefault(t *testing.T) {
 			expand([]string{"hub.configbundle.dev/fleetbundles/finalizers"}, "update"),
 			// A FleetBundle's revisions, ControllerRevisions in its namespace.
 			expand([]string{"apps/controllerrevisions"}, "get", "list", "watch", "create", "delete"),
+			// The sources of FleetBundles (spec.dataFrom), read only: the hub caches those labelled
+			// hub.configbundle.dev/source alone, which RBAC cannot say.
+			expand([]string{"/configmaps"}, "get", "list", "watch"),
 			expand([]string{"events.k8s.io/events"}, "create", "patch"),
 			// The metrics endpoint's authentication and authorization of scrapers.
 			expand([]string{"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews"}, "create"),

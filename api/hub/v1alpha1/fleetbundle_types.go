@@ -360,7 +360,10 @@ type TemplateMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// FleetBundleSpec says what to place and where.
+// FleetBundleSpec says what to place and where. A secretRef source is refused while the placed
+// bundles can only be ConfigMaps: once a template can target a Secret, the rule below admits it
+// there.
+// +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || self.dataFrom.all(s, !has(s.secretRef))",message="dataFrom: secretRef is not allowed in a FleetBundle that places a ConfigMap: a Secret's data never lands in a ConfigMap",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.template.spec.immutable) || !oldSelf.template.spec.immutable || (has(self.overrides) == has(oldSelf.overrides) && (!has(self.overrides) || (self.overrides == oldSelf.overrides && self.overrides.map(o, o.name) == oldSelf.overrides.map(o, o.name))) && has(self.templateEngine) == has(oldSelf.templateEngine) && (!has(self.templateEngine) || self.templateEngine == oldSelf.templateEngine))",message="overrides and templateEngine are immutable: the template was made immutable (spec.template.spec.immutable: true), which freezes what members get; delete and recreate the FleetBundle to change them",reason=FieldValueForbidden
 type FleetBundleSpec struct {
 	// clusterSelector selects MemberClusters by their labels, with Kubernetes semantics: an
@@ -420,6 +423,25 @@ type FleetBundleSpec struct {
 	// selected member at once.
 	// +optional
 	Rollout *RolloutStrategy `json:"rollout,omitempty"`
+
+	// dataFrom lists hub objects of the FleetBundle's own namespace whose data the placed
+	// bundles carry: merged in order, then spec.template.spec.data on top. Only objects
+	// labelled SourceLabel ("hub.configbundle.dev/source": "true") are read. A key that two
+	// entries (or an entry and the template) both define is an error (InvalidTemplate) unless
+	// the later entry sets prefix. A change of what the sources resolve to is a new revision,
+	// rolled out by spec.rollout; the revision keeps a copy of it. At most 16
+	// (MaxDataFromSources).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	DataFrom []DataFromSource `json:"dataFrom,omitempty"`
+
+	// dataFromRevision is set by `hub rollout undo`: while the sources resolve to what they held
+	// when it was set (sourcesHash), or cannot be read, the placed bundles carry the copy of the
+	// sources that revision keeps, not the sources themselves. Once a source changes, it no
+	// longer applies. Remove it to follow the sources again at once.
+	// +optional
+	DataFromRevision *DataFromRevision `json:"dataFromRevision,omitempty"`
 }
 
 // RolloutStrategy says how a new revision reaches the selected members.

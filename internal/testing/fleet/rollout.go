@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,11 +39,21 @@ func (f *Fleet) AddMembers(ctx context.Context, planes ...controlplane.Plane) ([
 
 // MessagePolicy is a ValidatingAdmissionPolicy of a member, and its binding, both named Name,
 // that refuse (403 Forbidden: the reconciler's CreateFailed or UpdateFailed, retried with
-// back-off) every create and update of a ConfigMap in namespace Namespace whose data.message is
-// Message: a member where one bad value of a FleetBundle's template fails, as a real cluster's
-// policy would.
+// back-off) every create and update of a ConfigMap in namespace Namespace whose data.message (or
+// data[Key]) is Message: a member where one bad value of a FleetBundle's template fails, as a
+// real cluster's policy would.
 type MessagePolicy struct {
 	Name, Namespace, Message string
+	// Key is the data key whose value Message is refused; "" is the message's key.
+	Key string
+}
+
+// key is the data key the policy checks.
+func (p MessagePolicy) key() string {
+	if p.Key == "" {
+		return configbundlev1alpha1.MessageKey
+	}
+	return p.Key
 }
 
 // policyProbeName names the ConfigMap the policy is probed with (server-side dry run: never
@@ -68,10 +77,9 @@ func (p MessagePolicy) Install(ctx context.Context, c client.Client, timeout tim
 				}},
 			},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("!has(object.data) || !(%q in object.data) || object.data[%q] != %q",
-					configbundlev1alpha1.MessageKey, configbundlev1alpha1.MessageKey, p.Message),
-				Message: "this cluster refuses the message " + strconv.Quote(p.Message),
-				Reason:  ptr.To(metav1.StatusReasonForbidden),
+				Expression: fmt.Sprintf("!has(object.data) || !(%q in object.data) || object.data[%q] != %q", p.key(), p.key(), p.Message),
+				Message:    fmt.Sprintf("this cluster refuses the %s %q", p.key(), p.Message),
+				Reason:     ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
@@ -111,7 +119,7 @@ func (p MessagePolicy) waitEnforced(ctx context.Context, c client.Client, want b
 	deadline := time.Now().Add(timeout)
 	for {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: policyProbeName},
-			Data: map[string]string{configbundlev1alpha1.MessageKey: p.Message}}
+			Data: map[string]string{p.key(): p.Message}}
 		last = c.Create(ctx, cm, client.DryRunAll)
 		if refused := apierrors.IsForbidden(last); refused == want && (refused || last == nil) {
 			return nil
