@@ -347,12 +347,19 @@ func (s *scope) setSynced(cm *corev1.ConfigMap) error {
 	return nil
 }
 
-// fail records a failed write. What the API server's own validation calls invalid is terminal:
-// retrying cannot help until the bundle changes. Anything else is retried with back-off, capped
-// at Options.RetryMaxDelay: that includes an admission policy or webhook that refuses the write,
+// fail records a failed write. A conflict is retried, and reported nowhere. What the API
+// server's own validation calls invalid is terminal: retrying cannot help until the bundle
+// changes. Anything else is retried with back-off, capped at Options.RetryMaxDelay: that includes an admission policy or webhook that refuses the write,
 // whatever reason it gives, since a policy can change and the write must go through once it has.
 func (s *scope) fail(reason, action string, err error) error {
 	s.failure = reason
+	if apierrors.IsConflict(err) {
+		// Someone wrote the object between the read and the write: no failure to report, only a
+		// retry on a fresh read. The status says what it said, so that a fighting writer does not
+		// make Ready flap.
+		s.ready = metav1.Condition{}
+		return fmt.Errorf("%s: %w", action, err)
+	}
 	if apierrors.IsInvalid(err) && !refusedByAdmission(err) {
 		s.failure = configbundlev1alpha1.InvalidConfigMapReason
 		s.setReady(metav1.ConditionFalse, configbundlev1alpha1.InvalidConfigMapReason, fmt.Sprintf("%s: %v", action, err))
