@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
@@ -26,32 +25,11 @@ func TestAdmissionRefusalIsRetried(t *testing.T) {
 	b := newBundle(newNamespace(t, memberA), "refused", "v1")
 	cm := createSynced(ctx, g, c, b)
 
-	name := "refuse-configmaps-" + b.Namespace
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-					},
-				}},
-			},
-			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "this-namespace", Expression: "request.namespace == '" + b.Namespace + "'"},
-			},
-			// No reason: the API server refuses with Invalid, as a policy's author leaves it.
-			Validations: []admissionregistrationv1.Validation{{Expression: "object.data.message != 'v2'", Message: "v2 is not allowed here"}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
+	// No reason: the API server refuses with Invalid, as a policy's author leaves it.
+	policy, binding := updateRefusal("refuse-configmaps-"+b.Namespace,
+		admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+		[]admissionregistrationv1.MatchCondition{{Name: "this-namespace", Expression: "request.namespace == '" + b.Namespace + "'"}},
+		admissionregistrationv1.Validation{Expression: "object.data.message != 'v2'", Message: "v2 is not allowed here"})
 	g.Expect(c.Create(ctx, policy)).To(Succeed())
 	t.Cleanup(func() { _ = c.Delete(context.Background(), policy) })
 	g.Expect(c.Create(ctx, binding)).To(Succeed())

@@ -358,7 +358,26 @@ func refuseSpecUpdatesByTheHub(ctx context.Context, t *testing.T, c client.Clien
 // hub by the field manager of its request (request.options.fieldManager): in this suite the hub
 // and the tests share the admin identity.
 func specRefusal(b *configbundlev1alpha1.ConfigBundle) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	name := "refuse-hub-spec-updates-" + b.Namespace
+	rule := admissionregistrationv1.Rule{
+		APIGroups:   []string{configbundlev1alpha1.GroupVersion.Group},
+		APIVersions: []string{configbundlev1alpha1.GroupVersion.Version},
+		Resources:   []string{"configbundles"},
+	}
+	return updateRefusal("refuse-hub-spec-updates-"+b.Namespace, rule, []admissionregistrationv1.MatchCondition{
+		{Name: "this-bundle", Expression: fmt.Sprintf("request.namespace == %q && request.name == %q", b.Namespace, b.Name)},
+		{Name: "by-the-hub", Expression: fmt.Sprintf(
+			"has(request.options) && has(request.options.fieldManager) && request.options.fieldManager == %q", configbundle.DefaultFieldOwner)},
+	}, admissionregistrationv1.Validation{
+		Expression: "object.spec == oldObject.spec",
+		Message:    "the test refuses the hub's spec updates of this bundle",
+		Reason:     ptr.To(metav1.StatusReasonForbidden),
+	})
+}
+
+// updateRefusal returns a ValidatingAdmissionPolicy named name that refuses the UPDATEs of rule's
+// resources that match conditions and fail validation, and its binding (Deny), of the same name.
+func updateRefusal(name string, rule admissionregistrationv1.Rule, conditions []admissionregistrationv1.MatchCondition,
+	validation admissionregistrationv1.Validation) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -367,24 +386,12 @@ func specRefusal(b *configbundlev1alpha1.ConfigBundle) (*admissionregistrationv1
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups:   []string{configbundlev1alpha1.GroupVersion.Group},
-							APIVersions: []string{configbundlev1alpha1.GroupVersion.Version},
-							Resources:   []string{"configbundles"},
-						},
+						Rule:       rule,
 					},
 				}},
 			},
-			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "this-bundle", Expression: fmt.Sprintf("request.namespace == %q && request.name == %q", b.Namespace, b.Name)},
-				{Name: "by-the-hub", Expression: fmt.Sprintf(
-					"has(request.options) && has(request.options.fieldManager) && request.options.fieldManager == %q", configbundle.DefaultFieldOwner)},
-			},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.spec == oldObject.spec",
-				Message:    "the test refuses the hub's spec updates of this bundle",
-				Reason:     ptr.To(metav1.StatusReasonForbidden),
-			}},
+			MatchConditions: conditions,
+			Validations:     []admissionregistrationv1.Validation{validation},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
