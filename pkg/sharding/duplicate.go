@@ -2,7 +2,6 @@ package sharding
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -76,7 +75,7 @@ func (r Replica) DuplicateGuard(recorder events.EventRecorder, leaseDuration tim
 	if r.lease == nil {
 		return nil
 	}
-	namespace, name, _ := strings.Cut(r.lease.Describe(), "/")
+	namespace, name := r.lease.Lease()
 	report := &duplicateReport{log: ctrl.Log.WithName("election").WithValues("replica", r.ID), id: r.ID, recorder: recorder,
 		lease: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}}
 	return duplicateGuard{lock: r.lease, report: report, wait: leaseDuration}

@@ -257,5 +257,8 @@ func (l *Lock) RecordEvent(s string) {
 // Identity implements resourcelock.Interface.
 func (l *Lock) Identity() string { return l.identity }
 
+// Lease returns the namespace and name of the Lease.
+func (l *Lock) Lease() (namespace, name string) { return l.namespace, l.name }
+
 // Describe implements resourcelock.Interface.
 func (l *Lock) Describe() string { return l.namespace + "/" + l.name }
