@@ -40,8 +40,9 @@ type scope struct {
 	fight  bool              // this reconcile's heal made a fight
 	// healedAt is when the heal's write was answered.
 	healedAt time.Time
-	// adopting: the ConfigMap being converged is an earlier bundle's garbage (adoptable), whose
-	// rewrite is no heal.
+	// adopting: the ConfigMap being converged is not the bundle's yet: an earlier bundle's
+	// garbage (adoptable), or one the bundle takes over (spec.takeOver, then takenFrom is set).
+	// Its rewrite is no heal, and no drift to report.
 	adopting bool
 	// drift is what status.drift is to say: the drift reported with driftPolicy Report; nil if
 	// none.
