@@ -78,6 +78,12 @@ func (w servedWrite) planned() bool {
 		w.Name == hubv1alpha1.FleetName
 }
 
+// bindingMembers reports whether the write is a ClusterSetBinding's status, which lists the
+// members its set selects with their labels: a MemberCluster's label change rewrites it.
+func (w servedWrite) bindingMembers() bool {
+	return w.Plane == hubPlane && w.Resource == "clustersetbindings" && w.Subresource == "status"
+}
+
 // servedWrites returns the writes the hub's control plane (named hubPlane) and the members'
 // served so far, ordered by time.
 func (f *fleet) servedWrites() ([]servedWrite, error) {

@@ -69,7 +69,8 @@ type placementResults struct {
 	ChangeRefused   int
 	ChangeHubWrites []servedWrite
 	// QuietWrites are the hub's writes to the members after changes that need none;
-	// QuietHubWrites its unplanned writes to the hub cluster then.
+	// QuietHubWrites its unplanned writes to the hub cluster then: a ClusterSetBinding's status
+	// lists its members with their labels, so the label change rewrites it by design.
 	QuietWrites, QuietHubWrites []servedWrite
 	QuietChanges                []string
 	// FleetBundles were created at once for the memory figure, all AllReady after AllReadyAfter.
@@ -300,7 +301,7 @@ func (f *fleet) quietChanges(ctx context.Context, pm []*member, pr *placementRes
 		switch {
 		case w.Plane != hubPlane:
 			pr.QuietWrites = append(pr.QuietWrites, w)
-		case !w.planned():
+		case !w.planned() && !w.bindingMembers():
 			pr.QuietHubWrites = append(pr.QuietHubWrites, w)
 		}
 	}
