@@ -54,7 +54,7 @@ func (d *decision) awaitingApproval(i int) bool {
 		return false
 	}
 	d.ro.Phase, d.ro.SoakStartTime, d.ro.AdmittedThrough, d.ro.PassedWhilePaused = hubv1alpha1.RolloutAwaitingApproval, nil, "", nil
-	d.ro.Message = fmt.Sprintf("Stage %s requires approval: no member of it gets revision %d until it is approved for the stage (hub rollout approve --stage %s)",
+	d.ro.Message = fmt.Sprintf("Stage %s requires approval: no member of it gets revision %d until it is approved for the stage (hub rollout approve <name> --stage %s)",
 		stage, u, stage)
 	if !waited {
 		d.event(corev1.EventTypeNormal, hubv1alpha1.AwaitingApprovalEvent, stage, "Revision %d awaits approval for stage %s", u, stage)
