@@ -39,7 +39,8 @@ func adding(approvedBy string) func([]hubv1alpha1.RolloutApproval) []hubv1alpha1
 // on the real API server's RBAC and admission, that approvals cannot be forged: a user with
 // configbundle-hub-fleetbundle-editor edits a FleetBundle but its approval is refused (it lacks
 // approve on fleetbundles); a user with configbundle-hub-rollout-approver approves, but only in
-// its own name; an approval cannot be changed, nor removed while it is of updateRevision.
+// its own name; an approval cannot be changed, nor removed while it is of updateRevision but
+// together with its stage.
 func TestApprovalPolicy(t *testing.T) {
 	g := NewWithT(t)
 	cp := controlPlane(t, "hub")
@@ -108,6 +109,10 @@ func TestApprovalPolicy(t *testing.T) {
 	g.Expect(admin.Status().Update(ctx, got)).To(Succeed())
 	none := func([]hubv1alpha1.RolloutApproval) []hubv1alpha1.RolloutApproval { return nil }
 	g.Expect(editApprovals(asEditor, key, none)).To(MatchError(ContainSubstring("cannot be removed")))
+	withItsStage := &hubv1alpha1.FleetBundle{}
+	g.Expect(asEditor.Get(ctx, key, withItsStage)).To(Succeed())
+	withItsStage.Spec.Rollout.Stages[0].Name, withItsStage.Spec.Rollout.Approvals = "all", nil
+	g.Expect(asEditor.Update(ctx, withItsStage, client.DryRunAll)).To(Succeed(), "an approval is removed together with its stage")
 	got.Status.UpdateRevision = 2
 	g.Expect(admin.Status().Update(ctx, got)).To(Succeed())
 	g.Expect(editApprovals(asEditor, key, none)).To(Succeed(), "an approval of an earlier revision is removed")
