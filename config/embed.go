@@ -18,7 +18,7 @@ import (
 )
 
 //go:embed crd/bases/*.yaml rbac/member/role.yaml samples/configbundle_*.yaml samples/fleetbundle_web.yaml
-//go:embed samples/clusterset_global.yaml default/clusterset_bind_policy.yaml
+//go:embed samples/clusterset_global.yaml default/clusterset_bind_policy.yaml default/approval_policy.yaml
 var files embed.FS
 
 // MemberCRDs returns the CRDs a member cluster needs: the ConfigBundle CRD.
@@ -38,20 +38,31 @@ func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // whose author may not create clustersets/bind of its set, and its binding
 // (config/default/clusterset_bind_policy.yaml).
 func ClusterSetBindPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
-	raw, err := fs.ReadFile(files, "default/clusterset_bind_policy.yaml")
+	return policy("default/clusterset_bind_policy.yaml")
+}
+
+// ApprovalPolicy returns the ValidatingAdmissionPolicy that makes the approvals of a FleetBundle's
+// rollout unforgeable, and its binding (config/default/approval_policy.yaml).
+func ApprovalPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	return policy("default/approval_policy.yaml")
+}
+
+// policy decodes the embedded file of a ValidatingAdmissionPolicy and its binding.
+func policy(path string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	raw, err := fs.ReadFile(files, path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading embedded clusterset_bind_policy.yaml: %w", err)
+		return nil, nil, fmt.Errorf("reading embedded %s: %w", path, err)
 	}
 	docs := strings.Split(string(raw), "\n---\n")
 	if len(docs) != 2 {
-		return nil, nil, fmt.Errorf("embedded clusterset_bind_policy.yaml: want 2 documents, got %d", len(docs))
+		return nil, nil, fmt.Errorf("embedded %s: want 2 documents, got %d", path, len(docs))
 	}
 	policy, binding := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
-		return nil, nil, fmt.Errorf("decoding the embedded ValidatingAdmissionPolicy: %w", err)
+		return nil, nil, fmt.Errorf("decoding the ValidatingAdmissionPolicy of embedded %s: %w", path, err)
 	}
 	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
-		return nil, nil, fmt.Errorf("decoding the embedded ValidatingAdmissionPolicyBinding: %w", err)
+		return nil, nil, fmt.Errorf("decoding the ValidatingAdmissionPolicyBinding of embedded %s: %w", path, err)
 	}
 	return policy, binding, nil
 }

@@ -6,7 +6,7 @@
 //	hub register NAME [flags]   register a member cluster (see hub register --help)
 //	hub unregister NAME [flags] undo a registration
 //	hub status [flags]          print the fleet's health; exit 0 only if Ready and fresh
-//	hub rollout SUBCOMMAND NAME status, history, undo, pause or resume a FleetBundle's rollout
+//	hub rollout SUBCOMMAND NAME status, history, undo, pause, resume or approve a FleetBundle's rollout
 //	hub render NAME [flags]     print what a FleetBundle places in each member, rendered
 //	hub diff NAME [flags]       show what the hub would change in the members' ConfigMaps
 //	hub pause NAME [flags]      pause a member for maintenance: placement writes nothing to it

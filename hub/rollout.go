@@ -108,21 +108,22 @@ func exactlyOneFleetBundle(_ *cobra.Command, args []string) error {
 func newRolloutCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
-		Short: "Follow, list, undo, pause or resume the staged rollout of a FleetBundle",
+		Short: "Follow, list, undo, pause, resume or approve the staged rollout of a FleetBundle",
 		Long: `Manages the rollout of a FleetBundle's template, as kubectl rollout does a Deployment's: every
 distinct template is a revision, kept as a ControllerRevision NAME-<revision> in the FleetBundle's
 namespace; status.updateRevision is the spec's, status.currentRevision the last one rolled out.`,
 		Example: `  hub rollout status web -n apps --timeout 10m && echo rolled out
   hub rollout history web -n apps
   hub rollout undo web -n apps --to-revision 2
-  hub rollout pause web -n apps`,
+  hub rollout pause web -n apps
+  hub rollout approve web -n apps --stage prod`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return errors.New("want a subcommand: status, history, undo, pause or resume")
+			return errors.New("want a subcommand: status, history, undo, pause, resume or approve")
 		},
 	}
 	cmd.AddCommand(newRolloutStatusCommand(), newRolloutHistoryCommand(), newRolloutUndoCommand(),
-		newRolloutPauseCommand(true), newRolloutPauseCommand(false))
+		newRolloutPauseCommand(true), newRolloutPauseCommand(false), newRolloutApproveCommand())
 	return cmd
 }
 
@@ -383,7 +384,8 @@ func newRolloutHistoryCommand() *cobra.Command {
 		Long: `Lists the revisions of the FleetBundle NAME that the hub keeps (the ControllerRevisions
 NAME-<revision> in its namespace), oldest first: each one's age, its template's message
 (shortened), and whether it is the currentRevision, the updateRevision or the failedRevision of a
-rollout rolled back. With --revision it prints that revision's definition as YAML (the template's
+rollout rolled back; then, if any, the approvals of spec.rollout.approvals: who approved which stage
+of which revision. With --revision it prints that revision's definition as YAML (the template's
 metadata and spec, and its templateEngine and overrides when set), or exits 1 if it is not kept.`,
 		Example: `  hub rollout history web -n apps
   hub rollout history web -n apps --revision 2 > template.yaml`,
@@ -490,6 +492,7 @@ func keptRevisions(revs []fleetBundleRevision) string {
 // printHistory writes the table of `hub rollout history`.
 func printHistory(out io.Writer, fb *hubv1alpha1.FleetBundle, revs []fleetBundleRevision, now time.Time) {
 	fmt.Fprintf(out, "%s/%s\n", fleetBundleResource, fb.Name)
+	defer printApprovals(out, fb)
 	if len(revs) == 0 {
 		fmt.Fprintln(out, "No revisions kept yet: the hub records one for each distinct template.")
 		return
@@ -502,6 +505,25 @@ func printHistory(out io.Writer, fb *hubv1alpha1.FleetBundle, revs []fleetBundle
 			message = shortMessage(r.template.Spec.Message, maxHistoryMessage)
 		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", r.number, revisionStatus(&fb.Status, r.number), duration.HumanDuration(now.Sub(r.created)), message)
+	}
+	_ = w.Flush()
+}
+
+// printApprovals writes, after the history, who approved which stage of which revision, if
+// anyone did.
+func printApprovals(out io.Writer, fb *hubv1alpha1.FleetBundle) {
+	if fb.Spec.Rollout == nil || len(fb.Spec.Rollout.Approvals) == 0 {
+		return
+	}
+	approvals := slices.Clone(fb.Spec.Rollout.Approvals)
+	slices.SortFunc(approvals, func(a, b hubv1alpha1.RolloutApproval) int {
+		return cmp.Or(cmp.Compare(a.Revision, b.Revision), strings.Compare(a.Stage, b.Stage))
+	})
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(w, "REVISION\tSTAGE\tAPPROVED BY")
+	for _, a := range approvals {
+		fmt.Fprintf(w, "%d\t%s\t%s\n", a.Revision, a.Stage, a.ApprovedBy)
 	}
 	_ = w.Flush()
 }

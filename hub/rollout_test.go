@@ -52,7 +52,7 @@ func TestRolloutUsageErrorsExitTwo(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"rollout"}, "want a subcommand: status, history, undo, pause or resume"},
+		{[]string{"rollout"}, "want a subcommand: status, history, undo, pause, resume or approve"},
 		{[]string{"rollout", "bogus"}, `unknown command "bogus" for "hub rollout"`},
 		{[]string{"rollout", "status"}, "the FleetBundle's NAME is missing"},
 		{[]string{"rollout", "history"}, "the FleetBundle's NAME is missing"},
@@ -71,6 +71,10 @@ func TestRolloutUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"rollout", "pause", "web", "--timeout", "1s"}, "unknown flag: --timeout"},
 		{[]string{"rollout", "resume", "web", "--to-revision", "1"}, "unknown flag: --to-revision"},
 		{[]string{"rollout", "history", "web", "--watch"}, "unknown flag: --watch"},
+		{[]string{"rollout", "approve"}, "the FleetBundle's NAME is missing"},
+		{[]string{"rollout", "approve", "web"}, "--stage is required"},
+		{[]string{"rollout", "approve", "web", "--stage", "Prod"}, `--stage "Prod" is not a stage name`},
+		{[]string{"rollout", "approve", "web", "--revision", "2", "--stage", "prod"}, "unknown flag: --revision"},
 	} {
 		code, stdout, stderr := run(t, tc.args...)
 		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.says) || !strings.Contains(stderr, "--help' for usage") {
@@ -90,13 +94,14 @@ func TestRolloutFlags(t *testing.T) {
 		{"rollout", "undo", "-n", "apps", "web", "--to-revision=1"},
 		{"rollout", "pause", "web", "--hub-context", "hub"},
 		{"rollout", "resume", "-hub-context=hub", "web"},
+		{"rollout", "approve", "web", "-n", "apps", "--stage", "prod"},
 	} {
 		code, stdout, stderr := run(t, args...)
 		if code != exitFailure || stdout != "" || !strings.Contains(stderr, "hub kubeconfig") {
 			t.Errorf("hub %s: exit %d, stdout %q, stderr %q; want exit 1 on loading the hub kubeconfig", strings.Join(args, " "), code, stdout, stderr)
 		}
 	}
-	for _, sub := range []string{"status", "history", "undo", "pause", "resume"} {
+	for _, sub := range []string{"status", "history", "undo", "pause", "resume", "approve"} {
 		code, stdout, stderr := run(t, "rollout", sub, "--help")
 		if code != exitOK || stderr != "" {
 			t.Errorf("hub rollout %s --help: exit %d, stderr %q", sub, code, stderr)
@@ -485,6 +490,7 @@ func TestRolloutCommands(t *testing.T) {
 	t.Run("pause and resume", h.testPauseResume)
 	t.Run("status", h.testStatus)
 	t.Run("status --watch", h.testStatusWatch)
+	t.Run("approve", h.testApprove)
 }
 
 func (h *rolloutHub) testHistory(t *testing.T) {

@@ -127,3 +127,29 @@ func TestFleetBundleRevisionHistoryLimitAdmission(t *testing.T) {
 	err = editSpec(most, func(s *hubv1alpha1.FleetBundleSpec) { s.RevisionHistoryLimit = ptr.To[int32](21) })
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "an update to 21: want Invalid, got %v", err)
 }
+
+// TestFleetBundleApprovalStageAdmission: an approval naming a stage that spec.rollout.stages does
+// not name is refused with a message saying so; one naming a stage is admitted.
+func TestFleetBundleApprovalStageAdmission(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	mk := func(name, stage string) *hubv1alpha1.FleetBundle {
+		return &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: hubv1alpha1.FleetBundleSpec{
+			ClusterSelector: selecting("test.admission/nobody"),
+			Template:        hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "approved"}},
+			Rollout: &hubv1alpha1.RolloutStrategy{
+				Stages:    []hubv1alpha1.RolloutStage{{Name: "prod", ClusterSelector: &metav1.LabelSelector{}, RequireApproval: true}},
+				Approvals: []hubv1alpha1.RolloutApproval{{Revision: 1, Stage: stage, ApprovedBy: "alice"}},
+			},
+		}}
+	}
+	err := hub.Create(context.Background(), mk("unknown-stage", "canary"))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+	g.Expect(err.Error()).To(And(ContainSubstring("spec.rollout"), ContainSubstring("every approval's stage must be one of spec.rollout.stages")))
+
+	known := mk("known-stage", "prod")
+	g.Expect(hub.Create(context.Background(), known)).To(Succeed())
+	t.Cleanup(func() { deleteFleetBundle(NewWithT(t), known) })
+	err = editSpec(known, func(s *hubv1alpha1.FleetBundleSpec) { s.Rollout.Stages[0].Name = "production" })
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "renaming the stage an approval names: want Invalid, got %v", err)
+}

@@ -243,6 +243,8 @@ func rolloutConditions(fb *hubv1alpha1.FleetBundle) (progressing, stalled metav1
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, hubv1alpha1.RollingOutReason
 	case hubv1alpha1.RolloutSoaking:
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, hubv1alpha1.SoakingReason
+	case hubv1alpha1.RolloutAwaitingApproval:
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, hubv1alpha1.AwaitingApprovalReason
 	case hubv1alpha1.RolloutPaused:
 		progressing.Reason = hubv1alpha1.RolloutPausedReason
 	case hubv1alpha1.RolloutHalted:
@@ -287,6 +289,8 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, st h
 		c.Reason, c.Message = hubv1alpha1.RolledBackReason, st.Rollout.Message
 	case st.Rollout != nil && fb.Spec.Rollout != nil && st.Rollout.Phase == hubv1alpha1.RolloutHalted:
 		c.Reason, c.Message = hubv1alpha1.RolloutHaltedReason, st.Rollout.Message
+	case st.Rollout != nil && fb.Spec.Rollout != nil && st.Rollout.Phase == hubv1alpha1.RolloutAwaitingApproval:
+		c.Reason, c.Message = hubv1alpha1.AwaitingApprovalReason, st.Rollout.Message
 	case n.Failed > 0:
 		first := st.FailedClusters[0]
 		c.Reason = hubv1alpha1.ClustersFailedReason

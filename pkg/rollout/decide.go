@@ -362,7 +362,8 @@ func (d *decision) progress() {
 	}
 }
 
-// stageDone moves stage i on and reports whether it is done (and soaked): while its members are
+// stageDone moves stage i on and reports whether it is done (and soaked): while it requires
+// approval and the revision is not approved for it, it admits none of its members; while its members are
 // all paused it waits for one to be resumed (unless skipPausedStages); while members of the
 // stage are joining it waits for them; while some of its Ready members do not hold the revision
 // Ready, it admits more of them; once all do, it soaks. Its paused members are not waited for
@@ -379,6 +380,9 @@ func (d *decision) stageDone(i int) bool {
 		if m.Joining {
 			joining = append(joining, m.Name)
 		}
+	}
+	if len(members) > 0 && d.awaitingApproval(i) {
+		return false
 	}
 	count := d.tally.Stages[i]
 	switch done := int(count.Done); {

@@ -39,6 +39,26 @@ func paused(name string, stage int, held int64) Member {
 
 func skipPaused(s *hubv1alpha1.RolloutStrategy) { s.SkipPausedStages = true }
 
+// gated makes stage i require approval, with approvals.
+func gated(i int, approvals ...hubv1alpha1.RolloutApproval) func(*hubv1alpha1.RolloutStrategy) {
+	return func(s *hubv1alpha1.RolloutStrategy) {
+		s.Stages[i].RequireApproval = true
+		s.Approvals = append(s.Approvals, approvals...)
+	}
+}
+
+// approval approves revision for stage, by alice.
+func approval(revision int64, stage string) hubv1alpha1.RolloutApproval {
+	return hubv1alpha1.RolloutApproval{Revision: revision, Stage: stage, ApprovedBy: "alice"}
+}
+
+// soaked is the rollout of a revision whose canary stage soaked.
+func soaked() *hubv1alpha1.RolloutStatus {
+	ro := rolling("canary", "c1", hubv1alpha1.RolloutSoaking)
+	ro.SoakStartTime = ptr.To(metav1.NewMicroTime(t0.Add(-31 * time.Second)))
+	return ro
+}
+
 func failing(m Member) Member {
 	m.BundleReady = false
 	m.Failure = &hubv1alpha1.ClusterFailure{Cluster: m.Name, Reason: "UpdateFailed", Message: "refused"}
@@ -280,6 +300,63 @@ func TestDecide(t *testing.T) {
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
 			update: 2, members: []Member{failing(member("c1", 0, 2, false)), paused("c2", 0, 1)},
 			current: 1, stage: "canary", phase: hubv1alpha1.RolloutHalted, admitted: "c1", events: []string{hubv1alpha1.RolloutHaltedEvent}},
+		{name: "a new revision waits at a first stage requiring approval", strategy: strategy(gated(0)),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
+			update: 2, members: []Member{member("c1", 0, 1, true), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutAwaitingApproval,
+			events: []string{hubv1alpha1.StageStartedEvent, hubv1alpha1.AwaitingApprovalEvent}, message: "Stage canary requires approval"},
+		{name: "awaiting approval raises no second Event", strategy: strategy(gated(0)),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutAwaitingApproval)},
+			update: 2, members: []Member{member("c1", 0, 1, true), member("r1", 1, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutAwaitingApproval},
+		{name: "an approval of another revision approves nothing", strategy: strategy(gated(0, approval(1, "canary"))),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutAwaitingApproval)},
+			update: 2, members: []Member{member("c1", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutAwaitingApproval},
+		{name: "an approval of another stage approves nothing", strategy: strategy(gated(0, approval(2, "rest"))),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutAwaitingApproval)},
+			update: 2, members: []Member{member("c1", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutAwaitingApproval},
+		{name: "the approval lets the stage go on", strategy: strategy(gated(0, approval(2, "canary"))),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutAwaitingApproval)},
+			update: 2, members: []Member{member("c1", 0, 1, true), member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c1", events: []string{hubv1alpha1.RolloutApprovedEvent}},
+		{name: "an approved stage goes on without another Event", strategy: strategy(gated(0, approval(2, "canary"))),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []Member{member("c1", 0, 2, true), member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutProgressing, admitted: "c2"},
+		{name: "a new revision waits again", strategy: strategy(gated(0, approval(2, "canary"))),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("rest", "r1", hubv1alpha1.RolloutProgressing)},
+			update: 3, members: []Member{member("c1", 0, 2, true), member("r1", 1, 2, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutAwaitingApproval,
+			events: []string{hubv1alpha1.StageStartedEvent, hubv1alpha1.AwaitingApprovalEvent}},
+		{name: "a new revision waiting where the last one waited raises its own Event", strategy: strategy(gated(0)),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutAwaitingApproval)},
+			update: 3, members: []Member{member("c1", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutAwaitingApproval,
+			events: []string{hubv1alpha1.StageStartedEvent, hubv1alpha1.AwaitingApprovalEvent}},
+		{name: "a later stage requiring approval waits once the canary soaked", strategy: strategy(gated(1, approval(2, "canary"))),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: soaked()},
+			update: 2, members: []Member{member("c1", 0, 2, true), member("r1", 1, 1, true), member("r2", 1, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutAwaitingApproval,
+			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent, hubv1alpha1.AwaitingApprovalEvent}},
+		{name: "a stage approved before it starts goes on and names its approver", strategy: strategy(gated(1, approval(2, "rest"))),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: soaked()},
+			update: 2, members: []Member{member("c1", 0, 2, true), member("r1", 1, 1, true), member("r2", 1, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1",
+			events: []string{hubv1alpha1.StageCompletedEvent, hubv1alpha1.StageStartedEvent, hubv1alpha1.RolloutApprovedEvent}},
+		{name: "a stage requiring approval without members is passed", strategy: strategy(gated(0)),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
+			update: 2, members: []Member{member("r1", 1, 1, true)},
+			current: 1, stage: "rest", phase: hubv1alpha1.RolloutProgressing, admitted: "r1", events: []string{hubv1alpha1.StageStartedEvent}},
+		{name: "approval required mid-stage admits nobody more", strategy: strategy(gated(0)),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "c1", hubv1alpha1.RolloutProgressing)},
+			update: 2, members: []Member{member("c1", 0, 2, true), member("c2", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutAwaitingApproval, events: []string{hubv1alpha1.AwaitingApprovalEvent}},
+		{name: "paused while awaiting approval", strategy: strategy(gated(0), func(s *hubv1alpha1.RolloutStrategy) { s.Paused = true }),
+			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 2, Rollout: rolling("canary", "", hubv1alpha1.RolloutAwaitingApproval)},
+			update: 2, members: []Member{member("c1", 0, 1, true)},
+			current: 1, stage: "canary", phase: hubv1alpha1.RolloutPaused},
 		{name: "empty stages pass without soaking", strategy: strategy(),
 			status: hubv1alpha1.FleetBundleStatus{CurrentRevision: 1, UpdateRevision: 1, Rollout: &hubv1alpha1.RolloutStatus{Phase: hubv1alpha1.RolloutComplete}},
 			update: 2, members: []Member{member("d1", 2, 1, true)},
@@ -382,6 +459,14 @@ func TestTargetRevision(t *testing.T) {
 		{name: "rolled back: current even when holding update", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.Rollout.FailedRevision = 2 }),
 			member: "c1", labels: canary, held: 2, want: 1},
 		{name: "complete: update", fb: fb(func(f *hubv1alpha1.FleetBundle) { f.Status.CurrentRevision = 2 }), member: "r1", held: 1, want: 2},
+		{name: "awaiting approval admits nobody of the stage", fb: fb(func(f *hubv1alpha1.FleetBundle) {
+			f.Status.Rollout = rolling("canary", "", hubv1alpha1.RolloutAwaitingApproval)
+		}),
+			member: "c1", labels: canary, held: 1, want: 1},
+		{name: "awaiting approval gives a stage passed the update", fb: fb(func(f *hubv1alpha1.FleetBundle) {
+			f.Status.Rollout = rolling("rest", "", hubv1alpha1.RolloutAwaitingApproval)
+		}),
+			member: "c1", labels: canary, held: 1, want: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := TargetRevision(tc.fb, tc.member, tc.labels, tc.held); got != tc.want {

@@ -325,6 +325,13 @@ func pausedRollout(paused bool) simEvent {
 	return simEvent{what: fmt.Sprintf("spec.rollout.paused is %t", paused), do: func(f *simFleet) { f.strategy.Paused = paused }}
 }
 
+// approved approves rev-2 for stage, by alice.
+func approved(stage string) simEvent {
+	return simEvent{what: "alice approves rev-2 for stage " + stage, do: func(f *simFleet) {
+		f.strategy.Approvals = append(f.strategy.Approvals, hubv1alpha1.RolloutApproval{Revision: 2, Stage: stage, ApprovedBy: "alice"})
+	}}
+}
+
 func simScenarios() []simScenario {
 	fourCanaries := []string{"c1=canary", "c2=canary", "c3=canary", "c4=canary", "r1=", "r2="}
 	redTeam := []string{"m1=canary", "m2=mid", "m3=mid", "m4=rest", "m5=rest", "m6=rest"}
@@ -378,6 +385,10 @@ func simScenarios() []simScenario {
 				f.member("m3").stuck = map[int64]bool{2: true}
 			}}}, 4: {pausedMembers(false, "m2")}, 6: {fixed("m3")}},
 			iterations: 14},
+		// Stage mid requires approval: the rollout waits there, admitting none of its members,
+		// until rev-2 is approved for it, then goes on.
+		{name: "approval", strategy: canaryMidRest(func(s *hubv1alpha1.RolloutStrategy) { s.Stages[1].RequireApproval = true }),
+			members: []string{"m1=canary", "m2=mid", "m3=mid", "m4=rest"}, events: map[int][]simEvent{5: {approved("mid")}}, iterations: 12},
 		{name: "member-joins-mid-stage", strategy: canaryThenRest(func(s *hubv1alpha1.RolloutStrategy) {
 			s.Stages[0].MaxConcurrency = ptr.To(intstr.FromInt32(1))
 		}), members: []string{"c1=canary", "c3=canary", "r1="},

@@ -82,7 +82,8 @@ func placedIn(fb *hubv1alpha1.FleetBundle, members ...string) func(Gomega) []str
 }
 
 // installTenancyRoles creates on the hub the ClusterRoles of config/rbac/hub/tenancy_roles.yaml
-// (configbundle-hub-fleetbundle-editor and configbundle-hub-clusterset-admin), as
+// (configbundle-hub-fleetbundle-editor, configbundle-hub-clusterset-admin and
+// configbundle-hub-rollout-approver), as
 // `kubectl apply -k config/default` does; roles that exist are kept.
 func installTenancyRoles(g Gomega) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "hub", "tenancy_roles.yaml"))
@@ -94,7 +95,7 @@ func installTenancyRoles(g Gomega) {
 		names = append(names, role.Name)
 		g.Expect(client.IgnoreAlreadyExists(fl.Hub.Create(context.Background(), role))).To(Succeed())
 	}
-	g.Expect(names).To(ConsistOf(hubv1alpha1.FleetBundleEditorRole, hubv1alpha1.ClusterSetAdminRole))
+	g.Expect(names).To(ConsistOf(hubv1alpha1.FleetBundleEditorRole, hubv1alpha1.ClusterSetAdminRole, hubv1alpha1.RolloutApproverRole))
 }
 
 // grant binds user to the ClusterRole role, in namespace ns (a RoleBinding) or, with ns "",

@@ -279,6 +279,7 @@ func TestHelmMatchesKustomize(t *testing.T) {
 		sharded := asServed(withoutHelmLabels(t, helmTemplate(t, namespace, "sharded=true,replicaCount=3")))
 		for _, k := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 			find(t, sharded, k, "", hubv1alpha1.ClusterSetBindPolicyName)
+			find(t, sharded, k, "", hubv1alpha1.ApprovalPolicyName)
 		}
 		find(t, sharded, "ClusterRole", "", hubv1alpha1.FleetBundleEditorRole)
 		find(t, sharded, "ClusterRole", "", hubv1alpha1.ClusterSetAdminRole)

@@ -137,6 +137,9 @@ func TestDefault(t *testing.T) {
 		"ClusterRoleBinding//"+hubv1alpha1.FleetReaderRole,
 		"ValidatingAdmissionPolicy//"+hubv1alpha1.ClusterSetBindPolicyName,
 		"ValidatingAdmissionPolicyBinding//"+hubv1alpha1.ClusterSetBindPolicyName,
+		"ClusterRole//"+hubv1alpha1.RolloutApproverRole,
+		"ValidatingAdmissionPolicy//"+hubv1alpha1.ApprovalPolicyName,
+		"ValidatingAdmissionPolicyBinding//"+hubv1alpha1.ApprovalPolicyName,
 		"ClusterRoleBinding//"+hubName,
 		"Role/"+namespace+"/"+hubName,
 		"RoleBinding/"+namespace+"/"+hubName,
@@ -400,6 +403,38 @@ func testTenancyObjects(t *testing.T, objs []*unstructured.Unstructured) {
 	binding := convert[admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, find(t, objs, "ValidatingAdmissionPolicyBinding", "", hubv1alpha1.ClusterSetBindPolicyName))
 	g.Expect(binding.Spec).To(Equal(wantBinding.Spec))
 	g.Expect(binding.Spec.PolicyName).To(Equal(hubv1alpha1.ClusterSetBindPolicyName))
+	g.Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
+	testApprovalObjects(t, objs)
+}
+
+// testApprovalObjects checks the objects of rollout approvals among objs (config/default or the
+// chart): the approver's role may approve FleetBundles (the verb approve), the editor's may not;
+// the ValidatingAdmissionPolicy checks every FleetBundle created or updated, and is what
+// config.ApprovalPolicy embeds (what the test fixture installs).
+func testApprovalObjects(t *testing.T, objs []*unstructured.Unstructured) {
+	g := NewWithT(t)
+	fleetBundles := hubv1alpha1.GroupVersion.Group + "/fleetbundles"
+	approver := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", hubv1alpha1.RolloutApproverRole))
+	g.Expect(approver.Labels).NotTo(HaveKey(HavePrefix("rbac.authorization.k8s.io/aggregate-to-")), "editing does not let one approve")
+	g.Expect(rules(approver.Rules)).To(ConsistOf(expand([]string{fleetBundles}, "get", "list", "watch", "update", "patch", hubv1alpha1.ApproveVerb)))
+	editor := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", hubv1alpha1.FleetBundleEditorRole))
+	g.Expect(rules(editor.Rules)).NotTo(ContainElement(fleetBundles+":"+hubv1alpha1.ApproveVerb), "an editor cannot approve")
+
+	wantPolicy, wantBinding, err := config.ApprovalPolicy()
+	g.Expect(err).NotTo(HaveOccurred())
+	policy := convert[admissionregistrationv1.ValidatingAdmissionPolicy](t, find(t, objs, "ValidatingAdmissionPolicy", "", hubv1alpha1.ApprovalPolicyName))
+	g.Expect(policy.Spec).To(Equal(wantPolicy.Spec), "the shipped approval policy is the one embedded")
+	g.Expect(policy.Spec.FailurePolicy).To(HaveValue(Equal(admissionregistrationv1.Fail)))
+	g.Expect(policy.Spec.MatchConstraints.ResourceRules).To(ConsistOf(HaveField("RuleWithOperations", And(
+		HaveField("Operations", ConsistOf(admissionregistrationv1.Create, admissionregistrationv1.Update)),
+		HaveField("Rule.APIGroups", ConsistOf(hubv1alpha1.GroupVersion.Group)),
+		HaveField("Rule.Resources", ConsistOf("fleetbundles"))))))
+	g.Expect(policy.Spec.Validations).To(ContainElements(
+		HaveField("Expression", ContainSubstring("request.userInfo.username")),
+		HaveField("Expression", And(ContainSubstring("resource('fleetbundles')"), ContainSubstring("check('"+hubv1alpha1.ApproveVerb+"')")))))
+	binding := convert[admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, find(t, objs, "ValidatingAdmissionPolicyBinding", "", hubv1alpha1.ApprovalPolicyName))
+	g.Expect(binding.Spec).To(Equal(wantBinding.Spec))
+	g.Expect(binding.Spec.PolicyName).To(Equal(hubv1alpha1.ApprovalPolicyName))
 	g.Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
 }
 

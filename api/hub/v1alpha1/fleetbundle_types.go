@@ -209,7 +209,7 @@ const (
 )
 
 // RolloutPhase says where a rollout stands.
-// +kubebuilder:validation:Enum=Progressing;Soaking;Paused;Halted;RolledBack;Complete
+// +kubebuilder:validation:Enum=Progressing;Soaking;Paused;Halted;RolledBack;Complete;AwaitingApproval
 type RolloutPhase string
 
 // Phases of a rollout.
@@ -226,6 +226,46 @@ const (
 	RolloutRolledBack RolloutPhase = "RolledBack"
 	// RolloutComplete: every stage is done; currentRevision equals updateRevision.
 	RolloutComplete RolloutPhase = "Complete"
+)
+
+// Approvals of a rollout: a stage with requireApproval admits no member of a revision until
+// spec.rollout.approvals holds an approval of that revision for that stage.
+const (
+	// RolloutAwaitingApproval: the current stage requires approval and updateRevision is not
+	// approved for it; no member of the stage gets it.
+	RolloutAwaitingApproval RolloutPhase = "AwaitingApproval"
+
+	// AwaitingApprovalReason (Progressing=True, Ready=False): the rollout waits for an approval
+	// of updateRevision for the current stage (`hub rollout approve NAME --stage STAGE`).
+	// kstatus reads the FleetBundle as in progress, not failed.
+	AwaitingApprovalReason = "AwaitingApproval"
+
+	// AwaitingApprovalEvent (Normal): the rollout of a revision started waiting for an approval
+	// for a stage; one per revision and stage.
+	AwaitingApprovalEvent = "AwaitingApproval"
+
+	// RolloutApprovedEvent (Normal): a revision passed the approval gate of a stage; the note
+	// names the stage and who approved it.
+	RolloutApprovedEvent = "RolloutApproved"
+
+	// MaxApprovals is the most entries of spec.rollout.approvals.
+	MaxApprovals = 64
+
+	// ApprovalPolicyName names the ValidatingAdmissionPolicy (and its binding) that makes
+	// approvals unforgeable (config/default, the Helm chart): an added approval's approvedBy must
+	// be the username of who adds it, who needs ApproveVerb on fleetbundles; an approval cannot
+	// be changed, nor removed while it is of status.updateRevision and names a stage of
+	// spec.rollout.stages.
+	ApprovalPolicyName = HubName + "-approval"
+
+	// ApproveVerb is the verb on fleetbundles that adding an approval needs, checked by the
+	// authorizer in ApprovalPolicyName; RolloutApproverRole grants it, FleetBundleEditorRole does
+	// not.
+	ApproveVerb = "approve"
+
+	// RolloutApproverRole is the ClusterRole that may approve the rollouts of the FleetBundles
+	// in the namespace of a RoleBinding to it (`hub rollout approve`).
+	RolloutApproverRole = HubName + "-rollout-approver"
 )
 
 // OnFailure is what a rollout does when more members failed than maxFailures tolerates.
@@ -446,6 +486,7 @@ type FleetBundleSpec struct {
 
 // RolloutStrategy says how a new revision reaches the selected members.
 // +kubebuilder:validation:XValidation:rule="!has(self.stages) || self.stages.all(s, self.stages.exists_one(t, t.name == s.name))",message="stage names must be unique"
+// +kubebuilder:validation:XValidation:rule="!has(self.approvals) || self.approvals.all(a, self.stages.exists(s, s.name == a.stage))",message="every approval's stage must be one of spec.rollout.stages",reason=FieldValueInvalid
 type RolloutStrategy struct {
 	// stages are rolled out in order. A member belongs to the first stage whose selector selects
 	// its MemberCluster; the selected members no stage selects form a last, implicit stage named
@@ -482,6 +523,21 @@ type RolloutStrategy struct {
 	// and healed as before.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// approvals record who approved which revision for which stage with requireApproval: added
+	// by `hub rollout approve`, each with the username of who added it. An approval is for one
+	// revision: a new template or source starts unapproved. The ValidatingAdmissionPolicy
+	// configbundle-hub-approval refuses an approval whose approvedBy is not its author's
+	// username, or whose author may not approve (the verb approve on fleetbundles), and any
+	// change of an approval; one may be removed once its revision is no longer updateRevision, or
+	// together with its stage. At most 64 (MaxApprovals): `hub rollout approve` drops those of
+	// the oldest revisions to make room.
+	// +optional
+	// +listType=map
+	// +listMapKey=revision
+	// +listMapKey=stage
+	// +kubebuilder:validation:MaxItems=64
+	Approvals []RolloutApproval `json:"approvals,omitempty"`
 
 	// skipPausedStages, when true, lets the rollout pass a stage whose members are all paused
 	// (MemberCluster spec.paused); they get the revision at once when they are resumed, if the
@@ -524,6 +580,34 @@ type RolloutStage struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="soakTime must be between 0s and 24h"
 	SoakTime *metav1.Duration `json:"soakTime,omitempty"`
+
+	// requireApproval, when true, holds each revision at the start of the stage until
+	// spec.rollout.approvals approves it for the stage (`hub rollout approve NAME --stage
+	// STAGE`): meanwhile no member of the stage gets it, and the rollout is AwaitingApproval.
+	// A stage without members is passed unapproved.
+	// +optional
+	RequireApproval bool `json:"requireApproval,omitempty"`
+}
+
+// RolloutApproval approves one revision for one stage of a rollout.
+type RolloutApproval struct {
+	// revision is the number of the revision approved (status.updateRevision when it was
+	// approved).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Revision int64 `json:"revision"`
+
+	// stage is the name of the stage, one of spec.rollout.stages, the revision is approved for.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Stage string `json:"stage"`
+
+	// approvedBy is the username of who approved it, as the API server authenticated them.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	ApprovedBy string `json:"approvedBy"`
 }
 
 // PlacementCounts counts the members a FleetBundle selects, by how far its bundle got there.
@@ -798,7 +882,7 @@ type RolloutStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	Stage string `json:"stage,omitempty"`
 
-	// phase is Progressing, Soaking, Paused, Halted, RolledBack or Complete.
+	// phase is Progressing, Soaking, Paused, Halted, RolledBack, Complete or AwaitingApproval.
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
 

@@ -18,10 +18,14 @@ import (
 const GlobalClusterSet = "global"
 
 // installTenancy installs, on a hub control plane Start started, what config/default ships for
-// the tenancy model (the ValidatingAdmissionPolicy configbundle-hub-clusterset-bind and its
-// binding) and the ClusterSet GlobalClusterSet.
+// the tenancy model (the ValidatingAdmissionPolicies configbundle-hub-clusterset-bind and
+// configbundle-hub-approval, and their bindings) and the ClusterSet GlobalClusterSet.
 func (f *Fleet) installTenancy(ctx context.Context) error {
 	policy, binding, err := config.ClusterSetBindPolicy()
+	if err != nil {
+		return err
+	}
+	approval, approvalBinding, err := config.ApprovalPolicy()
 	if err != nil {
 		return err
 	}
@@ -29,7 +33,7 @@ func (f *Fleet) installTenancy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, o := range []client.Object{policy, binding, set} {
+	for _, o := range []client.Object{policy, binding, approval, approvalBinding, set} {
 		if err := f.Hub.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
