@@ -40,7 +40,7 @@ func adding(approvedBy string) func([]hubv1alpha1.RolloutApproval) []hubv1alpha1
 // configbundle-hub-fleetbundle-editor edits a FleetBundle but its approval is refused (it lacks
 // approve on fleetbundles); a user with configbundle-hub-rollout-approver approves, but only in
 // its own name; an approval cannot be changed, nor removed while it is of updateRevision but
-// together with its stage.
+// together with its stage; lifting a stage's requireApproval needs approve too.
 func TestApprovalPolicy(t *testing.T) {
 	g := NewWithT(t)
 	cp := controlPlane(t, "hub")
@@ -116,4 +116,16 @@ func TestApprovalPolicy(t *testing.T) {
 	got.Status.UpdateRevision = 2
 	g.Expect(admin.Status().Update(ctx, got)).To(Succeed())
 	g.Expect(editApprovals(asEditor, key, none)).To(Succeed(), "an approval of an earlier revision is removed")
+
+	// Lifting the gate is approving every revision to come: the editor cannot, the approver can.
+	lift := func(c client.Client) error {
+		fb := &hubv1alpha1.FleetBundle{}
+		if err := c.Get(ctx, key, fb); err != nil {
+			return err
+		}
+		fb.Spec.Rollout.Stages[0].RequireApproval = false
+		return c.Update(ctx, fb, client.DryRunAll)
+	}
+	g.Expect(lift(asEditor)).To(MatchError(And(ContainSubstring("lifting requireApproval"), ContainSubstring(editor))))
+	g.Expect(lift(asApprover)).To(Succeed(), "an approver lifts the gate")
 }

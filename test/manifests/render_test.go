@@ -431,7 +431,9 @@ func testApprovalObjects(t *testing.T, objs []*unstructured.Unstructured) {
 		HaveField("Rule.Resources", ConsistOf("fleetbundles"))))))
 	g.Expect(policy.Spec.Validations).To(ContainElements(
 		HaveField("Expression", ContainSubstring("request.userInfo.username")),
-		HaveField("Expression", And(ContainSubstring("resource('fleetbundles')"), ContainSubstring("check('"+hubv1alpha1.ApproveVerb+"')")))))
+		HaveField("Expression", ContainSubstring("variables.mayApprove"))))
+	g.Expect(policy.Spec.Variables).To(ContainElement(HaveField("Expression",
+		And(ContainSubstring("resource('fleetbundles')"), ContainSubstring("check('"+hubv1alpha1.ApproveVerb+"')")))))
 	binding := convert[admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, find(t, objs, "ValidatingAdmissionPolicyBinding", "", hubv1alpha1.ApprovalPolicyName))
 	g.Expect(binding.Spec).To(Equal(wantBinding.Spec))
 	g.Expect(binding.Spec.PolicyName).To(Equal(hubv1alpha1.ApprovalPolicyName))
