@@ -78,7 +78,8 @@ func newRegisterCommand() *cobra.Command {
 		Short: "Register a member cluster with the hub",
 		Long: `Registers a member cluster with the hub in one step. In the member it applies a ServiceAccount and
 a ClusterRoleBinding of its own for NAME (configbundle-hub-NAME, configbundle-hub-member-NAME)
-to the least-privilege ClusterRole configbundle-hub-member, obtains a token bound to a token
+to the least-privilege ClusterRole configbundle-hub-member (which also lets the hub create
+namespaces, for FleetBundles with spec.createNamespace; it never deletes one), obtains a token bound to a token
 Secret of NAME, checks that the token works, and writes the labelled kubeconfig Secret NAME on
 the hub. Running it again rotates the token and revokes the previous one.
 

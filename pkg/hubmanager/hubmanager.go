@@ -403,14 +403,17 @@ func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica)
 // its CRD rule, which only keeping the CRD needs: a member where that is refused is not
 // Forbidden but says so (CRDMissing where its CRD is missing, a note in its Ready message where
 // the hub may not watch or restore it); and but for its admission policies' rule, which only
-// keeping them needs: a member where that is refused is Guarded=False (GuardFailed).
+// keeping them needs: a member where that is refused is Guarded=False (GuardFailed); and but for
+// creating namespaces, which only a FleetBundle with spec.createNamespace needs: a member where
+// that is refused reports it for that FleetBundle (PlacementFailed).
 func memberRights() ([]authorizationv1.ResourceAttributes, error) {
 	role, err := config.MemberClusterRole()
 	if err != nil {
 		return nil, err
 	}
 	rules := slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
-		return slices.Contains(r.APIGroups, apiextensionsv1.GroupName) || slices.Contains(r.APIGroups, admissionregistrationv1.GroupName)
+		return slices.Contains(r.APIGroups, apiextensionsv1.GroupName) || slices.Contains(r.APIGroups, admissionregistrationv1.GroupName) ||
+			slices.Equal(r.Resources, []string{"namespaces"}) && slices.Equal(r.Verbs, []string{"create"})
 	})
 	return spokeprovider.RightsOf(rules), nil
 }
