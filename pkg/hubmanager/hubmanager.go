@@ -43,6 +43,7 @@ import (
 	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/registration"
 	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/sharding"
 	"configbundle.dev/hub/pkg/sharding/election"
@@ -338,8 +339,14 @@ func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, o
 	if err != nil {
 		return err
 	}
+	// The tokens `hub register` wrote are renewed by the replica that manages their member.
+	renewer := registration.NewRenewer(mgr.GetLocalManager().GetClient(), opts.SecretKey, version.UserAgent(opts.ReplicaID), replica)
+	if err := renewer.SetupWithManager(mgr.GetLocalManager(), opts.SecretNamespace, opts.SecretLabel, !replica.Sharded()); err != nil {
+		return err
+	}
 	if err := fleet.SetupWithManager(mgr, provider, opts.SecretNamespace, fleet.Options{
 		CredentialsExpiryWarning: opts.CredentialsExpiryWarning,
+		Renewal:                  renewer.State,
 		HeartbeatInterval:        opts.HeartbeatInterval,
 		Unreported:               unreported(reconciler),
 		Sync:                     reconciler.Sync,

@@ -509,6 +509,8 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterRoleBindingName("member-gone")}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.RBACName}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName("member-gone")}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.RenewalRoleName("member-gone")}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.RenewalRoleName("member-gone")}},
 	} {
 		g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Satisfy(apierrors.IsNotFound), "%T %s", obj, obj.GetName())
 	}
