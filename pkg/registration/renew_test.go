@@ -57,11 +57,14 @@ func renewer(hub client.Client, ahead time.Duration) *registration.Renewer {
 	return r
 }
 
-// renew reconciles the member's Secret once with r.
-func renew(r *registration.Renewer, member string) (reconcile.Result, error) {
+// renewedMember is the member of TestRenewerRenewsTheToken.
+const renewedMember = "member-renew"
+
+// renew reconciles renewedMember's Secret once with r.
+func renew(r *registration.Renewer) (reconcile.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	return r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: member}})
+	return r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: renewedMember}})
 }
 
 // TestRenewerRenewsTheToken: with a token of the shortest life the API server issues (10
@@ -73,7 +76,7 @@ func renew(r *registration.Renewer, member string) (reconcile.Result, error) {
 // token for its own ServiceAccount only.
 func TestRenewerRenewsTheToken(t *testing.T) {
 	g := NewWithT(t)
-	const member = "member-renew"
+	const member = renewedMember
 	opts := baseOptions(member)
 	opts.TokenDuration = registration.MinTokenDuration
 	register(t, opts)
@@ -85,7 +88,7 @@ func TestRenewerRenewsTheToken(t *testing.T) {
 
 	// Not due: nothing is written; it comes back when 80% of the life has passed.
 	r := renewer(hubAdmin, 0)
-	res, err := renew(r, member)
+	res, err := renew(r)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(And(BeNumerically(">", 7*time.Minute), BeNumerically("<=", 8*time.Minute)))
 	g.Expect(hubSecret(g, hubv1alpha1.DefaultSecretNamespace, member).ResourceVersion).To(Equal(before.ResourceVersion))
@@ -104,7 +107,7 @@ func TestRenewerRenewsTheToken(t *testing.T) {
 		s.Annotations["test.renewal/concurrent"] = "written meanwhile"
 		return concurrent.Update(ctx, s)
 	}})
-	_, err = renew(renewer(racing, 9*time.Minute), member)
+	_, err = renew(renewer(racing, 9*time.Minute))
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "a conflict, got %v", err)
 	raced := hubSecret(g, hubv1alpha1.DefaultSecretNamespace, member)
 	g.Expect(raced.Annotations).To(HaveKey("test.renewal/concurrent"))
@@ -113,7 +116,7 @@ func TestRenewerRenewsTheToken(t *testing.T) {
 
 	// Due: a new token, bound to the same token Secret, that works, in the Secret on the hub.
 	r = renewer(hubAdmin, 9*time.Minute)
-	_, err = renew(r, member)
+	_, err = renew(r)
 	g.Expect(err).NotTo(HaveOccurred())
 	after := hubSecret(g, hubv1alpha1.DefaultSecretNamespace, member)
 	raw, kc := kubeconfigIn(g, after, hubv1alpha1.DefaultSecretKey)
@@ -140,7 +143,7 @@ func TestRenewerRenewsTheToken(t *testing.T) {
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.RenewalRoleName(member)}}
 	g.Expect(memberAdmin.Delete(t.Context(), binding)).To(Succeed())
 	g.Eventually(func() error {
-		_, err := renew(r, member)
+		_, err := renew(r)
 		return err
 	}).WithTimeout(timeout).WithPolling(interval).Should(Satisfy(apierrors.IsForbidden))
 	g.Expect(hubSecret(g, hubv1alpha1.DefaultSecretNamespace, member).ResourceVersion).To(Equal(after.ResourceVersion))

@@ -6,9 +6,9 @@ import (
 
 // credentialSeries is one gauge of a member's credential, in seconds since the epoch of
 // evalAlert's history (minute m is 60*m).
-func credentialSeries(name, cluster string, value func(minute int) float64) seriesHistory {
+func credentialSeries(name string, value func(minute int) float64) seriesHistory {
 	return seriesHistory{
-		labels: map[string]string{"__name__": name, "job": hubJob, "instance": "10.0.0.1:8443", "cluster": cluster},
+		labels: map[string]string{"__name__": name, "job": hubJob, "instance": "10.0.0.1:8443", "cluster": "m1"},
 		value:  value,
 	}
 }
@@ -32,12 +32,12 @@ func TestCredentialsRenewalRules(t *testing.T) {
 	}
 	history := func(renewed bool) []seriesHistory {
 		return []seriesHistory{
-			credentialSeries("configbundle_member_credentials_expiry_timestamp_seconds", "m1", expiry(renewed)),
-			credentialSeries("configbundle_member_credentials_renewal_timestamp_seconds", "m1", renewal(renewed)),
-			credentialSeries("configbundle_member_credentials_renewal_failing", "m1", failing(renewed)),
+			credentialSeries("configbundle_member_credentials_expiry_timestamp_seconds", expiry(renewed)),
+			credentialSeries("configbundle_member_credentials_renewal_timestamp_seconds", renewal(renewed)),
+			credentialSeries("configbundle_member_credentials_renewal_failing", failing(renewed)),
 		}
 	}
-	notRenewed := []seriesHistory{credentialSeries("configbundle_member_credentials_expiry_timestamp_seconds", "m1", expiry(false))}
+	notRenewed := []seriesHistory{credentialSeries("configbundle_member_credentials_expiry_timestamp_seconds", expiry(false))}
 	for _, tc := range []struct {
 		name, alert string
 		history     []seriesHistory
