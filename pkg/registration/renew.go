@@ -155,7 +155,7 @@ func (r *Renewer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		r.record(member, Renewal{Next: next, Err: err})
 		return reconcile.Result{}, fmt.Errorf("renewing the credential of member %s: %w", member, err)
 	}
-	r.record(member, Renewal{Next: next})
+	r.record(member, Renewal{Next: RenewAt(expires.Add(-tok.expires.Sub(tok.issued)), expires)})
 	ctrl.LoggerFrom(ctx).Info("Renewed member credential", "cluster", member, "expires", expires)
 	return reconcile.Result{}, nil
 }

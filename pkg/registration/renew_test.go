@@ -132,6 +132,7 @@ func TestRenewerRenewsTheToken(t *testing.T) {
 	g.Expect(hub.Get(t.Context(), client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{})).To(Succeed(), "the new token works")
 	state, _ = r.State(member)
 	g.Expect(state.Err).NotTo(HaveOccurred())
+	g.Expect(state.Next).To(BeTemporally("~", expires.Add(-registration.MinTokenDuration/5), 2*time.Second), "the next renewal is the new token's")
 
 	// Its own ServiceAccount only.
 	other := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: "renewal-other"}}
