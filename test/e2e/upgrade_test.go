@@ -56,18 +56,15 @@ func previousHub(t *testing.T, commit string) (string, []*apiextensionsv1.Custom
 		return bin, crds
 	}
 	start := time.Now()
-	src := t.TempDir()
-	archive := exec.Command("git", "-C", repo, "archive", "--format=tar", commit)
-	extract := exec.Command("tar", "-x", "-C", src)
-	extract.Stdin, _ = archive.StdoutPipe()
-	if err := extract.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := archive.CombinedOutput(); err != nil {
-		t.Fatalf("git archive %s: %v\n%s", commit, err, out)
-	}
-	if err := extract.Wait(); err != nil {
-		t.Fatalf("extracting commit %s: %v", commit, err)
+	src, tmp := t.TempDir(), t.TempDir()
+	tarball := filepath.Join(tmp, "source.tar")
+	for _, cmd := range []*exec.Cmd{
+		exec.Command("git", "-C", repo, "archive", "--format=tar", "-o", tarball, commit),
+		exec.Command("tar", "-x", "-f", tarball, "-C", src),
+	} {
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
