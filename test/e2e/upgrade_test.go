@@ -117,7 +117,14 @@ func TestUpgradeRewritesNothing(t *testing.T) {
 		HubArgs:   args,
 		Timeout:   joinTimeout,
 	})
-	t.Cleanup(f.StopHubs)
+	t.Cleanup(func() {
+		f.StopHubs()
+		for _, name := range []string{"previous", "current"} {
+			if log, err := os.ReadFile(f.LogPath(name)); err == nil && t.Failed() {
+				t.Logf("---- tail of the %s hub's log ----\n%s", name, log[max(0, len(log)-8000):])
+			}
+		}
+	})
 
 	// The previous hub runs the fleet.
 	for _, m := range members {
