@@ -64,7 +64,7 @@ func (f *registrationFlags) bindShared(fs *pflag.FlagSet) {
 func (f *registrationFlags) bindRegister(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opts.Server, "server", "", "API server URL the hub uses to reach the member, when it differs from the member kubeconfig's (for example kind's --internal address).")
 	fs.StringVar(&f.opts.SecretKey, "secret-key", hubv1alpha1.DefaultSecretKey, "Data key of the kubeconfig in the Secret (the hub's --secret-key).")
-	fs.DurationVar(&f.opts.TokenDuration, "token-duration", registration.DefaultTokenDuration, "Requested lifetime of the hub's token; register again before it ends to rotate it.")
+	fs.DurationVar(&f.opts.TokenDuration, "token-ttl", registration.DefaultTokenDuration, "Lifetime of the hub's token (at least 10m, for example 24h): the hub renews it itself once 80% of it has passed.")
 	fs.StringArrayVar(&f.labels, "label", nil, "Label KEY=VALUE of the member's MemberCluster on the hub; repeatable. The labels given replace those a previous hub register set.")
 	fs.BoolVar(&f.wait, "wait", false, "Wait until the member's MemberCluster is Ready (bounded by --timeout).")
 	fs.BoolVar(&f.opts.Force, "force", false, "Register a cluster already registered under another name, or move NAME to another cluster.")
@@ -78,9 +78,12 @@ func newRegisterCommand() *cobra.Command {
 		Short: "Register a member cluster with the hub",
 		Long: `Registers a member cluster with the hub in one step. In the member it applies a ServiceAccount and
 a ClusterRoleBinding of its own for NAME (configbundle-hub-NAME, configbundle-hub-member-NAME)
-to the least-privilege ClusterRole configbundle-hub-member, obtains a token bound to a token
+to the least-privilege ClusterRole configbundle-hub-member (which also lets the hub create
+namespaces, for FleetBundles with spec.createNamespace; it never deletes one), obtains a token bound to a token
 Secret of NAME, checks that the token works, and writes the labelled kubeconfig Secret NAME on
-the hub. Running it again rotates the token and revokes the previous one.
+the hub. The hub renews that token itself (TokenRequest, allowed by the Role configbundle-hub-NAME
+for that ServiceAccount alone) once 80% of --token-ttl has passed. Running it again rotates the
+token and revokes the previous one.
 
 It refuses the hub cluster itself (the member and the hub have the same kube-system namespace
 uid: without --member-kubeconfig and --member-context, both default to $KUBECONFIG's current
@@ -89,6 +92,7 @@ naming that member, and a NAME registered for another cluster, unless --force.`,
 		Example: `  hub register eu-1 --member-context kind-eu-1 --hub-context kind-hub
   hub register eu-1 --member-context kind-eu-1 --hub-context kind-hub --server https://eu-1-control-plane:6443
   hub register eu-1 --member-context kind-eu-1 --label env=prod --label region=eu --wait --timeout 2m
+  hub register eu-1 --member-context kind-eu-1 --token-ttl 24h    # a day-long token the hub renews
   hub register local --allow-hub-as-member    # a single cluster, hub and member`,
 		Args: exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.register(cmd, args[0]) },

@@ -119,7 +119,7 @@ func (f *fleet) measurePlacement(ctx context.Context, cfg benchConfig, res *resu
 
 // preparePlacement labels the members' MemberClusters and creates the namespaces: on the hub
 // (with the ClusterSet global bound into it: a FleetBundle places only into the members of the
-// sets bound to its namespace), and in every member (the hub creates none: NamespaceMissing).
+// sets bound to its namespace), and in every member (without spec.createNamespace the hub creates none: NamespaceMissing).
 func (f *fleet) preparePlacement(ctx context.Context, pm []*member) error {
 	if err := f.BindGlobal(ctx, placementNS); err != nil {
 		return err

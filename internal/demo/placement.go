@@ -229,8 +229,8 @@ func (d *demo) labelMember(ctx context.Context, name, value string) error {
 	return d.fl.LabelMember(ctx, name, map[string]string{envKey: value})
 }
 
-// ensureNamespace creates the FleetBundle's namespace in every member that lacks it: the hub
-// creates no namespaces (it would report NamespaceMissing).
+// ensureNamespace creates the FleetBundle's namespace in every member that lacks it: without
+// spec.createNamespace the hub creates none (it would report NamespaceMissing).
 func (d *demo) ensureNamespace(ctx context.Context, ns string) error {
 	var created []string
 	for _, m := range d.members {
@@ -242,7 +242,7 @@ func (d *demo) ensureNamespace(ctx context.Context, ns string) error {
 			return fmt.Errorf("creating namespace %s in %s: %w", ns, m.Name, err)
 		}
 	}
-	why := "the hub creates no namespaces in members: a member without it would be reported NamespaceMissing until someone creates it"
+	why := "without spec.createNamespace the hub creates no namespaces in members: a member without it would be reported NamespaceMissing until someone creates it"
 	if len(created) == 0 {
 		d.say("    each member gets the bundle in the namespace named like the FleetBundle's, %s, which every member already has (%s)", ns, why)
 		return nil

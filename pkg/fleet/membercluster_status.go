@@ -18,6 +18,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/configbundle"
+	"configbundle.dev/hub/pkg/registration"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -36,7 +37,7 @@ func (r *MemberClusterReconciler) status(ctx context.Context, mc *hubv1alpha1.Me
 		ready.Status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
-	meta.SetStatusCondition(&st.Conditions, credentialsCondition(state, now, r.opts.CredentialsExpiryWarning))
+	meta.SetStatusCondition(&st.Conditions, credentialsCondition(state, r.renewal(name), now, r.opts.CredentialsExpiryWarning))
 	meta.SetStatusCondition(&st.Conditions, pausedCondition(mc.Spec.Paused))
 	if r.opts.Sync != nil {
 		meta.SetStatusCondition(&st.Conditions, syncedCondition(r.opts.Sync(multicluster.ClusterName(name))))
@@ -114,11 +115,31 @@ func syncing(st hubv1alpha1.MemberClusterStatus) bool {
 	return c != nil && c.Status != metav1.ConditionTrue
 }
 
-// credentialsCondition says whether the member's credential is valid for longer than warning.
-func credentialsCondition(state spokeprovider.State, now time.Time, warning time.Duration) metav1.Condition {
+// renewal is the renewal of the member's credential, nil if the hub does not renew it.
+func (r *MemberClusterReconciler) renewal(member string) *registration.Renewal {
+	if r.opts.Renewal == nil {
+		return nil
+	}
+	if s, ok := r.opts.Renewal(member); ok {
+		return &s
+	}
+	return nil
+}
+
+// credentialsCondition says whether the member's credential is valid for longer than warning,
+// or, if the hub renews it (renewal not nil), whether its last renewal succeeded.
+func credentialsCondition(state spokeprovider.State, renewal *registration.Renewal, now time.Time, warning time.Duration) metav1.Condition {
 	c := metav1.Condition{Type: hubv1alpha1.CredentialsValidCondition}
 	exp := state.CredentialsExpiry
+	renewed := renewal != nil && !exp.IsZero() && now.Before(exp)
 	switch {
+	case renewed && renewal.Err != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, hubv1alpha1.RenewalFailedReason
+		c.Message = fmt.Sprintf("Renewing the credential failed: %v; it expires at %s; the hub retries, and register the member again if it keeps failing",
+			renewal.Err, exp.UTC().Format(time.RFC3339))
+	case renewed:
+		c.Status, c.Reason = metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason
+		c.Message = fmt.Sprintf("The credential expires at %s; the hub renews it at %s", exp.UTC().Format(time.RFC3339), renewal.Next.UTC().Format(time.RFC3339))
 	case exp.IsZero() && state.ClusterID == "":
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason, "Not connected yet"
 	case exp.IsZero():

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/configbundle"
+	"configbundle.dev/hub/pkg/registration"
 	spokeprovider "configbundle.dev/hub/spoke-provider"
 )
 
@@ -23,22 +25,27 @@ func TestCredentialsCondition(t *testing.T) {
 	tests := []struct {
 		name       string
 		state      spokeprovider.State
+		renewal    *registration.Renewal
 		wantStatus metav1.ConditionStatus
 		wantReason string
 	}{
-		{"not connected yet", spokeprovider.State{}, metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason},
-		{"a credential that does not say", spokeprovider.State{ClusterID: "uid"}, metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason},
-		{"a year left", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(365 * 24 * time.Hour)}, metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason},
-		{"just outside the window", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(warning + time.Second)}, metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason},
-		{"at the window's edge", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(warning)}, metav1.ConditionFalse, hubv1alpha1.ExpiresSoonReason},
-		{"ten minutes left", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(10 * time.Minute)}, metav1.ConditionFalse, hubv1alpha1.ExpiresSoonReason},
-		{"expired now", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now}, metav1.ConditionFalse, hubv1alpha1.ExpiredReason},
-		{"expired long ago, not connected", spokeprovider.State{CredentialsExpiry: now.Add(-time.Hour)}, metav1.ConditionFalse, hubv1alpha1.ExpiredReason},
+		{"not connected yet", spokeprovider.State{}, nil, metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason},
+		{"a credential that does not say", spokeprovider.State{ClusterID: "uid"}, nil, metav1.ConditionUnknown, hubv1alpha1.ExpiryUnknownReason},
+		{"a year left", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(365 * 24 * time.Hour)}, nil, metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason},
+		{"just outside the window", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(warning + time.Second)}, nil, metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason},
+		{"at the window's edge", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(warning)}, nil, metav1.ConditionFalse, hubv1alpha1.ExpiresSoonReason},
+		{"ten minutes left", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(10 * time.Minute)}, nil, metav1.ConditionFalse, hubv1alpha1.ExpiresSoonReason},
+		{"expired now", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now}, nil, metav1.ConditionFalse, hubv1alpha1.ExpiredReason},
+		{"expired long ago, not connected", spokeprovider.State{CredentialsExpiry: now.Add(-time.Hour)}, nil, metav1.ConditionFalse, hubv1alpha1.ExpiredReason},
+		{"renewed, a day left", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(24 * time.Hour)}, &registration.Renewal{Next: now.Add(19 * time.Hour)}, metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason},
+		{"renewed, due and retried", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(time.Hour)}, &registration.Renewal{Next: now.Add(-time.Hour)}, metav1.ConditionTrue, hubv1alpha1.CredentialsValidReason},
+		{"renewal failed", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now.Add(time.Hour)}, &registration.Renewal{Next: now.Add(-time.Hour), Err: errors.New("forbidden")}, metav1.ConditionFalse, hubv1alpha1.RenewalFailedReason},
+		{"renewal failed, expired", spokeprovider.State{ClusterID: "uid", CredentialsExpiry: now}, &registration.Renewal{Next: now.Add(-time.Hour), Err: errors.New("unauthorized")}, metav1.ConditionFalse, hubv1alpha1.ExpiredReason},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := credentialsCondition(tt.state, now, warning)
+			c := credentialsCondition(tt.state, tt.renewal, now, warning)
 			if c.Type != hubv1alpha1.CredentialsValidCondition || c.Status != tt.wantStatus || c.Reason != tt.wantReason || c.Message == "" {
 				t.Errorf("condition = %+v, want %s/%s with a message", c, tt.wantStatus, tt.wantReason)
 			}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"configbundle.dev/hub/pkg/configbundle"
+	"configbundle.dev/hub/pkg/registration"
 	"configbundle.dev/hub/pkg/sharding"
 )
 
@@ -77,6 +78,12 @@ type Options struct {
 	// says it, and its status is computed again every MinWriteInterval until it is done.
 	// Defaults to nil: no Synced condition.
 	Sync func(member multicluster.ClusterName) configbundle.Sync
+
+	// Renewal, if set, says when the hub renews a member's credential and whether its last
+	// renewal failed (registration.Renewer.State), false if it does not renew it: the
+	// CredentialsValid condition says so instead of warning of an expiry the renewal averts.
+	// Defaults to nil: no credential is renewed.
+	Renewal func(member string) (registration.Renewal, bool)
 
 	// Replica is this hub replica: its ID, if any, is written to the status.replica of the
 	// MemberClusters it manages. A sharded one (sharding.New) runs the MemberCluster controller

@@ -43,6 +43,7 @@ import (
 	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/fleet"
 	"configbundle.dev/hub/pkg/placement"
+	"configbundle.dev/hub/pkg/registration"
 	"configbundle.dev/hub/pkg/rollout"
 	"configbundle.dev/hub/pkg/sharding"
 	"configbundle.dev/hub/pkg/sharding/election"
@@ -338,8 +339,14 @@ func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, o
 	if err != nil {
 		return err
 	}
+	// The tokens `hub register` wrote are renewed by the replica that manages their member.
+	renewer := registration.NewRenewer(mgr.GetLocalManager().GetClient(), opts.SecretKey, version.UserAgent(opts.ReplicaID), replica)
+	if err := renewer.SetupWithManager(mgr.GetLocalManager(), opts.SecretNamespace, opts.SecretLabel, !replica.Sharded()); err != nil {
+		return err
+	}
 	if err := fleet.SetupWithManager(mgr, provider, opts.SecretNamespace, fleet.Options{
 		CredentialsExpiryWarning: opts.CredentialsExpiryWarning,
+		Renewal:                  renewer.State,
 		HeartbeatInterval:        opts.HeartbeatInterval,
 		Unreported:               unreported(reconciler),
 		Sync:                     reconciler.Sync,
@@ -403,14 +410,17 @@ func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica)
 // its CRD rule, which only keeping the CRD needs: a member where that is refused is not
 // Forbidden but says so (CRDMissing where its CRD is missing, a note in its Ready message where
 // the hub may not watch or restore it); and but for its admission policies' rule, which only
-// keeping them needs: a member where that is refused is Guarded=False (GuardFailed).
+// keeping them needs: a member where that is refused is Guarded=False (GuardFailed); and but for
+// creating namespaces, which only a FleetBundle with spec.createNamespace needs: a member where
+// that is refused reports it for that FleetBundle (PlacementFailed).
 func memberRights() ([]authorizationv1.ResourceAttributes, error) {
 	role, err := config.MemberClusterRole()
 	if err != nil {
 		return nil, err
 	}
 	rules := slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
-		return slices.Contains(r.APIGroups, apiextensionsv1.GroupName) || slices.Contains(r.APIGroups, admissionregistrationv1.GroupName)
+		return slices.Contains(r.APIGroups, apiextensionsv1.GroupName) || slices.Contains(r.APIGroups, admissionregistrationv1.GroupName) ||
+			slices.Equal(r.Resources, []string{"namespaces"}) && slices.Equal(r.Verbs, []string{"create"})
 	})
 	return spokeprovider.RightsOf(rules), nil
 }

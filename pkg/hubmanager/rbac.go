@@ -1,14 +1,15 @@
 package hubmanager
 
 // What the hub needs in its own namespace of the hub cluster, besides the cluster-scoped rules
-// of its health reports (pkg/fleet): reading, never writing, the members' kubeconfig Secrets; and
+// of its health reports (pkg/fleet): reading the members' kubeconfig Secrets, and updating them
+// (never creating or deleting one) to renew the tokens `hub register` wrote in them; and
 // leader election: the Lease configbundle-hub and the Event that announces a new leader
 // (controller-runtime records it through the core Events API today and means to move to
 // events.k8s.io, so both are granted). `make manifests` renders these into the Role
 // configbundle-hub in config/rbac/hub. The namespace is the default of --secret-namespace: a hub
 // run in another namespace needs the Role moved with it, as kustomize's namespace: does for an
 // overlay of config/default.
-// +kubebuilder:rbac:groups="",namespace=configbundle-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=configbundle-system,resources=secrets,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=configbundle-system,resources=leases,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",namespace=configbundle-system,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=configbundle-system,resources=events,verbs=create;patch

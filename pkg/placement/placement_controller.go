@@ -39,9 +39,11 @@ import (
 )
 
 // What placement needs in each member cluster, besides the ConfigBundle reconciler's rules:
-// creating and deleting the ConfigBundles it places. Namespaces are not created: a missing one
-// is reported (NamespaceMissing), so the hub needs no cluster-wide right on namespaces.
+// creating and deleting the ConfigBundles it places, and creating the namespace of a FleetBundle
+// with spec.createNamespace (never deleting one). Only that FleetBundle needs the namespace
+// right: a member that refuses it still connects (memberRights leaves it out).
 // +kubebuilder:rbac:groups=configbundle.dev,resources=configbundles,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=create
 
 // Names of the controllers, in logs and metrics.
 const (

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -217,18 +218,24 @@ func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.Config
 	return nil
 }
 
-// create places the bundle. A missing namespace is reported and tried again later; the hub
-// creates no namespace.
+// create places the bundle. A missing namespace is created with spec.createNamespace, and
+// otherwise reported and tried again later.
 func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 	b := s.want.DeepCopy()
 	s.r.ledger.notePlacementDue(s.pair, time.Now())
 	err := s.member.GetClient().Create(ctx, b, client.FieldOwner(s.r.opts.FieldOwner))
+	if apierrors.IsNotFound(err) && s.fb.Spec.CreateNamespace {
+		if err = s.createNamespace(ctx, b.Namespace); err == nil {
+			b = s.want.DeepCopy()
+			err = s.member.GetClient().Create(ctx, b, client.FieldOwner(s.r.opts.FieldOwner))
+		}
+	}
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return ctrl.Result{}, fmt.Errorf("placing the bundle: %w: %w", rollout.ErrStale, err)
 	case apierrors.IsNotFound(err):
 		s.outcome = Outcome{Reason: hubv1alpha1.NamespaceMissingReason, Message: fmt.Sprintf(
-			"namespace %s does not exist in member %s: the hub does not create namespaces; the bundle is placed once it exists", b.Namespace, s.pair.member)}
+			"namespace %s does not exist in member %s: the bundle is placed once it exists (or set spec.createNamespace to have the hub create it)", b.Namespace, s.pair.member)}
 		s.r.ledger.noteRefused(s.pair, rollout.HeldRevision(b))
 		return ctrl.Result{RequeueAfter: s.r.opts.NamespaceMissingRetry}, nil
 	case err != nil:
@@ -244,6 +251,23 @@ func (s *scope) create(ctx context.Context) (ctrl.Result, error) {
 	s.r.ledger.setPlaced(s.pair, s.placement())
 	ctrl.LoggerFrom(ctx).Info("Placed bundle")
 	return ctrl.Result{}, nil
+}
+
+// createNamespace creates namespace ns in the member, labelled as the hub's, for
+// spec.createNamespace; one that exists by now is fine. The hub never deletes it.
+func (s *scope) createNamespace(ctx context.Context, ns string) error {
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{hubv1alpha1.ManagedByLabel: s.r.opts.FieldOwner}}}
+	err := s.member.GetClient().Create(ctx, n, client.FieldOwner(s.r.opts.FieldOwner))
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Created namespace", "memberNamespace", ns)
+	s.r.recorder.Eventf(s.fb, nil, corev1.EventTypeNormal, hubv1alpha1.NamespaceCreatedEvent, "CreateNamespace",
+		"Member %s: created namespace %s (spec.createNamespace)", s.pair.member, ns)
+	return nil
 }
 
 // update brings the hub's bundle back to its rendering: a heal if it carries the current

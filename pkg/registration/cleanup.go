@@ -55,6 +55,8 @@ func (o *options) cleanUpMember(ctx context.Context, c *clients, members registr
 			o.deleteLegacy(ctx, member))
 	}
 	record(what[3], deleteRoleIfUnused(ctx, member))
+	renewal := metav1.ObjectMeta{Namespace: o.MemberNamespace, Name: RenewalRoleName(o.Name)}
+	record(what[4], errors.Join(o.deleteOwned(ctx, member, &rbacv1.RoleBinding{ObjectMeta: renewal}), o.deleteOwned(ctx, member, &rbacv1.Role{ObjectMeta: renewal})))
 	if len(errs) > 0 {
 		return o.leftBehind(left, errors.Join(errs...))
 	}
@@ -81,6 +83,7 @@ func (o *options) identityObjects() []string {
 		"ServiceAccount " + o.MemberNamespace + "/" + ServiceAccountName(o.Name),
 		fmt.Sprintf("token Secrets %s/%s* (annotated %s=%s; their tokens stay valid while they exist)", o.MemberNamespace, tokenSecretGenerateName(o.Name), RegistrationAnnotation, o.Name),
 		"ClusterRole " + RBACName + " (unless another registration binds it)",
+		"Role and RoleBinding " + o.MemberNamespace + "/" + RenewalRoleName(o.Name),
 	}
 }
 

@@ -8,5 +8,6 @@
 // from. Running Register again rotates the token and updates the Secret in place. Unregister
 // deletes that Secret and the identity in the member, and nothing else: namespaces and whatever
 // the hub reconciled in the member are left as they are. Neither function prints or logs
-// credentials, and no error carries one.
+// credentials, and no error carries one. In the hub, the Renewer renews the tokens Register
+// wrote, through the TokenRequest API, once 80% of their life has passed.
 package registration

@@ -57,6 +57,25 @@ func (o *options) applyIdentity(ctx context.Context, member client.Client) error
 	if err := apply(ctx, member, binding); err != nil {
 		return fmt.Errorf("applying ClusterRoleBinding %s in the member: %w", ClusterRoleBindingName(o.Name), err)
 	}
+	return o.applyRenewalRole(ctx, member, saName)
+}
+
+// applyRenewalRole applies the Role and RoleBinding RenewalRoleName(Name) in MemberNamespace that
+// let the registration's ServiceAccount request tokens for itself, and for no other
+// ServiceAccount: the hub renews its credential with it (Renewer).
+func (o *options) applyRenewalRole(ctx context.Context, member client.Client, saName string) error {
+	name := RenewalRoleName(o.Name)
+	role := rbacv1ac.Role(name, o.MemberNamespace).WithLabels(managedBy()).WithAnnotations(o.registrationAnnotations()).
+		WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("serviceaccounts/token").WithResourceNames(saName).WithVerbs("create"))
+	if err := apply(ctx, member, role); err != nil {
+		return fmt.Errorf("applying Role %s/%s in the member: %w", o.MemberNamespace, name, err)
+	}
+	binding := rbacv1ac.RoleBinding(name, o.MemberNamespace).WithLabels(managedBy()).WithAnnotations(o.registrationAnnotations()).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(name)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithNamespace(o.MemberNamespace).WithName(saName))
+	if err := apply(ctx, member, binding); err != nil {
+		return fmt.Errorf("applying RoleBinding %s/%s in the member: %w", o.MemberNamespace, name, err)
+	}
 	return nil
 }
 

@@ -36,6 +36,13 @@ func ClusterRoleBindingName(name string) string {
 	return derivedName(RBACName+"-", name, maxNameLength)
 }
 
+// RenewalRoleName is the name of the Role and RoleBinding, in the member namespace, that let the
+// registration name's ServiceAccount request tokens for itself (the hub renews its credential):
+// ServiceAccountName(name).
+func RenewalRoleName(name string) string {
+	return ServiceAccountName(name)
+}
+
 // tokenSecretGenerateName is the generateName of the registration name's token Secrets in the
 // member: the API server appends five characters.
 func tokenSecretGenerateName(name string) string {

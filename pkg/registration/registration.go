@@ -82,7 +82,8 @@ type Options struct {
 	Name string
 
 	// Member holds admin-ish credentials for the member cluster: enough to create namespaces,
-	// ServiceAccounts, Secrets, ClusterRoles and ClusterRoleBindings, to request ServiceAccount
+	// ServiceAccounts, Secrets, ClusterRoles, ClusterRoleBindings, Roles and RoleBindings, to
+	// request ServiceAccount
 	// tokens, and to read the namespace kube-system (with RemovePlaced, also to list and delete
 	// ConfigBundles). Required (but by WaitReady). It is copied, never modified, and never
 	// written anywhere.
@@ -277,8 +278,10 @@ func (o *options) validateForRegister() error {
 //  2. in the member, it server-side applies (field manager FieldOwner, forced) the namespace
 //     MemberNamespace if missing, the ClusterRole RBACName with exactly the rules of
 //     config.MemberClusterRole, and the registration's own ServiceAccount
-//     ServiceAccountName(Name) and ClusterRoleBinding ClusterRoleBindingName(Name), all labelled
-//     ManagedByLabel=FieldOwner, the last two annotated RegistrationAnnotation=Name;
+//     ServiceAccountName(Name) and ClusterRoleBinding ClusterRoleBindingName(Name), and the Role
+//     and RoleBinding RenewalRoleName(Name) that let that ServiceAccount request tokens for itself
+//     (the hub renews its token: Renewer), all labelled ManagedByLabel=FieldOwner, all but the
+//     ClusterRole annotated RegistrationAnnotation=Name;
 //  3. it creates a token Secret (type Opaque, no data, annotated like the ServiceAccount) and
 //     requests a token for the ServiceAccount with the TokenRequest API, bound to that Secret:
 //     the API server refuses the token once the Secret is deleted;

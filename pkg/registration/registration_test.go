@@ -319,6 +319,12 @@ func TestLeastPrivilege(t *testing.T) {
 		// The namespace kube-system: get (its uid identifies the cluster).
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{})).To(Succeed())
 
+		// namespaces: create (FleetBundles with spec.createNamespace), and nothing more.
+		created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "least-privilege-created"}}
+		g.Expect(hub.Create(ctx, created)).To(Succeed())
+		g.Expect(hub.Delete(ctx, created)).To(Satisfy(apierrors.IsForbidden), "delete a namespace")
+		g.Expect(hub.Update(ctx, created)).To(Satisfy(apierrors.IsForbidden), "update a namespace")
+
 		// The ConfigBundle CRD: list and watch with the field selector metadata.name, which RBAC
 		// matches against resourceNames (the hub's watch of it, which keeps it).
 		byName := client.MatchingFields{"metadata.name": "configbundles.configbundle.dev"}
@@ -503,6 +509,8 @@ func TestUnregisterRemovesOnlyTheRegistration(t *testing.T) {
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterRoleBindingName("member-gone")}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.RBACName}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.ServiceAccountName("member-gone")}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.RenewalRoleName("member-gone")}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: hubv1alpha1.DefaultSecretNamespace, Name: registration.RenewalRoleName("member-gone")}},
 	} {
 		g.Expect(memberAdmin.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Satisfy(apierrors.IsNotFound), "%T %s", obj, obj.GetName())
 	}

@@ -288,11 +288,13 @@ func TestHubRunsWithItsServiceAccount(t *testing.T) {
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}},
 		}
 		g.Expect(sa.Create(ctx, pod, client.DryRunAll)).To(MatchError(forbidden, "IsForbidden"), "create a pod")
-		// It reads the members' credentials but may not change them.
+		// It reads the members' credentials and updates them (it renews their tokens), but may
+		// neither create nor delete one.
 		m1Secret := &corev1.Secret{}
 		g.Expect(sa.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "m1"}, m1Secret)).To(Succeed())
-		m1Secret.Labels["tampered"] = "true"
-		g.Expect(sa.Update(ctx, m1Secret, client.DryRunAll)).To(MatchError(forbidden, "IsForbidden"), "update a member's Secret")
+		m1Secret.Labels["renewed"] = "true"
+		g.Expect(sa.Update(ctx, m1Secret, client.DryRunAll)).To(Succeed(), "update a member's Secret")
+		g.Expect(sa.Delete(ctx, m1Secret, client.DryRunAll)).To(MatchError(forbidden, "IsForbidden"), "delete a member's Secret")
 
 		// The same questions, and a few more, to the authorizer, asked as the hub.
 		cs, err := kubernetes.NewForConfig(saCfg)

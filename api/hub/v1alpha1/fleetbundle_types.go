@@ -64,7 +64,7 @@ const (
 	ConflictReason = "Conflict"
 
 	// NamespaceMissingReason: the member has no namespace of the FleetBundle's namespace's
-	// name; the hub does not create namespaces, and places the bundle once one exists.
+	// name and spec.createNamespace is false; the hub places the bundle once one exists.
 	NamespaceMissingReason = "NamespaceMissing"
 
 	// NotJoinedReason: a MemberCluster is selected, but its member is not connected yet.
@@ -126,6 +126,10 @@ const (
 	// PlacedBundleHealedEvent: a placed ConfigBundle had been edited or deleted in a member and
 	// was restored; the message names the member and what changed.
 	PlacedBundleHealedEvent = "PlacedBundleHealed"
+
+	// NamespaceCreatedEvent: with spec.createNamespace, the hub created the namespace of the
+	// placed bundle in a member that lacked it; the message names the member and the namespace.
+	NamespaceCreatedEvent = "NamespaceCreated"
 
 	// ClusterFailingEvent (Warning): a selected member started failing for the FleetBundle, or
 	// now fails for another reason (a Conflict, NamespaceMissing, PlacementFailed, the placed
@@ -482,6 +486,17 @@ type FleetBundleSpec struct {
 	// longer applies. Remove it to follow the sources again at once.
 	// +optional
 	DataFromRevision *DataFromRevision `json:"dataFromRevision,omitempty"`
+
+	// createNamespace makes the hub create the namespace of the placed bundle (the
+	// FleetBundle's namespace's name) in a selected member that lacks it, labelled
+	// app.kubernetes.io/managed-by: configbundle-hub (ManagedByLabel, FieldOwner). The hub never
+	// deletes a namespace, not one it created either: it stays when the bundle is removed.
+	// Creating one needs create on namespaces in the member, which `hub register` grants; a
+	// member that refuses it is reported (PlacementFailed) and registering it again restores
+	// the right. Defaults to false: a member without the namespace is reported
+	// (NamespaceMissing) until someone creates it.
+	// +optional
+	CreateNamespace bool `json:"createNamespace,omitempty"`
 }
 
 // RolloutStrategy says how a new revision reaches the selected members.

@@ -67,8 +67,16 @@ const CredentialsValidCondition = "CredentialsValid"
 // Reasons of a MemberCluster's CredentialsValid condition.
 const (
 	// CredentialsValidReason (True): the credential expires after the warning window (the hub's
-	// --credentials-expiry-warning, 30 days by default) or never.
+	// --credentials-expiry-warning, 30 days by default) or never; or the hub renews it (a token
+	// `hub register` issued, renewed once 80% of its life has passed) and its last renewal did
+	// not fail: the message says when it expires and when it is renewed.
 	CredentialsValidReason = "Valid"
+
+	// RenewalFailedReason (False): the hub's last renewal of the credential failed; the message
+	// says why and when the credential expires. The hub retries with back-off; if it keeps
+	// failing, register the member again (`hub register`), which also restores the rights the
+	// renewal needs.
+	RenewalFailedReason = "RenewalFailed"
 
 	// ExpiresSoonReason (False): the credential expires within the warning window; the message
 	// says when. Register the member again (`hub register`) to rotate it.
