@@ -45,7 +45,7 @@ func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
 		}
 	}
 	_, stdout, _ := run(t, "register", "--help")
-	for _, flag := range []string{"--member-context", "--hub-kubeconfig", "--label", "--wait", "--force", "--timeout", "--allow-hub-as-member", "--server", "--token-ttl"} {
+	for _, flag := range []string{"--member-context", "--hub-kubeconfig", "--label", "--wait", "--force", "--timeout", "--allow-hub-as-member", "--server", "--token-ttl", "--token-duration"} {
 		if !strings.Contains(stdout, flag) {
 			t.Errorf("hub register --help does not mention %s", flag)
 		}
@@ -56,7 +56,7 @@ func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
 			t.Errorf("hub unregister --help does not mention %s", flag)
 		}
 	}
-	for _, flag := range []string{"--server", "--token-ttl", "--secret-key", "--label", "--wait", "--force", "--allow-hub-as-member"} {
+	for _, flag := range []string{"--server", "--token-ttl", "--token-duration", "--secret-key", "--label", "--wait", "--force", "--allow-hub-as-member"} {
 		if strings.Contains(stdout, flag) {
 			t.Errorf("hub unregister --help offers %s, which unregister would ignore", flag)
 		}
@@ -90,6 +90,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"unregister", "eu-1", "--server=https://10.0.0.1:6443"}, "unknown flag: --server"},
 		{[]string{"unregister", "eu-1", "--token-ttl", "1h"}, "unknown flag: --token-ttl"},
 		{[]string{"unregister", "-token-ttl=1h", "eu-1"}, "unknown flag: --token-ttl"},
+		{[]string{"unregister", "eu-1", "--token-duration", "1h"}, "unknown flag: --token-duration"},
 		{[]string{"unregister", "eu-1", "--secret-key", "kc"}, "unknown flag: --secret-key"},
 		{[]string{"unregister", "eu-1", "--label", "env=prod"}, "unknown flag: --label"},
 		{[]string{"unregister", "eu-1", "--wait"}, "unknown flag: --wait"},

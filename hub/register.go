@@ -65,6 +65,7 @@ func (f *registrationFlags) bindRegister(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opts.Server, "server", "", "API server URL the hub uses to reach the member, when it differs from the member kubeconfig's (for example kind's --internal address).")
 	fs.StringVar(&f.opts.SecretKey, "secret-key", hubv1alpha1.DefaultSecretKey, "Data key of the kubeconfig in the Secret (the hub's --secret-key).")
 	fs.DurationVar(&f.opts.TokenDuration, "token-ttl", registration.DefaultTokenDuration, "Lifetime of the hub's token (at least 10m, for example 24h): the hub renews it itself once 80% of it has passed.")
+	fs.DurationVar(&f.opts.TokenDuration, "token-duration", registration.DefaultTokenDuration, "Former name of --token-ttl, kept so that scripts go on working.")
 	fs.StringArrayVar(&f.labels, "label", nil, "Label KEY=VALUE of the member's MemberCluster on the hub; repeatable. The labels given replace those a previous hub register set.")
 	fs.BoolVar(&f.wait, "wait", false, "Wait until the member's MemberCluster is Ready (bounded by --timeout).")
 	fs.BoolVar(&f.opts.Force, "force", false, "Register a cluster already registered under another name, or move NAME to another cluster.")
