@@ -91,7 +91,7 @@ func DecideRemovals(in RemovalInput) RemovalDecision {
 			"nothing is removed until the change is reverted or `hub rollout approve --removals` approves removal set %s",
 			countMembers(len(names)), limit, in.Holders, in.Cause, set))
 		if prev == nil || !prev.Held || prev.RemovalSet != set {
-			out.Events = append(out.Events, Event{Type: corev1.EventTypeWarning, Reason: hubv1alpha1.RemovalHeldEvent, Revision: in.Revision,
+			out.Events = append(out.Events, Event{Type: corev1.EventTypeWarning, Reason: hubv1alpha1.RemovalHeldEvent, Revision: in.Revision, Stage: "Removal",
 				Note: fleetbundle.Truncate(fmt.Sprintf("%s would lose the bundle (%s): %s; maxRemovals is %d", countMembers(len(names)),
 					fleetbundle.ListNames(names), in.Cause, limit))})
 		}
