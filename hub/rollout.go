@@ -122,7 +122,7 @@ namespace; status.updateRevision is the spec's, status.currentRevision the last 
 		},
 	}
 	cmd.AddCommand(newRolloutStatusCommand(), newRolloutHistoryCommand(), newRolloutUndoCommand(),
-		newRolloutPauseCommand(true), newRolloutPauseCommand(false))
+		newRolloutPauseCommand(true), newRolloutPauseCommand(false), newRolloutApproveRemovalsCommand())
 	return cmd
 }
 

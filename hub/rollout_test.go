@@ -71,6 +71,8 @@ func TestRolloutUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"rollout", "pause", "web", "--timeout", "1s"}, "unknown flag: --timeout"},
 		{[]string{"rollout", "resume", "web", "--to-revision", "1"}, "unknown flag: --to-revision"},
 		{[]string{"rollout", "history", "web", "--watch"}, "unknown flag: --watch"},
+		{[]string{"rollout", "approve", "web"}, "say what to approve: --removals"},
+		{[]string{"rollout", "approve", "--removals"}, "the FleetBundle's NAME is missing"},
 	} {
 		code, stdout, stderr := run(t, tc.args...)
 		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.says) || !strings.Contains(stderr, "--help' for usage") {
@@ -90,6 +92,7 @@ func TestRolloutFlags(t *testing.T) {
 		{"rollout", "undo", "-n", "apps", "web", "--to-revision=1"},
 		{"rollout", "pause", "web", "--hub-context", "hub"},
 		{"rollout", "resume", "-hub-context=hub", "web"},
+		{"rollout", "approve", "web", "-n", "apps", "--removals"},
 	} {
 		code, stdout, stderr := run(t, args...)
 		if code != exitFailure || stdout != "" || !strings.Contains(stderr, "hub kubeconfig") {
