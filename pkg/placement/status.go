@@ -249,7 +249,10 @@ func rolloutConditions(fb *hubv1alpha1.FleetBundle) (progressing, stalled metav1
 		progressing.Reason = hubv1alpha1.RolloutHaltedReason
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, hubv1alpha1.RolloutHaltedReason, ro.Message
 	case hubv1alpha1.RolloutRemovalHeld:
-		progressing.Reason, progressing.Message = hubv1alpha1.RemovalHeldReason, ro.Removals.Message
+		progressing.Reason = hubv1alpha1.RemovalHeldReason
+		if ro.Removals != nil {
+			progressing.Message = ro.Removals.Message
+		}
 	case hubv1alpha1.RolloutRolledBack:
 		progressing.Reason = hubv1alpha1.RolledBackReason
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, hubv1alpha1.RolledBackReason, ro.Message
