@@ -132,7 +132,7 @@ func stageRemovals(in RemovalInput, pending []Removal, restart bool, st *hubv1al
 			start = in.Status.SoakStartTime.Time
 		}
 		if left := start.Add(soak).Sub(in.Now); left > 0 {
-			t := metav1.NewTime(start)
+			t := metav1.NewMicroTime(start)
 			st.Stage, st.SoakStartTime = stages[i], &t
 			st.Message = fmt.Sprintf("Stage %s: its members lost the bundle; soaking until %s", stages[i], start.Add(soak).UTC().Format(time.RFC3339))
 			return left

@@ -30,7 +30,7 @@ func TestDecideRemovals(t *testing.T) {
 	t.Parallel()
 	abc := []Removal{{Name: "c", Stage: 1}, {Name: "a", Stage: 0}, {Name: "b", Stage: 1}}
 	soaking := removing("canary", "b", "c")
-	soaking.SoakStartTime = &metav1.Time{Time: t0.Add(-10 * time.Second)}
+	soaking.SoakStartTime = &metav1.MicroTime{Time: t0.Add(-10 * time.Second)}
 	tests := []struct {
 		name     string
 		strategy *hubv1alpha1.RolloutStrategy

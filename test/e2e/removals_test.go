@@ -53,6 +53,27 @@ func orphanedConfigMap(member, ns, name, message string) func(Gomega) {
 	}
 }
 
+// dropOrphans finishes, in members without a garbage collector, what it would: the orphaned
+// bundles ns/names go (their orphan finalizer removed), and the test deletes the ConfigMaps it
+// left, so that no later test meets them.
+func dropOrphans(t *testing.T, ns string, members []string, names ...string) {
+	ctx := context.Background()
+	for _, m := range members {
+		c := fl.Member(m).Client
+		for _, name := range names {
+			key := client.ObjectKey{Namespace: ns, Name: name}
+			b := &configbundlev1alpha1.ConfigBundle{}
+			if err := c.Get(ctx, key, b); err == nil && len(b.Finalizers) > 0 {
+				b.Finalizers = nil
+				if err := c.Update(ctx, b); err != nil {
+					t.Logf("%s: removing the finalizers of bundle %s: %v", m, key, err)
+				}
+			}
+			_ = client.IgnoreNotFound(c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
+		}
+	}
+}
+
 // TestRemovalsOrphanHoldAndApprove: with deletionPolicy Orphan, deleting a FleetBundle leaves its
 // ConfigMaps without the hub's ownership. Deleting the binding that would remove a staged
 // FleetBundle from 3 of 3 members with maxRemovals 1 removes nothing (member audit logs) and
@@ -64,6 +85,7 @@ func TestRemovalsOrphanHoldAndApprove(t *testing.T) {
 	const key, ns, set, soak = "e2e.removals/selected", "removals", "e2e-removals", 2 * time.Second
 	members := []string{"ro1", "ro2", "ro3"}
 	rolloutFixture(t, ns, key)
+	t.Cleanup(func() { dropOrphans(t, ns, members, "api", "web") })
 	cs := fleet.NewClusterSet(set, map[string]string{key: "yes"})
 	g.Expect(fl.Hub.Create(ctx, cs)).To(Succeed())
 	t.Cleanup(func() { _ = client.IgnoreNotFound(fl.Hub.Delete(context.Background(), cs)) })

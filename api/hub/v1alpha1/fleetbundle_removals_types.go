@@ -109,10 +109,11 @@ type RemovalStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	Stage string `json:"stage,omitempty"`
 
-	// soakStartTime is when the last of the stage's members lost the bundle: the next stage's
+	// soakStartTime is when the hub first saw that the last of the stage's members lost the
+	// bundle (to the microsecond, so that a soak lasts its whole soakTime): the next stage's
 	// members lose it once the stage's soakTime passed.
 	// +optional
-	SoakStartTime *metav1.Time `json:"soakStartTime,omitempty"`
+	SoakStartTime *metav1.MicroTime `json:"soakStartTime,omitempty"`
 
 	// message says what the removals wait for or why they are held.
 	// +optional
