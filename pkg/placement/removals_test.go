@@ -150,3 +150,43 @@ func TestRemovalHeldWhenABindingGoes(t *testing.T) {
 	g.Eventually(bundles(fb, rolloutMembers...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(map[string]string{memberA: "", memberB: "", memberC: ""}))
 	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(HaveField("Rollout.Removals", BeNil()))
 }
+
+// TestFleetBundleRemovalsAdmission: deletionPolicy is Delete or Orphan; maxRemovals an integer
+// >= 0 or a percentage; a rollout may hold maxRemovals alone, without stages.
+func TestFleetBundleRemovalsAdmission(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	tests := []struct {
+		name    string
+		policy  hubv1alpha1.DeletionPolicy
+		rollout *hubv1alpha1.RolloutStrategy
+		refused string // "" if admitted
+	}{
+		{name: "Orphan", policy: hubv1alpha1.DeletionPolicyOrphan},
+		{name: "Delete", policy: hubv1alpha1.DeletionPolicyDelete},
+		{name: "another policy", policy: "Keep", refused: "spec.deletionPolicy"},
+		{name: "maxRemovals alone", rollout: &hubv1alpha1.RolloutStrategy{MaxRemovals: ptr.To(intstr.FromInt32(2))}},
+		{name: "a percentage", rollout: &hubv1alpha1.RolloutStrategy{MaxRemovals: ptr.To(intstr.FromString("10%"))}},
+		{name: "a negative number", rollout: &hubv1alpha1.RolloutStrategy{MaxRemovals: ptr.To(intstr.FromInt32(-1))}, refused: "maxRemovals must be"},
+		{name: "beyond 100%", rollout: &hubv1alpha1.RolloutStrategy{MaxRemovals: ptr.To(intstr.FromString("150%"))}, refused: "maxRemovals must be"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: hubv1alpha1.FleetBundleSpec{
+				ClusterSelector: selecting("test.admission/nobody"), DeletionPolicy: tt.policy, Rollout: tt.rollout,
+				Template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Message: "v1"}},
+			}}
+			err := hub.Create(context.Background(), fb, client.DryRunAll)
+			if tt.refused == "" {
+				if err != nil {
+					t.Fatalf("want admitted, got %v", err)
+				}
+				return
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.refused) {
+				t.Fatalf("want Invalid naming %q, got %v", tt.refused, err)
+			}
+		})
+	}
+}
