@@ -190,3 +190,27 @@ func TestFleetBundleRemovalsAdmission(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxRemovalsWithoutStages: a rollout with maxRemovals alone stages nothing (a new revision
+// reaches every member) and still holds a selector change that would remove the bundle from 3
+// of 3 members; reverting the selector clears the hold, and nothing was removed.
+func TestMaxRemovalsWithoutStages(t *testing.T) {
+	g := NewWithT(t)
+	const key = "test.removals/unstaged"
+	ns, _ := rolloutFixture(t, key)
+	fb := newFleetBundle(t, ns, selecting(key), "v1")
+	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) {
+		s.Rollout = &hubv1alpha1.RolloutStrategy{MaxRemovals: ptr.To(intstr.FromString("50%"))}
+	})
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(fleet.RolloutComplete(1, 3))
+	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.Template.Spec.Message = "v2" })
+	g.Eventually(holding(fb, rolloutMembers...)).WithTimeout(timeout).WithPolling(interval).Should(Equal(allHold(held(2, "v2"), rolloutMembers...)))
+
+	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.ClusterSelector = selecting(key + "-nobody") })
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(removalHeld("3 members", "spec.clusterSelector no longer selects"))
+	g.Consistently(bundles(fb, rolloutMembers...)).WithTimeout(quietPeriod).WithPolling(interval).Should(Equal(map[string]string{memberA: "2", memberB: "2", memberC: "2"}))
+	updateFleetBundle(g, fb, func(s *hubv1alpha1.FleetBundleSpec) { s.ClusterSelector = selecting(key) })
+	g.Eventually(status(fb)).WithTimeout(timeout).WithPolling(interval).Should(And(
+		fleet.RolloutCondition(hubv1alpha1.ReadyCondition, metav1.ConditionTrue, hubv1alpha1.AllReadyReason), HaveField("Rollout.Removals", BeNil())))
+	g.Expect(bundles(fb, rolloutMembers...)(g)).To(Equal(map[string]string{memberA: "2", memberB: "2", memberC: "2"}))
+}
