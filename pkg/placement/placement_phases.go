@@ -68,6 +68,8 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 	ownership := OwnershipOf(current, s.pair.fb, s.uid())
 	if ownership == Own || ownership == Stale {
 		switch {
+		case orphaning(current):
+			return ctrl.Result{}, s.finishOrphaning(ctx, current)
 		case !current.DeletionTimestamp.IsZero():
 			// Going (a finalizer holds its deletion): nothing to write until it is gone; its
 			// deletion wakes the pair.

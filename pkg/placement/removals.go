@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -69,22 +70,37 @@ func (s *scope) disown(ctx context.Context, bundle *configbundlev1alpha1.ConfigB
 	case err != nil:
 		return err
 	}
-	n := len(cm.OwnerReferences) + len(cm.Labels) + len(cm.Annotations)
-	cm.OwnerReferences = slices.DeleteFunc(cm.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == bundle.UID })
-	hubs := func(k string) bool {
-		return strings.HasPrefix(k, hubv1alpha1.HubPrefix) || k == configbundlev1alpha1.GuardLabel
-	}
-	for _, m := range []map[string]string{cm.Labels, cm.Annotations} {
-		for k := range m {
-			if hubs(k) {
-				delete(m, k)
-			}
-		}
-	}
-	if n == len(cm.OwnerReferences)+len(cm.Labels)+len(cm.Annotations) {
+	if !disowned(cm, bundle) {
 		return nil
 	}
 	return s.member.GetClient().Update(ctx, cm, client.FieldOwner(s.r.opts.FieldOwner))
+}
+
+// disowned removes from cm the ownerReference to bundle and the hub's labels and annotations,
+// and reports whether it had any.
+func disowned(cm *corev1.ConfigMap, bundle *configbundlev1alpha1.ConfigBundle) bool {
+	n := len(cm.OwnerReferences) + len(cm.Labels) + len(cm.Annotations)
+	cm.OwnerReferences = slices.DeleteFunc(cm.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == bundle.UID })
+	for _, m := range []map[string]string{cm.Labels, cm.Annotations} {
+		maps.DeleteFunc(m, func(k, _ string) bool {
+			return strings.HasPrefix(k, hubv1alpha1.HubPrefix) || k == configbundlev1alpha1.GuardLabel
+		})
+	}
+	return n != len(cm.OwnerReferences)+len(cm.Labels)+len(cm.Annotations)
+}
+
+// finishOrphaning disowns the ConfigMap of bundle, being deleted with the Orphan propagation
+// policy, if the member's cache still shows the hub's ownership on it: a disown that failed
+// right after the deletion is done by a later reconcile of the pair.
+func (s *scope) finishOrphaning(ctx context.Context, bundle *configbundlev1alpha1.ConfigBundle) error {
+	cm := &corev1.ConfigMap{}
+	if err := s.member.GetClient().Get(ctx, client.ObjectKeyFromObject(bundle), cm); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !disowned(cm.DeepCopy(), bundle) {
+		return nil
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return s.disown(ctx, bundle) })
 }
 
 // orphaning reports whether b is a bundle deleted with the Orphan propagation policy, whose
