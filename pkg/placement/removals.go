@@ -112,9 +112,10 @@ func orphaning(b *configbundlev1alpha1.ConfigBundle) bool {
 
 // decideRemovals decides, for a FleetBundle with spec.rollout, where the removal of its bundle
 // from the members that hold it and are no longer selected stands (rollout.DecideRemovals), into
-// the rollout state ro.
+// the rollout state ro. A FleetBundle whose selector or template is invalid removes nothing: its
+// removals are not decided until it is fixed.
 func (r *StatusReconciler) decideRemovals(ctx context.Context, fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, ro *rolloutState, now time.Time) error {
-	if fb.Spec.Rollout == nil || ro.next.Status.Rollout == nil || !fb.DeletionTimestamp.IsZero() {
+	if fb.Spec.Rollout == nil || ro.next.Status.Rollout == nil || !fb.DeletionTimestamp.IsZero() || specError(fb) != nil {
 		return nil
 	}
 	pending, holders, first, err := r.pendingRemovals(ctx, fb, boundary)
