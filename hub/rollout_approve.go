@@ -24,18 +24,21 @@ import (
 // approveFlags are the flags of `hub rollout approve`: the rollout flags, and what to approve.
 type approveFlags struct {
 	rolloutFlags
-	stage string
+	stage    string
+	removals bool
 }
 
 func (f *approveFlags) bind(fs *pflag.FlagSet) {
 	f.rolloutFlags.bind(fs)
-	fs.StringVar(&f.stage, "stage", "", "The stage of spec.rollout.stages to approve the current updateRevision for (required).")
+	fs.StringVar(&f.stage, "stage", "", "The stage of spec.rollout.stages to approve the current updateRevision for (required, but with --removals).")
+	fs.BoolVar(&f.removals, "removals", false, "Approve the removals the FleetBundle holds back (phase RemovalHeld, status.rollout.removals) instead of a stage.")
 }
 
 // approval is what a `hub rollout approve` command line asks for.
 type approval struct {
-	key   types.NamespacedName
-	stage string
+	key      types.NamespacedName
+	stage    string
+	removals bool
 }
 
 // parse checks the command line (NAME and the flags) and returns what it asks to approve; an
@@ -45,8 +48,13 @@ func (f *approveFlags) parse(args []string) (approval, error) {
 	if err != nil {
 		return approval{}, err
 	}
-	if f.stage == "" {
-		return approval{}, errors.New("--stage is required: the stage to approve the rollout for")
+	switch {
+	case f.removals && f.stage != "":
+		return approval{}, errors.New("--stage and --removals approve different things: give one")
+	case f.removals:
+		return approval{key: key, removals: true}, nil
+	case f.stage == "":
+		return approval{}, errors.New("--stage is required: the stage to approve the rollout for (or --removals, for held removals)")
 	}
 	if errs := validation.IsDNS1123Label(f.stage); len(errs) > 0 {
 		return approval{}, fmt.Errorf("--stage %q is not a stage name: %s", f.stage, strings.Join(errs, "; "))
@@ -57,8 +65,8 @@ func (f *approveFlags) parse(args []string) (approval, error) {
 func newRolloutApproveCommand() *cobra.Command {
 	var f approveFlags
 	cmd := &cobra.Command{
-		Use:   "approve NAME --stage STAGE [flags]",
-		Short: "Approve a FleetBundle's current revision for a stage that requires approval",
+		Use:   "approve NAME (--stage STAGE | --removals) [flags]",
+		Short: "Approve a FleetBundle's current revision for a stage that requires approval, or its held removals",
 		Long: `Approves status.updateRevision of the FleetBundle NAME for the stage STAGE, which requires approval
 (spec.rollout.stages[].requireApproval) and is waiting for it (phase AwaitingApproval): it adds
 {revision, stage, approvedBy} to spec.rollout.approvals, approvedBy being your username as the hub's
@@ -71,10 +79,17 @@ configbundle-hub-approval refuses the approval of anyone else, and any approval 
 When spec.rollout.approvals is full (64), the approvals of the oldest revisions but
 updateRevision are dropped to make room.
 
-It exits 0 once the revision is approved for the stage (or if it was already), 1 if the stage is
-not awaiting approval for updateRevision, or the FleetBundle does not exist, and 2 on bad usage.`,
-		Example: `  hub rollout approve web -n apps --stage prod`,
-		Args:    exactlyOneFleetBundle,
+With --removals, it approves the removals the FleetBundle holds instead (phase RemovalHeld: a change
+would remove its bundle from more members than spec.rollout.maxRemovals): it adds to
+spec.rollout.removalApprovals an entry {removalSet, approvedBy} naming the held set
+(status.rollout.removals.removalSet) and your username. The removals then proceed, in stage order.
+
+It exits 0 once the revision is approved for the stage, or the removals approved (or if they were
+already), 1 if the stage is not awaiting approval for updateRevision, no removal is held, or the
+FleetBundle does not exist, and 2 on bad usage.`,
+		Example: `  hub rollout approve web -n apps --stage prod
+  hub rollout approve web -n apps --removals`,
+		Args: exactlyOneFleetBundle,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := f.parse(args)
 			if err != nil {
@@ -86,6 +101,9 @@ not awaiting approval for updateRevision, or the FleetBundle does not exist, and
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), defaultTimeout)
 			defer cancel()
+			if a.removals {
+				return approveRemovals(ctx, c, a.key, cmd.OutOrStdout())
+			}
 			return approveStage(ctx, c, a, cmd.OutOrStdout())
 		},
 	}

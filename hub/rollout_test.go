@@ -75,6 +75,8 @@ func TestRolloutUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"rollout", "approve", "web"}, "--stage is required"},
 		{[]string{"rollout", "approve", "web", "--stage", "Prod"}, `--stage "Prod" is not a stage name`},
 		{[]string{"rollout", "approve", "web", "--revision", "2", "--stage", "prod"}, "unknown flag: --revision"},
+		{[]string{"rollout", "approve", "--removals"}, "the FleetBundle's NAME is missing"},
+		{[]string{"rollout", "approve", "web", "--removals", "--stage", "prod"}, "give one"},
 	} {
 		code, stdout, stderr := run(t, tc.args...)
 		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.says) || !strings.Contains(stderr, "--help' for usage") {
@@ -95,6 +97,7 @@ func TestRolloutFlags(t *testing.T) {
 		{"rollout", "pause", "web", "--hub-context", "hub"},
 		{"rollout", "resume", "-hub-context=hub", "web"},
 		{"rollout", "approve", "web", "-n", "apps", "--stage", "prod"},
+		{"rollout", "approve", "web", "-n", "apps", "--removals"},
 	} {
 		code, stdout, stderr := run(t, args...)
 		if code != exitFailure || stdout != "" || !strings.Contains(stderr, "hub kubeconfig") {

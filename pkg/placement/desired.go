@@ -109,6 +109,10 @@ func DesiredOf(fb *hubv1alpha1.FleetBundle, r rollout.Revision, m template.Membe
 	if renderHash != "" {
 		annotations[hubv1alpha1.FleetBundleRenderHashAnnotation] = renderHash
 	}
+	delete(annotations, hubv1alpha1.DeletionPolicyAnnotation)
+	if fb.Spec.DeletionPolicy == hubv1alpha1.DeletionPolicyOrphan {
+		annotations[hubv1alpha1.DeletionPolicyAnnotation] = string(hubv1alpha1.DeletionPolicyOrphan)
+	}
 	annotations[hubv1alpha1.FleetBundleUIDAnnotation] = string(fb.UID)
 	annotations[hubv1alpha1.FleetBundleTemplateHashAnnotation] = r.Hash
 	if r.Number > 0 {

@@ -422,6 +422,9 @@ func targetFacts(ro *hubv1alpha1.RolloutStatus) hubv1alpha1.RolloutStatus {
 	gates := ro.Phase == hubv1alpha1.RolloutHalted || ro.Phase == hubv1alpha1.RolloutPaused
 	out := hubv1alpha1.RolloutStatus{Stage: ro.Stage, FailedRevision: ro.FailedRevision, AdmittedThrough: ro.AdmittedThrough,
 		PassedWhilePaused: ro.PassedWhilePaused}
+	if rm := ro.Removals; rm != nil { // what RemovalAdmitted reads
+		out.Removals = &hubv1alpha1.RemovalStatus{Held: rm.Held, Members: rm.Members, Stage: rm.Stage}
+	}
 	if gates {
 		out.Phase = ro.Phase // Progressing, Soaking and Complete give every member the same
 	}

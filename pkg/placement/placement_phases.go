@@ -68,6 +68,8 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 	ownership := OwnershipOf(current, s.pair.fb, s.uid())
 	if ownership == Own || ownership == Stale {
 		switch {
+		case orphaning(current):
+			return ctrl.Result{}, s.finishOrphaning(ctx, current)
 		case !current.DeletionTimestamp.IsZero():
 			// Going (a finalizer holds its deletion): nothing to write until it is gone; its
 			// deletion wakes the pair.
@@ -82,6 +84,9 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 		return ctrl.Result{}, s.healHeld(ctx, current, ownership)
 	}
 	if !s.placing {
+		if ownership == Own && !s.removalAdmitted() {
+			return ctrl.Result{}, nil // the status that admits it brings the pair back
+		}
 		return ctrl.Result{}, s.remove(ctx, current, ownership)
 	}
 	switch ownership {
@@ -167,7 +172,8 @@ func sameRendering(a, b *configbundlev1alpha1.ConfigBundle) bool {
 }
 
 // renderingAnnotations are the annotations that say from what a placed bundle was rendered.
-var renderingAnnotations = []string{hubv1alpha1.FleetBundleTemplateHashAnnotation, hubv1alpha1.FleetBundleRevisionAnnotation, hubv1alpha1.FleetBundleRenderHashAnnotation}
+var renderingAnnotations = []string{hubv1alpha1.FleetBundleTemplateHashAnnotation, hubv1alpha1.FleetBundleRevisionAnnotation, hubv1alpha1.FleetBundleRenderHashAnnotation,
+	hubv1alpha1.DeletionPolicyAnnotation}
 
 // target is the revision the member gets (TargetRevision), given the bundle it holds (nil:
 // none). A member that refused updateRevision keeps being given it, with the controller's
@@ -205,7 +211,12 @@ func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.Config
 	if ownership != Own && ownership != Stale {
 		return nil
 	}
-	err := s.member.GetClient().Delete(ctx, current, client.Preconditions{UID: &current.UID})
+	orphan := s.deletionPolicy(current) == hubv1alpha1.DeletionPolicyOrphan
+	opts := []client.DeleteOption{client.Preconditions{UID: &current.UID}}
+	if orphan {
+		opts = append(opts, client.PropagationPolicy(metav1.DeletePropagationOrphan))
+	}
+	err := s.member.GetClient().Delete(ctx, current, opts...)
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return fmt.Errorf("removing the placed bundle: %w: %w", rollout.ErrStale, err)
@@ -214,6 +225,9 @@ func (s *scope) remove(ctx context.Context, current *configbundlev1alpha1.Config
 		return fmt.Errorf("removing the placed bundle: %w", err)
 	}
 	s.r.ledger.forget(s.pair, current.UID)
+	if orphan {
+		return s.orphaned(ctx, current)
+	}
 	ctrl.LoggerFrom(ctx).Info("Removed placed bundle", "stale", ownership == Stale)
 	return nil
 }

@@ -250,6 +250,11 @@ func rolloutConditions(fb *hubv1alpha1.FleetBundle) (progressing, stalled metav1
 	case hubv1alpha1.RolloutHalted:
 		progressing.Reason = hubv1alpha1.RolloutHaltedReason
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, hubv1alpha1.RolloutHaltedReason, ro.Message
+	case hubv1alpha1.RolloutRemovalHeld:
+		progressing.Reason = hubv1alpha1.RemovalHeldReason
+		if ro.Removals != nil {
+			progressing.Message = ro.Removals.Message
+		}
 	case hubv1alpha1.RolloutRolledBack:
 		progressing.Reason = hubv1alpha1.RolledBackReason
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, hubv1alpha1.RolledBackReason, ro.Message
@@ -277,6 +282,8 @@ func readyCondition(fb *hubv1alpha1.FleetBundle, boundary tenancy.Boundary, st h
 	case templateError(fb) != nil:
 		c.Reason = hubv1alpha1.InvalidTemplateReason
 		c.Message = fleetbundle.Truncate(fmt.Sprintf("%v: nothing is placed, removed or changed in any member until it is fixed", templateError(fb)))
+	case st.Rollout != nil && fb.Spec.Rollout != nil && st.Rollout.Removals != nil && st.Rollout.Removals.Held:
+		c.Reason, c.Message = hubv1alpha1.RemovalHeldReason, st.Rollout.Removals.Message
 	case !boundary.HasBound():
 		c.Reason, c.Message = hubv1alpha1.NoClusterSetBindingReason, fleetbundle.Truncate(boundary.Unbound())
 	case n.Selected == 0: // vacuously Ready: nothing to place, nothing to wait for

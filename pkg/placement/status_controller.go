@@ -122,6 +122,9 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.decideRemovals(ctx, fb, boundary, ro, now.Time); err != nil {
+		return ctrl.Result{}, err
+	}
 	ro.keepHeld(holds)
 	health := judgeAll(ro.next, ro.byNumber(), selected, ro.decision.Failed)
 	r.transitions.observe(fb, health)
@@ -278,7 +281,7 @@ func (r *StatusReconciler) release(ctx context.Context, fb *hubv1alpha1.FleetBun
 		if err != nil {
 			return ctrl.Result{}, err // unknown is not absent: the finalizer stays
 		}
-		if OwnershipOf(b, key, fb.UID) == Own {
+		if OwnershipOf(b, key, fb.UID) == Own && !orphaning(b) {
 			// Its removal comes back as an event; the requeue is a safety net.
 			return ctrl.Result{RequeueAfter: r.opts.NotConnectedRetry}, nil
 		}

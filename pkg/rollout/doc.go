@@ -4,7 +4,10 @@
 // rollout of a revision stands (its stage, how far into the stage members are admitted, soak,
 // halt, rollback, pause) from the status last written and where each member stands (Member),
 // counting members with TallyMembers; TargetRevision says which revision one member gets from
-// that status. Package placement reads the facts, writes the decisions and applies them; this
+// that status. DecideRemovals and RemovalAdmitted do the same for removals: the members that
+// hold the bundle and are no longer selected lose it in stage order, and a change that would
+// remove it from more members than maxRemovals is held until it is approved or reverted.
+// Package placement reads the facts, writes the decisions and applies them; this
 // package reads no cluster but for the ControllerRevisions and, in ResolveDefinition, the
 // FleetBundles' labelled source ConfigMaps (sources.go).
 package rollout

@@ -36,6 +36,7 @@ import (
 // status.
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=clustersets;clustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hub.configbundle.dev,resources=clustersets/status;clustersetbindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=hub.configbundle.dev,resources=fleetbundles,verbs=get;list;watch
 
 // conflictRetry is how soon a status is computed again after a write lost to a newer version:
 // the cache is about to catch up, this is no error.
@@ -68,6 +69,8 @@ func SetupWithManager(mgr manager.Manager, replica sharding.Replica) error {
 		Named("clusterset").
 		For(&hubv1alpha1.ClusterSet{}).
 		Watches(&hubv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(sets.allSets), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&hubv1alpha1.FleetBundle{}, handler.EnqueueRequestsFromMapFunc(sets.setsOfFleetBundle), builder.WithPredicates(clusterSetsChanged)).
+		Watches(&hubv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(boundSet), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(electedSource(replica, hub, &hubv1alpha1.ClusterSetList{})).
 		WithOptions(hubWideOptions(replica)).
 		Complete(sets)
@@ -82,6 +85,7 @@ func SetupWithManager(mgr manager.Manager, replica sharding.Replica) error {
 		For(&hubv1alpha1.ClusterSetBinding{}).
 		Watches(&hubv1alpha1.ClusterSet{}, handler.EnqueueRequestsFromMapFunc(bindings.bindingsOf), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&hubv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(bindings.allBindings), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&hubv1alpha1.FleetBundle{}, handler.EnqueueRequestsFromMapFunc(bindings.bindingsIn), builder.WithPredicates(clusterSetsChanged)).
 		WatchesRawSource(electedSource(replica, hub, &hubv1alpha1.ClusterSetBindingList{})).
 		WithOptions(hubWideOptions(replica)).
 		Complete(bindings)
@@ -183,6 +187,10 @@ func (r *clusterSetReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return ctrl.Result{}, fmt.Errorf("listing MemberClusters: %w", err)
 	}
 	want := ClusterSetStatus(set, members.Items)
+	var err error
+	if want.InUse, err = setInUse(ctx, r.hub, set.Name); err != nil {
+		return ctrl.Result{}, err
+	}
 	if equality.Semantic.DeepEqual(want, set.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -216,6 +224,11 @@ func (r *clusterSetBindingReconciler) Reconcile(ctx context.Context, req reconci
 	} else {
 		want.Clusters, want.ClusterCount = nil, 0
 	}
+	fbs := &hubv1alpha1.FleetBundleList{}
+	if err := r.hub.List(ctx, fbs, client.InNamespace(binding.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing FleetBundles: %w", err)
+	}
+	want.InUse = InUse(fbs.Items, binding.Spec.ClusterSet, false)
 	if equality.Semantic.DeepEqual(want, binding.Status) {
 		return ctrl.Result{}, nil
 	}

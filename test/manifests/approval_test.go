@@ -40,7 +40,8 @@ func adding(approvedBy string) func([]hubv1alpha1.RolloutApproval) []hubv1alpha1
 // configbundle-hub-fleetbundle-editor edits a FleetBundle but its approval is refused (it lacks
 // approve on fleetbundles); a user with configbundle-hub-rollout-approver approves, but only in
 // its own name; an approval cannot be changed, nor removed while it is of updateRevision but
-// together with its stage; lifting a stage's requireApproval needs approve too.
+// together with its stage; lifting a stage's requireApproval, or approving held removals, needs
+// approve too.
 func TestApprovalPolicy(t *testing.T) {
 	g := NewWithT(t)
 	cp := controlPlane(t, "hub")
@@ -128,4 +129,17 @@ func TestApprovalPolicy(t *testing.T) {
 	}
 	g.Expect(lift(asEditor)).To(MatchError(And(ContainSubstring("lifting requireApproval"), ContainSubstring(editor))))
 	g.Expect(lift(asApprover)).To(Succeed(), "an approver lifts the gate")
+
+	// An approval of held removals follows the same rules.
+	approveRemovals := func(c client.Client, approvedBy string) error {
+		fb := &hubv1alpha1.FleetBundle{}
+		if err := c.Get(ctx, key, fb); err != nil {
+			return err
+		}
+		fb.Spec.Rollout.RemovalApprovals = append(fb.Spec.Rollout.RemovalApprovals, hubv1alpha1.RemovalApproval{RemovalSet: "0123456789abcdef", ApprovedBy: approvedBy})
+		return c.Update(ctx, fb, client.DryRunAll)
+	}
+	g.Expect(approveRemovals(asEditor, editor)).To(MatchError(ContainSubstring("needs "+hubv1alpha1.ApproveVerb+" on fleetbundles")), "an editor approves no removal")
+	g.Expect(approveRemovals(asApprover, editor)).To(MatchError(ContainSubstring("approvedBy: "+approver)), "a forged removal approval")
+	g.Expect(approveRemovals(asApprover, approver)).To(Succeed(), "the approver's own removal approval")
 }

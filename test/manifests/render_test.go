@@ -188,10 +188,11 @@ func TestDefault(t *testing.T) {
 		// Scrapers are bound to this one: get on /metrics, nothing else.
 		reader := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", "configbundle-hub-metrics-reader"))
 		g.Expect(reader.Rules).To(Equal([]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}))
-		// In its namespace: the members' Secrets read-only, and leader election.
+		// In its namespace: the members' Secrets, read and updated with renewed tokens (never
+		// created or deleted), and leader election.
 		role := convert[rbacv1.Role](t, find(t, objs, "Role", namespace, hubName))
 		g.Expect(rules(role.Rules)).To(ConsistOf(slices.Concat(
-			expand([]string{"/secrets"}, "get", "list", "watch"),
+			expand([]string{"/secrets"}, "get", "list", "watch", "update"),
 			expand([]string{"coordination.k8s.io/leases"}, "get", "list", "watch", "create", "update", "patch"),
 			expand([]string{"/events", "events.k8s.io/events"}, "create", "patch"),
 		)))

@@ -93,6 +93,15 @@ type ClusterSetStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// inUse names the FleetBundles ("namespace/name", sorted) that place through the set: those
+	// of the namespaces that bind it, whose spec.clusterSets is absent or names it. Deleting the
+	// set or its bindings removes their bundles from its members. The first MaxInUse.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=317
+	InUse []string `json:"inUse,omitempty"`
 }
 
 // ClusterSet is a group of members, selected by their MemberCluster labels, that FleetBundles of
@@ -103,6 +112,7 @@ type ClusterSetStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=clset,categories=configbundle
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters`
+// +kubebuilder:printcolumn:name="InUse",type=string,JSONPath=`.status.inUse`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -171,7 +181,20 @@ type ClusterSetBindingStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ClusterCount int32 `json:"clusterCount,omitempty"`
+
+	// inUse names the FleetBundles of the binding's namespace (sorted) that place through it:
+	// those whose spec.clusterSets is absent or names the set. Deleting the binding removes their
+	// bundles from the set's members (unless another bound set selects them). The first
+	// MaxInUse.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=253
+	InUse []string `json:"inUse,omitempty"`
 }
+
+// MaxInUse is the most FleetBundles the status.inUse of a ClusterSet or ClusterSetBinding names.
+const MaxInUse = 100
 
 // MaxBoundClusters is the most members a ClusterSetBinding's status.clusters lists.
 const MaxBoundClusters = 1000
@@ -200,6 +223,7 @@ type BoundCluster struct {
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.clusterSet",message="a ClusterSetBinding is named after the set it binds: metadata.name must equal spec.clusterSet",reason=FieldValueInvalid
 // +kubebuilder:printcolumn:name="ClusterSet",type=string,JSONPath=`.spec.clusterSet`
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusterCount`
+// +kubebuilder:printcolumn:name="InUse",type=string,JSONPath=`.status.inUse`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

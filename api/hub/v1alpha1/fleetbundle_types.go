@@ -213,7 +213,7 @@ const (
 )
 
 // RolloutPhase says where a rollout stands.
-// +kubebuilder:validation:Enum=Progressing;Soaking;Paused;Halted;RolledBack;Complete;AwaitingApproval
+// +kubebuilder:validation:Enum=Progressing;Soaking;Paused;Halted;RolledBack;Complete;AwaitingApproval;RemovalHeld
 type RolloutPhase string
 
 // Phases of a rollout.
@@ -497,6 +497,16 @@ type FleetBundleSpec struct {
 	// (NamespaceMissing) until someone creates it.
 	// +optional
 	CreateNamespace bool `json:"createNamespace,omitempty"`
+
+	// Removals.
+
+	// deletionPolicy says what becomes of a member's ConfigMap when the FleetBundle is deleted or
+	// stops selecting the member: Delete (the default) deletes the placed ConfigBundle and its
+	// ConfigMap with it; Orphan deletes the placed ConfigBundle with the Orphan propagation
+	// policy and leaves the ConfigMap in the member with its content, without the hub's labels,
+	// annotations and ownerReference (Event Orphaned).
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
 // RolloutStrategy says how a new revision reaches the selected members.
@@ -506,10 +516,11 @@ type RolloutStrategy struct {
 	// stages are rolled out in order. A member belongs to the first stage whose selector selects
 	// its MemberCluster; the selected members no stage selects form a last, implicit stage named
 	// "default".
-	// +required
-	// +kubebuilder:validation:MinItems=1
+	// A rollout without stages has only the implicit one: a new revision goes to every selected
+	// member at once, and maxRemovals still applies.
+	// +optional
 	// +kubebuilder:validation:MaxItems=10
-	Stages []RolloutStage `json:"stages"`
+	Stages []RolloutStage `json:"stages,omitempty"`
 
 	// maxFailures is how many failed members are tolerated, as a number or as "N%" of the
 	// selected members (rounded down). A failed member holds updateRevision and its bundle is
@@ -561,6 +572,29 @@ type RolloutStrategy struct {
 	// revision. A stage with members that are not paused never waits for its paused ones.
 	// +optional
 	SkipPausedStages bool `json:"skipPausedStages,omitempty"`
+
+	// Removals.
+
+	// maxRemovals is the most members one change may remove the bundle from, as a number or as
+	// "N%" of the members that hold it (rounded down): a change of the FleetBundle's spec, of
+	// member labels, of a ClusterSet or of a ClusterSetBinding that would remove it from more
+	// members removes it from none (phase RemovalHeld, Ready=False reason RemovalHeld) until the
+	// change is reverted or the held removals are approved (removalApprovals, `hub rollout
+	// approve NAME --removals`). Absent: no limit. It applies with or without stages.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="maxRemovals must be an integer >= 0 or a percentage from 0% to 100%"
+	MaxRemovals *intstr.IntOrString `json:"maxRemovals,omitempty"`
+
+	// removalApprovals approve held removals: an entry whose removalSet is the
+	// status.rollout.removals.removalSet of a hold lets those removals proceed. `hub rollout
+	// approve NAME --removals` adds one with the caller's username. At most 16
+	// (MaxRemovalApprovals); older entries may be dropped.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	RemovalApprovals []RemovalApproval `json:"removalApprovals,omitempty"`
 }
 
 // RolloutStage is one stage of a rollout.
@@ -897,7 +931,9 @@ type RolloutStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	Stage string `json:"stage,omitempty"`
 
-	// phase is Progressing, Soaking, Paused, Halted, RolledBack, Complete or AwaitingApproval.
+	// phase is Progressing, Soaking, Paused, Halted, RolledBack, Complete, AwaitingApproval while
+	// a stage waits for an approval, or RemovalHeld while removals are held
+	// (status.rollout.removals).
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
 
@@ -938,6 +974,11 @@ type RolloutStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+
+	// removals is where the removal of the bundle from members that hold it and are no longer
+	// selected stands; absent when there is none.
+	// +optional
+	Removals *RemovalStatus `json:"removals,omitempty"`
 }
 
 // FleetBundle defines a ConfigBundle once, on the hub, and places it in every member cluster its
