@@ -80,7 +80,9 @@ func newRegisterCommand() *cobra.Command {
 a ClusterRoleBinding of its own for NAME (configbundle-hub-NAME, configbundle-hub-member-NAME)
 to the least-privilege ClusterRole configbundle-hub-member, obtains a token bound to a token
 Secret of NAME, checks that the token works, and writes the labelled kubeconfig Secret NAME on
-the hub. Running it again rotates the token and revokes the previous one.
+the hub. Running it again rotates the token and revokes the previous one. The ClusterRole grants
+the hub ConfigMaps and ConfigBundles, and read and patch of Deployments, StatefulSets and
+DaemonSets, which rollouts that observe or restart the workloads reading a bundle need.
 
 It refuses the hub cluster itself (the member and the hub have the same kube-system namespace
 uid: without --member-kubeconfig and --member-context, both default to $KUBECONFIG's current
