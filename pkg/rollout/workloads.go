@@ -76,7 +76,8 @@ type Consumer struct {
 }
 
 // DeploymentConsumer judges a Deployment: available when its controller observed its
-// generation and updated = ready = available = replicas.
+// generation and updated = ready = available = replicas, with no old replica left (status
+// replicas = replicas, as `kubectl rollout status` waits for).
 func DeploymentConsumer(d *appsv1.Deployment) Consumer {
 	c := Consumer{Kind: DeploymentKind, Name: d.Name, RestartedFor: d.Spec.Template.Annotations[hubv1alpha1.RestartedForAnnotation]}
 	want, st := replicas(d.Spec.Replicas), d.Status
@@ -84,11 +85,14 @@ func DeploymentConsumer(d *appsv1.Deployment) Consumer {
 		c.Problem = fmt.Sprintf("generation %d not observed yet", d.Generation)
 		return c
 	}
-	if st.UpdatedReplicas == want && st.ReadyReplicas == want && st.AvailableReplicas == want {
+	if st.UpdatedReplicas == want && st.ReadyReplicas == want && st.AvailableReplicas == want && st.Replicas == want {
 		c.Available = true
 		return c
 	}
 	c.Problem = fmt.Sprintf("%d of %d replicas updated, %d ready, %d available", st.UpdatedReplicas, want, st.ReadyReplicas, st.AvailableReplicas)
+	if old := st.Replicas - st.UpdatedReplicas; old > 0 {
+		c.Problem += fmt.Sprintf(", %d old", old)
+	}
 	for _, cond := range st.Conditions {
 		switch {
 		case cond.Type == appsv1.DeploymentProgressing && cond.Status == corev1.ConditionFalse,

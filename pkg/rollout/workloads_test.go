@@ -84,11 +84,13 @@ func TestConsumerAvailability(t *testing.T) {
 		{name: "Deployment rolled out", available: true, got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{ObservedGeneration: 2,
 			Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}))},
 		{name: "Deployment generation not observed", problem: "generation 2 not observed", got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{
-			ObservedGeneration: 1, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}))},
-		{name: "Deployment rolling", problem: "2 of 3 replicas updated, 3 ready, 3 available", got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{
-			ObservedGeneration: 2, UpdatedReplicas: 2, ReadyReplicas: 3, AvailableReplicas: 3}))},
+			ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}))},
+		{name: "Deployment rolling", problem: "2 of 3 replicas updated, 3 ready, 3 available, 1 old", got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{
+			ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 3, AvailableReplicas: 3}))},
+		{name: "Deployment with an old replica left", problem: "3 of 3 replicas updated, 3 ready, 3 available, 1 old", got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{
+			ObservedGeneration: 2, Replicas: 4, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}))},
 		{name: "Deployment unavailable says its conditions", problem: "Progressing=False ProgressDeadlineExceeded: ReplicaSet \"web-1\" has timed out progressing",
-			got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{ObservedGeneration: 2, UpdatedReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 2,
+			got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 2,
 				Conditions: []appsv1.DeploymentCondition{
 					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
 					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "web-1" has timed out progressing`}}}))},
