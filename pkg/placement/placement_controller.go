@@ -76,6 +76,9 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, opts Options) erro
 		}
 	})
 	local := mgr.GetLocalManager()
+	if err := local.Add(watches); err != nil { // stops the watches with the manager
+		return fmt.Errorf("adding the workload watches: %w", err)
+	}
 	r := &Reconciler{
 		manager: mgr, hub: local.GetClient(), members: members, opts: opts, ledger: shared, workloads: watches,
 		notify: n.notify, recorder: local.GetEventRecorder(opts.FieldOwner),

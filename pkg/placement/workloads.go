@@ -157,11 +157,19 @@ func (ws *workloadWatches) releaseLocked(key watchKey, fb types.NamespacedName) 
 	}
 }
 
-// count is the number of watches running.
-func (ws *workloadWatches) count() int {
+// NeedLeaderElection is false: every replica that runs placement stops its watches.
+func (ws *workloadWatches) NeedLeaderElection() bool { return false }
+
+// Start runs until ctx ends, then stops every watch: the manager runs it.
+func (ws *workloadWatches) Start(ctx context.Context) error {
+	<-ctx.Done()
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	return len(ws.watches)
+	for key, w := range ws.watches {
+		close(w.stop)
+		delete(ws.watches, key)
+	}
+	return nil
 }
 
 func (w *namespaceWatch) setErr(err error) {
