@@ -58,8 +58,8 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	for i := range planes[1:] {
-		planes[i+1].Options.GarbageCollector = true
-		planes[i+1].Options.Controllers = []string{"deployment", "replicaset", "serviceaccount"}
+		planes[i+1].GarbageCollector = true
+		planes[i+1].Controllers = []string{"deployment", "replicaset", "serviceaccount"}
 	}
 	return suite.Run(m, suite.Options{Planes: planes, Setup: func(ctx, startCtx context.Context, cps []*controlplane.ControlPlane) error {
 		return setUp(ctx, startCtx, cps, scheme)
