@@ -193,7 +193,6 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 	key := client.ObjectKeyFromObject(fb)
 	var views []MemberView
 	holds, watched := map[int64]bool{}, map[string]bool{}
-	defer r.workloads.keepOnly(key, watched)
 	for _, mc := range list.Items {
 		selected := boundary.Selects(fb, mc.Labels)
 		if !r.opts.Replica.Owns(mc.Name) || (!selected && !mc.Spec.Paused) { // what it holds is removed
@@ -214,6 +213,7 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 			views = append(views, v)
 		}
 	}
+	r.workloads.keepOnly(key, watched) // a member no longer selected, or not seen, is not watched
 	return views, holds, nil
 }
 
