@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"configbundle.dev/hub/internal/testing/controlplane"
@@ -126,4 +128,18 @@ func resolve(ctx context.Context, c client.Client, p *corev1.Pod) error {
 		return err
 	}
 	return c.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch))
+}
+
+// Deployment is a Deployment of one replica on the simulated Node, whose container reads key of
+// ConfigMap configMap from its environment: the application whose Pods refuse BadValue.
+func Deployment(namespace, name, configMap, key string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			NodeName: NodeName, AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app", Env: []corev1.EnvVar{{Name: "VALUE", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}, Key: key}}}}}},
+		}},
+	}}
 }

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
@@ -85,18 +84,10 @@ func TestRestartHaltsAndRollsBackOnItsDeployment(t *testing.T) {
 	}
 }
 
-// deployment is Deployment app of namespace ns: one replica on the simulated Node, whose
-// container reads the message of the bundle web's ConfigMap from its environment.
+// deployment is Deployment app of namespace ns, whose container reads the message of the
+// bundle web's ConfigMap from its environment.
 func deployment(ns string) *appsv1.Deployment {
-	labels := map[string]string{"app": "app"}
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			NodeName: kwok.NodeName, AutomountServiceAccountToken: ptr.To(false),
-			Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app", Env: []corev1.EnvVar{{Name: "VALUE", ValueFrom: &corev1.EnvVarSource{
-				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "web"}, Key: configbundlev1alpha1.MessageKey}}}}}},
-		}},
-	}}
+	return kwok.Deployment(ns, "app", "web", configbundlev1alpha1.MessageKey)
 }
 
 // app polls Deployment app of namespace ns in a member.
