@@ -206,7 +206,7 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 			v.Bundle, seen = b, err == nil
 		}
 		r.noteHeld(holds, p, fb, v.Bundle, seen)
-		if selected && seen && rollout.JudgesWorkloads(fb.Spec.Rollout) {
+		if selected && seen && !mc.Spec.Paused && rollout.JudgesWorkloads(fb.Spec.Rollout) {
 			v.Workloads, watched[mc.Name] = r.workloadsOf(ctx, mc.Name, fb), true
 		}
 		if selected {
