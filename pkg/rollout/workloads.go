@@ -89,10 +89,11 @@ func DeploymentConsumer(d *appsv1.Deployment) Consumer {
 		c.Available = true
 		return c
 	}
-	c.Problem = fmt.Sprintf("%d of %d replicas updated, %d ready, %d available", st.UpdatedReplicas, want, st.ReadyReplicas, st.AvailableReplicas)
+	c.Problem = fmt.Sprintf("%d of %d replicas updated", st.UpdatedReplicas, want)
 	if old := st.Replicas - st.UpdatedReplicas; old > 0 {
-		c.Problem += fmt.Sprintf(", %d old", old)
+		c.Problem += fmt.Sprintf(" (%d old still running)", old)
 	}
+	c.Problem += fmt.Sprintf(", %d ready, %d available", st.ReadyReplicas, st.AvailableReplicas)
 	for _, cond := range st.Conditions {
 		switch {
 		case cond.Type == appsv1.DeploymentProgressing && cond.Status == corev1.ConditionFalse,

@@ -85,9 +85,9 @@ func TestConsumerAvailability(t *testing.T) {
 			Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}))},
 		{name: "Deployment generation not observed", problem: "generation 2 not observed", got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{
 			ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}))},
-		{name: "Deployment rolling", problem: "2 of 3 replicas updated, 3 ready, 3 available, 1 old", got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{
+		{name: "Deployment rolling", problem: "2 of 3 replicas updated (1 old still running), 3 ready, 3 available", got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{
 			ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 3, AvailableReplicas: 3}))},
-		{name: "Deployment with an old replica left", problem: "3 of 3 replicas updated, 3 ready, 3 available, 1 old", got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{
+		{name: "Deployment with an old replica left", problem: "3 of 3 replicas updated (1 old still running), 3 ready, 3 available", got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{
 			ObservedGeneration: 2, Replicas: 4, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}))},
 		{name: "Deployment unavailable says its conditions", problem: "Progressing=False ProgressDeadlineExceeded: ReplicaSet \"web-1\" has timed out progressing",
 			got: DeploymentConsumer(deployment(appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 2,
