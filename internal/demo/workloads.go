@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -78,6 +79,27 @@ func (d *demo) workloads(ctx context.Context) error {
 		return err
 	}
 	d.say("    revision 3 rolled out stage by stage; each Deployment restarted for it once, and available")
+	return d.removeApp(ctx, fb)
+}
+
+// removeApp deletes the workloads step's FleetBundle, waits until the hub removed its bundles,
+// and deletes the Deployments: the steps after it count the bundles of the others.
+func (d *demo) removeApp(ctx context.Context, fb *hubv1alpha1.FleetBundle) error {
+	d.say("$ kubectl delete fleetbundle %s    # and the Deployments: the tour goes on without them", appName)
+	if err := d.fl.Hub.Delete(ctx, fb); err != nil {
+		return fmt.Errorf("deleting FleetBundle %s: %w", appName, err)
+	}
+	if err := d.poll(ctx, "FleetBundle "+appName+" to be gone", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(d.fl.Hub.Get(ctx, client.ObjectKeyFromObject(fb), &hubv1alpha1.FleetBundle{})), nil
+	}); err != nil {
+		return err
+	}
+	for _, m := range d.members {
+		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: appName}}
+		if err := client.IgnoreNotFound(m.Client.Delete(ctx, dep)); err != nil {
+			return fmt.Errorf("deleting Deployment %s in %s: %w", appName, m.Name, err)
+		}
+	}
 	return nil
 }
 
