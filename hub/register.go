@@ -84,7 +84,9 @@ namespaces, for FleetBundles with spec.createNamespace; it never deletes one), o
 Secret of NAME, checks that the token works, and writes the labelled kubeconfig Secret NAME on
 the hub. The hub renews that token itself (TokenRequest, allowed by the Role configbundle-hub-NAME
 for that ServiceAccount alone) once 80% of --token-ttl has passed. Running it again rotates the
-token and revokes the previous one.
+token and revokes the previous one. The ClusterRole grants the hub ConfigMaps and ConfigBundles,
+and read and patch of Deployments, StatefulSets and DaemonSets, which rollouts that observe or
+restart the workloads reading a bundle need.
 
 It refuses the hub cluster itself (the member and the hub have the same kube-system namespace
 uid: without --member-kubeconfig and --member-context, both default to $KUBECONFIG's current

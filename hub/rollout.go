@@ -317,7 +317,32 @@ func rolloutLine(fb *hubv1alpha1.FleetBundle) string {
 	case message != "":
 		b.WriteString("; " + message)
 	}
+	writeConsumers(&b, fb)
 	return b.String()
+}
+
+// writeConsumers adds to a rollout's line, with spec.rollout.workloads Observe or Restart, one
+// line per member of the current stage that holds updateRevision: the consumers of its bundle
+// and where each stands.
+func writeConsumers(b *strings.Builder, fb *hubv1alpha1.FleetBundle) {
+	if fb.Status.Rollout == nil {
+		return
+	}
+	for _, m := range fb.Status.Rollout.Workloads {
+		fmt.Fprintf(b, "\n  member %s:", m.Cluster)
+		if len(m.Consumers) == 0 {
+			b.WriteString(" no consumers")
+		}
+		for i, c := range m.Consumers {
+			if i > 0 {
+				b.WriteString(";")
+			}
+			fmt.Fprintf(b, " %s %s %s", c.Kind, c.Name, c.State)
+			if c.Message != "" {
+				fmt.Fprintf(b, " (%s)", c.Message)
+			}
+		}
+	}
 }
 
 // reportOutcome says how the rollout of fb ended: nil once complete, else a failure, after

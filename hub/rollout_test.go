@@ -247,6 +247,10 @@ func TestRolloutOutcome(t *testing.T) {
 func TestRolloutLine(t *testing.T) {
 	stale := withRollout(3, 2, hubv1alpha1.RolloutProgressing, "waiting for eu-1")
 	stale.Generation = 3
+	consumers := withRollout(3, 2, hubv1alpha1.RolloutProgressing, "")
+	consumers.Status.Rollout.Workloads = []hubv1alpha1.MemberWorkloads{{Cluster: "eu-1", Consumers: []hubv1alpha1.Consumer{
+		{Kind: "Deployment", Name: "web", State: hubv1alpha1.ConsumerAvailable},
+		{Kind: "StatefulSet", Name: "db", State: hubv1alpha1.ConsumerProgressing, Message: "1 of 2 replicas ready"}}}, {Cluster: "eu-2"}}
 	for _, tc := range []struct {
 		fb   *hubv1alpha1.FleetBundle
 		want string
@@ -261,6 +265,9 @@ func TestRolloutLine(t *testing.T) {
 			"updateRevision 0, currentRevision 0, stage -, phase -: 3 selected, 1 updated, 2 ready, 1 failed"},
 		{stale,
 			"updateRevision 3, currentRevision 2, stage canary, phase Progressing: 3 selected, 1 updated, 2 ready, 1 failed; waiting for the hub to observe generation 3 (the status is of generation 2)"},
+		{consumers,
+			"updateRevision 3, currentRevision 2, stage canary, phase Progressing: 3 selected, 1 updated, 2 ready, 1 failed" +
+				"\n  member eu-1: Deployment web Available; StatefulSet db Progressing (1 of 2 replicas ready)\n  member eu-2: no consumers"},
 		{withoutRollout(2, 1, metav1.ConditionFalse, hubv1alpha1.ProgressingReason),
 			"updateRevision 2, currentRevision 1, no spec.rollout, Ready=False Progressing: 3 selected, 1 updated, 2 ready, 1 failed; why Progressing"},
 	} {

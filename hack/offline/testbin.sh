@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # testbin.sh builds the control-plane binaries the tests and the demo run (etcd,
-# kube-apiserver, kube-controller-manager) from the Go module proxy, once, into a
+# kube-apiserver, kube-controller-manager, and kwok, which simulates nodes and their Pods) from
+# the Go module proxy, once, into a
 # cache outside the checkout, and prints the directory that holds them. `testbin.sh node`
 # also builds what the kind node image of nodeimage.sh needs (kube-scheduler, kubelet,
 # kube-proxy, kubectl).
@@ -14,6 +15,7 @@
 #                        (default ${XDG_CACHE_HOME:-$HOME/.cache}/configbundle-hub/testbin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION)
 #   KUBE_VERSION         k8s.io/kubernetes version (default: hack/offline/versions.sh)
 #   ETCD_VERSION         go.etcd.io/etcd/server/v3 version (default: hack/offline/versions.sh)
+#   KWOK_VERSION         sigs.k8s.io/kwok version (default: hack/offline/versions.sh)
 #   TESTBIN_QUIET=1      no progress lines on stderr
 set -euo pipefail
 
@@ -113,6 +115,22 @@ build_etcd() {
   )
 }
 
+# kwok simulates kubelets: the package tests that need Pods run it against a member.
+build_kwok() {
+  [ -x "$TESTBIN_DIR/kwok" ] && return 0
+  local mod="$work/kwok"
+  mkdir -p "$mod"
+  (
+    cd "$mod"
+    go mod init configbundle.dev/testbin-kwok >/dev/null 2>&1
+    go mod edit -require="sigs.k8s.io/kwok@$KWOK_VERSION"
+    say "building kwok $KWOK_VERSION (about 3 minutes the first time)"
+    elapsed kwok "3 minutes" env CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags=-s -o "$TESTBIN_DIR/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok
+    mv "$TESTBIN_DIR/kwok.tmp" "$TESTBIN_DIR/kwok"
+  )
+}
+
 build_etcd
 build_kube
+build_kwok
 echo "$TESTBIN_DIR"

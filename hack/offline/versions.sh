@@ -14,3 +14,5 @@ ETCD_VERSION=${ETCD_VERSION:-v3.6.8}
 # CoreDNS and pause, the other images kubeadm $KUBE_VERSION names (kind node only).
 COREDNS_VERSION=${COREDNS_VERSION:-v1.14.2}
 PAUSE_TAG=${PAUSE_TAG:-3.10.2}
+# sigs.k8s.io/kwok: the kwok binary the package tests run to simulate nodes and their Pods.
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}

@@ -93,7 +93,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		d.say("==> Cleaning up: stopping the hub and the control planes")
 		err = errors.Join(err, d.cleanup())
 	}()
-	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.bindGlobal, d.place, d.move, d.restore, d.rollout, d.templates, d.guard, d.summary}
+	steps := []func(context.Context) error{d.startFleet, d.startHub, d.register, d.applySamples, d.tamper, d.pause, d.bindGlobal, d.place, d.move, d.restore, d.rollout, d.workloads, d.templates, d.guard, d.summary}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
@@ -123,9 +123,11 @@ func (d *demo) startFleet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Members get a garbage collector, so that deleting a bundle really deletes its ConfigMap.
+	// Members get a garbage collector, so that deleting a bundle really deletes its ConfigMap, and
+	// the deployment controllers, so that the workloads step's Deployments get Pods.
 	d.fl, err = fleet.Start(ctx, fleet.Options{
-		Members: controlplane.Named(controlplane.Options{GarbageCollector: true}, names...), HubBinary: d.opts.HubBinary,
+		Members: controlplane.Named(controlplane.Options{GarbageCollector: true, Controllers: []string{"deployment", "replicaset", "serviceaccount"}},
+			names...), HubBinary: d.opts.HubBinary,
 		HubArgs: []string{"--probe-interval=" + d.opts.ProbeInterval.String()}, Dir: dir, Timeout: stepTimeout,
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -410,9 +411,11 @@ func newProvider(scheme *runtime.Scheme, opts Options, replica sharding.Replica)
 // its CRD rule, which only keeping the CRD needs: a member where that is refused is not
 // Forbidden but says so (CRDMissing where its CRD is missing, a note in its Ready message where
 // the hub may not watch or restore it); and but for its admission policies' rule, which only
-// keeping them needs: a member where that is refused is Guarded=False (GuardFailed); and but for
+// keeping them needs: a member where that is refused is Guarded=False (GuardFailed); but for
 // creating namespaces, which only a FleetBundle with spec.createNamespace needs: a member where
-// that is refused reports it for that FleetBundle (PlacementFailed).
+// that is refused reports it for that FleetBundle (PlacementFailed); and but for its workloads'
+// rule (apps), which only rollouts that observe or restart workloads need: a member registered
+// before it keeps connecting, and fails such rollouts (WorkloadUnhealthy).
 func memberRights() ([]authorizationv1.ResourceAttributes, error) {
 	role, err := config.MemberClusterRole()
 	if err != nil {
@@ -420,7 +423,8 @@ func memberRights() ([]authorizationv1.ResourceAttributes, error) {
 	}
 	rules := slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
 		return slices.Contains(r.APIGroups, apiextensionsv1.GroupName) || slices.Contains(r.APIGroups, admissionregistrationv1.GroupName) ||
-			slices.Equal(r.Resources, []string{"namespaces"}) && slices.Equal(r.Verbs, []string{"create"})
+			slices.Equal(r.Resources, []string{"namespaces"}) && slices.Equal(r.Verbs, []string{"create"}) ||
+			slices.Contains(r.APIGroups, appsv1.GroupName)
 	})
 	return spokeprovider.RightsOf(rules), nil
 }

@@ -65,6 +65,9 @@ type ledger struct {
 	// replica took it over), the FleetBundle's status.heldRevisions when the pair was first
 	// met: the member may hold any of them.
 	assumedHeld map[pair][]int64
+	// restarted holds, per pair, the revision the hub last restarted each consumer of its
+	// bundle for (by kind/name): a restart is not sent twice while the cache has not seen it.
+	restarted map[pair]map[string]int64
 }
 
 // heldRevisionSince is a revision a member holds, and since when.
@@ -86,7 +89,7 @@ type placement struct {
 func newLedger() *ledger {
 	return &ledger{outcomes: map[pair]Outcome{}, placed: map[pair]placement{}, removed: map[pair]types.UID{},
 		heals: map[types.UID]int64{}, due: map[pair]time.Time{}, held: map[pair]heldRevisionSince{}, refused: map[pair]int64{},
-		seenHeld: map[pair]int64{}, assumedHeld: map[pair][]int64{}}
+		seenHeld: map[pair]int64{}, assumedHeld: map[pair][]int64{}, restarted: map[pair]map[string]int64{}}
 }
 
 // setOutcome records a pair's outcome and reports whether it changed.
@@ -138,6 +141,7 @@ func (m *ledger) forget(p pair, bundle types.UID) {
 	delete(m.held, p)
 	delete(m.refused, p)
 	delete(m.assumedHeld, p)
+	delete(m.restarted, p)
 	m.seenHeld[p] = 0
 	m.removed[p] = bundle
 }
@@ -270,10 +274,30 @@ func (m *ledger) forgetFleetBundle(fb types.NamespacedName, uid types.UID) {
 	deletePairs(m.removed, ofFleetBundle)
 	deletePairs(m.seenHeld, ofFleetBundle)
 	deletePairs(m.assumedHeld, ofFleetBundle)
+	deletePairs(m.restarted, ofFleetBundle)
 	delete(m.heals, uid)
 }
 
 // deletePairs deletes the entries of the pairs that match from a map kept by pair.
 func deletePairs[V any](m map[pair]V, match func(pair) bool) {
 	maps.DeleteFunc(m, func(p pair, _ V) bool { return match(p) })
+}
+
+// noteRestarted records that the hub restarted a consumer (kind/name) of a pair's bundle for
+// revision.
+func (m *ledger) noteRestarted(p pair, consumer string, revision int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.restarted[p] == nil {
+		m.restarted[p] = map[string]int64{}
+	}
+	m.restarted[p][consumer] = revision
+}
+
+// wasRestarted reports whether the hub restarted a consumer (kind/name) of a pair's bundle for
+// revision.
+func (m *ledger) wasRestarted(p pair, consumer string, revision int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.restarted[p][consumer] == revision
 }

@@ -54,35 +54,48 @@ const (
 // Reconciler places one FleetBundle in one member per request: mcreconcile.Request{ClusterName:
 // the member, NamespacedName: the FleetBundle}.
 type Reconciler struct {
-	manager  mcmanager.Manager
-	hub      client.Client
-	members  Members
-	opts     Options
-	ledger   *ledger
-	notify   func(types.NamespacedName)
-	recorder events.EventRecorder
+	manager mcmanager.Manager
+	// workloads watches the workloads that read bundles whose rollout judges them.
+	workloads *workloadWatches
+	hub       client.Client
+	members   Members
+	opts      Options
+	ledger    *ledger
+	notify    func(types.NamespacedName)
+	recorder  events.EventRecorder
 }
 
 // SetupWithManager builds the placement and FleetBundle status controllers on mgr.
 func SetupWithManager(mgr mcmanager.Manager, members Members, opts Options) error {
 	opts.defaults()
-	shared, n := newLedger(), &notifier{}
+	shared, n, pairs := newLedger(), &notifier{}, &notifier{}
+	// A change of a watched workload moves the status of the FleetBundles reading it, and
+	// brings their pairs back to placement (a consumer that appeared is restarted).
+	watches := newWorkloadWatches(func(member string, fbs []types.NamespacedName) {
+		for _, fb := range fbs {
+			n.notify(fb)
+			pairs.add(request(member, fb))
+		}
+	})
 	local := mgr.GetLocalManager()
+	if err := local.Add(watches); err != nil { // stops the watches with the manager
+		return fmt.Errorf("adding the workload watches: %w", err)
+	}
 	r := &Reconciler{
-		manager: mgr, hub: local.GetClient(), members: members, opts: opts, ledger: shared,
+		manager: mgr, hub: local.GetClient(), members: members, opts: opts, ledger: shared, workloads: watches,
 		notify: n.notify, recorder: local.GetEventRecorder(opts.FieldOwner),
 	}
-	if err := r.setup(); err != nil {
+	if err := r.setup(pairs); err != nil {
 		return err
 	}
-	s := &StatusReconciler{manager: mgr, hub: local.GetClient(), members: members, opts: opts, ledger: shared,
+	s := &StatusReconciler{manager: mgr, hub: local.GetClient(), members: members, opts: opts, ledger: shared, workloads: watches,
 		transitions: newTransitions(r.recorder),
 		writes:      statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval},
 		shareWrites: statusbudget.Budget[types.NamespacedName]{Interval: opts.MinStatusInterval}}
 	return s.setup(n)
 }
 
-func (r *Reconciler) setup() error {
+func (r *Reconciler) setup(pairs *notifier) error {
 	hubOnly := []mcbuilder.WatchesOption{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
 	err := mcbuilder.ControllerManagedBy(r.manager).
 		Named(ControllerName).
@@ -95,6 +108,7 @@ func (r *Reconciler) setup() error {
 			mcbuilder.WithEngageWithProviderClusters(true), mcbuilder.WithPredicates(predicate.Or(
 				predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(r.resyncSource()).
+		WatchesRawSource(pairs.source()).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles,
 			ReconciliationTimeout:   r.opts.ReconcileTimeout,
@@ -375,9 +389,15 @@ func (n *notifier) source() source.TypedSource[mcreconcile.Request] {
 // notify enqueues a FleetBundle's status; before the status controller starts it does nothing
 // (the status controller computes every status when it starts).
 func (n *notifier) notify(fb types.NamespacedName) {
+	n.add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: fb}})
+}
+
+// add enqueues a request; before its controller starts it does nothing (a controller handles
+// everything when it starts).
+func (n *notifier) add(req mcreconcile.Request) {
 	select {
 	case <-n.ready:
-		n.queue.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: fb}})
+		n.queue.Add(req)
 	default:
 	}
 }

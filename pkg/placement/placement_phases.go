@@ -123,9 +123,10 @@ func (s *scope) step(ctx context.Context, reader client.Reader) (ctrl.Result, er
 		return ctrl.Result{}, nil // a change of the member's labels or of the FleetBundle brings the pair back
 	}
 	if ownership == Absent {
-		return s.create(ctx)
+		res, err := s.create(ctx)
+		return s.restart(ctx, res, err)
 	}
-	return ctrl.Result{}, s.update(ctx, current)
+	return s.restart(ctx, ctrl.Result{}, s.update(ctx, current))
 }
 
 // healHeld is all placement does in a paused member: what it holds stays true. If it holds the

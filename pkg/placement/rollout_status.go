@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -88,6 +89,10 @@ func (r *StatusReconciler) rolloutOf(ctx context.Context, fb *hubv1alpha1.FleetB
 	st.decision = rollout.Decide(rollout.Input{Strategy: fb.Spec.Rollout, Status: fb.Status, Update: update.Number, Members: members, Now: now, Tally: tally})
 	st.next.Status.UpdateRevision, st.next.Status.CurrentRevision = update.Number, st.decision.Current
 	st.next.Status.Rollout = st.decision.Rollout
+	if ro := st.decision.Rollout; ro != nil {
+		w := rollout.Where{Stage: slices.Index(rollout.StageNames(fb.Spec.Rollout), ro.Stage), Soaking: ro.Phase == hubv1alpha1.RolloutSoaking}
+		ro.Workloads = rollout.WorkloadStatus(fb.Spec.Rollout, update.Number, w, members, now)
+	}
 	return st, nil
 }
 
@@ -112,6 +117,9 @@ func (r *StatusReconciler) rolloutMembers(fb *hubv1alpha1.FleetBundle, selected 
 					m.Failure = &hubv1alpha1.ClusterFailure{Cluster: v.Name, Reason: ready.Reason, Message: fleetbundle.Truncate(ready.Message)}
 				}
 			}
+		}
+		if m.Held != 0 {
+			m.Workloads = v.Workloads
 		}
 		// A member that refused the revision fails it, as long as it does not take it.
 		if u := fb.Status.UpdateRevision; u != 0 && m.Held != u && r.ledger.refusedRevision(pair{member: v.Name, fb: key}) == u {

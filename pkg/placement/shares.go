@@ -96,7 +96,8 @@ func shareTally(fb *hubv1alpha1.FleetBundle, mine []rollout.Member, now time.Tim
 	if s == nil || ro == nil || fb.Status.UpdateRevision == 0 {
 		return nil
 	}
-	t := rollout.TallyMembers(s, fb.Status.UpdateRevision, slices.Index(rollout.StageNames(s), ro.Stage), ro.AdmittedThrough, mine, now)
+	t := rollout.TallyMembers(s, fb.Status.UpdateRevision, rollout.Where{Stage: slices.Index(rollout.StageNames(s), ro.Stage),
+		AdmittedThrough: ro.AdmittedThrough, Soaking: ro.Phase == hubv1alpha1.RolloutSoaking}, mine, now)
 	return &t
 }
 

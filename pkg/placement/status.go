@@ -35,6 +35,9 @@ type MemberView struct {
 	// Paused is whether the member is paused (MemberCluster spec.paused): it is counted apart,
 	// never as failed, ready, applied or updated.
 	Paused bool
+	// Workloads, when the FleetBundle's rollout judges workloads, is where the consumers of its
+	// bundle in the member stand; nil otherwise.
+	Workloads *rollout.Workloads
 }
 
 // judge says where a FleetBundle's bundle stands in one selected member, against the bundle it

@@ -48,6 +48,8 @@ type StatusReconciler struct {
 	members Members
 	opts    Options
 	ledger  *ledger
+	// workloads watches the workloads that read bundles whose rollout judges them.
+	workloads *workloadWatches
 	// transitions records the Events of the members' failures and recoveries.
 	transitions *transitions
 
@@ -89,6 +91,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req mcreconcile.Reques
 	fb := &hubv1alpha1.FleetBundle{}
 	switch err := r.hub.Get(ctx, req.NamespacedName, fb); {
 	case apierrors.IsNotFound(err):
+		r.workloads.keepOnly(req.NamespacedName, nil)
 		r.writes.Forget(req.NamespacedName)
 		r.shareWrites.Forget(req.NamespacedName)
 		r.transitions.forget(req.NamespacedName)
@@ -192,7 +195,7 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 	}
 	key := client.ObjectKeyFromObject(fb)
 	var views []MemberView
-	holds := map[int64]bool{}
+	holds, watched := map[int64]bool{}, map[string]bool{}
 	for _, mc := range list.Items {
 		selected := boundary.Selects(fb, mc.Labels)
 		if !r.opts.Replica.Owns(mc.Name) || (!selected && !mc.Spec.Paused) { // what it holds is removed
@@ -206,10 +209,14 @@ func (r *StatusReconciler) selectedMembers(ctx context.Context, fb *hubv1alpha1.
 			v.Bundle, seen = b, err == nil
 		}
 		r.noteHeld(holds, p, fb, v.Bundle, seen)
+		if selected && seen && !mc.Spec.Paused && rollout.JudgesWorkloads(fb.Spec.Rollout) {
+			v.Workloads, watched[mc.Name] = r.workloadsOf(ctx, mc.Name, fb), true
+		}
 		if selected {
 			views = append(views, v)
 		}
 	}
+	r.workloads.keepOnly(key, watched) // a member no longer selected, or not seen, is not watched
 	return views, holds, nil
 }
 
@@ -228,6 +235,15 @@ func (r *StatusReconciler) noteHeld(holds map[int64]bool, p pair, fb *hubv1alpha
 	}
 	r.ledger.noteSeenHeld(p, n)
 	holds[n] = true
+}
+
+// workloadsOf returns where the consumers of a FleetBundle's bundle in a member stand.
+func (r *StatusReconciler) workloadsOf(ctx context.Context, member string, fb *hubv1alpha1.FleetBundle) *rollout.Workloads {
+	cl, err := r.manager.GetCluster(ctx, multicluster.ClusterName(member))
+	if err != nil {
+		return &rollout.Workloads{Problem: err.Error()}
+	}
+	return r.workloads.workloadsOf(ctx, member, cl, fb)
 }
 
 // notReady says why a member cannot be reached, or nothing if it can.

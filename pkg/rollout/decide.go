@@ -58,6 +58,10 @@ type Member struct {
 	Refused bool
 	// UpdatedAt is when the hub last wrote that bundle; zero if unknown.
 	UpdatedAt time.Time
+	// Workloads, with spec.rollout.workloads Observe or Restart, is where the consumers of
+	// that bundle stand: the member counts as updated only once they are done
+	// (JudgeWorkloads). Nil with Ignore.
+	Workloads *Workloads
 }
 
 // Input is what Decide decides from.
@@ -199,7 +203,8 @@ func Decide(in Input) Decision {
 	if in.Tally != nil && in.Status.UpdateRevision == u && in.Status.Rollout != nil && ro.Stage == in.Status.Rollout.Stage {
 		d.tally = *in.Tally
 	} else {
-		d.tally = TallyMembers(d.s, u, slices.Index(d.names, ro.Stage), ro.AdmittedThrough, in.Members, in.Now)
+		d.tally = TallyMembers(d.s, u, Where{Stage: slices.Index(d.names, ro.Stage), AdmittedThrough: ro.AdmittedThrough,
+			Soaking: d.prevPhase == hubv1alpha1.RolloutSoaking}, in.Members, in.Now)
 	}
 	if len(d.tally.Stages) != len(d.names) { // a tally of other stages counts nothing here
 		d.tally.Stages = make([]StageCount, len(d.names))

@@ -111,8 +111,12 @@ func TestPrinterColumns(t *testing.T) {
 type auditedMembers struct {
 	kind  string // what they are for, in logs
 	names []string
-	once  sync.Once
-	err   error
+	// opts are the members' control-plane options (AuditWrites is set in any case).
+	opts controlplane.Options
+	// started, if set, prepares the members once they are up.
+	started func([]*fleet.Member) error
+	once    sync.Once
+	err     error
 }
 
 // join starts the members (once), joins those named and makes them leave when the test ends
@@ -123,7 +127,13 @@ func (a *auditedMembers) join(t *testing.T, names ...string) {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
 		start := time.Now()
-		_, a.err = fl.AddMembers(ctx, controlplane.Named(controlplane.Options{AuditWrites: true}, a.names...)...)
+		opts := a.opts
+		opts.AuditWrites = true
+		var members []*fleet.Member
+		members, a.err = fl.AddMembers(ctx, controlplane.Named(opts, a.names...)...)
+		if a.err == nil && a.started != nil {
+			a.err = a.started(members)
+		}
 		t.Logf("started the %s members %v: %v", a.kind, a.names, time.Since(start).Round(time.Millisecond))
 	})
 	if a.err != nil {

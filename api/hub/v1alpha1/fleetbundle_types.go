@@ -595,6 +595,24 @@ type RolloutStrategy struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	RemovalApprovals []RemovalApproval `json:"removalApprovals,omitempty"`
+
+	// workloads says whether the rollout judges a member by the workloads that read its bundle
+	// (its consumers: the Deployments, StatefulSets and DaemonSets of the bundle's namespace
+	// whose pod template reads its ConfigMap): Ignore (the bundle being Ready is enough),
+	// Observe (every consumer must also be available, and stay so through the stage's soak) or
+	// Restart (as Observe, once the hub restarted every consumer for the revision the member
+	// holds). Defaults to Ignore.
+	// +optional
+	Workloads WorkloadPolicy `json:"workloads,omitempty"`
+
+	// workloadTimeout is how long the consumers of a member may take to be available after the
+	// member got a revision before the member fails it (reason WorkloadUnhealthy). Defaults to
+	// 5m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('24h')",message="workloadTimeout must be greater than 0s and at most 24h"
+	WorkloadTimeout *metav1.Duration `json:"workloadTimeout,omitempty"`
 }
 
 // RolloutStage is one stage of a rollout.
@@ -969,6 +987,15 @@ type RolloutStatus struct {
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:items:MaxLength=253
 	PassedWhilePaused []string `json:"passedWhilePaused,omitempty"`
+
+	// workloads are, for the first MaxWorkloadMembers members of the current stage (sorted by
+	// name) that hold updateRevision, the consumers of their bundle and where each stands; only
+	// with spec.rollout.workloads Observe or Restart.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=10
+	Workloads []MemberWorkloads `json:"workloads,omitempty"`
 
 	// message says what the rollout waits for or why it stopped, naming members.
 	// +optional

@@ -49,6 +49,11 @@ type Options struct {
 	// periodic discovery, i.e. within about a minute. Defaults to false.
 	GarbageCollector bool
 
+	// Controllers are more kube-controller-manager controllers to run with the garbage collector
+	// (GarbageCollector must be set), such as "deployment" and "replicaset" for a member whose
+	// Deployments get Pods. Defaults to none.
+	Controllers []string
+
 	// StartTimeout bounds the start of each control plane: etcd and kube-apiserver each get
 	// this long to become healthy, and the whole start (CRDs and the garbage collector
 	// included) must be done within it. Defaults to DefaultStartTimeout (2 minutes).
@@ -268,7 +273,7 @@ func start(ctx context.Context, name string, opts Options, out *output) (_ *Cont
 	}
 
 	if opts.GarbageCollector {
-		if err := cp.startGarbageCollector(ctx, opts.BinaryAssetsDirectory, out); err != nil {
+		if err := cp.startGarbageCollector(ctx, opts.BinaryAssetsDirectory, opts.Controllers, out); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,14 +35,14 @@ const (
 // requests come from this user (in system:masters here, for every right it needs).
 const controllerManagerUser = "system:kube-controller-manager"
 
-// controllerManagerArgs are the kube-controller-manager flags: only the garbage collector,
-// no leader election (so it starts at once), its own credentials (controllerManagerUser)
-// for every controller client, no serving endpoint, and a client rate limit fit for tests
-// that create and delete many objects.
-func controllerManagerArgs(kubeconfig string) []string {
+// controllerManagerArgs are the kube-controller-manager flags: only the garbage collector (and
+// the controllers named), no leader election (so it starts at once), its own credentials
+// (controllerManagerUser) for every controller client, no serving endpoint, and a client rate
+// limit fit for tests that create and delete many objects.
+func controllerManagerArgs(kubeconfig string, controllers []string) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
-		"--controllers=garbagecollector",
+		"--controllers=" + strings.Join(append([]string{"garbagecollector"}, controllers...), ","),
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 		"--secure-port=0",
@@ -52,7 +53,7 @@ func controllerManagerArgs(kubeconfig string) []string {
 
 // startGarbageCollector starts the kube-controller-manager and waits until the garbage
 // collector has collected a probe object, so that Start returns a working collector.
-func (c *ControlPlane) startGarbageCollector(ctx context.Context, bin string, out *output) error {
+func (c *ControlPlane) startGarbageCollector(ctx context.Context, bin string, controllers []string, out *output) error {
 	user, err := c.AddUser(controllerManagerUser, []string{"system:masters"})
 	if err != nil {
 		return err
@@ -67,7 +68,7 @@ func (c *ControlPlane) startGarbageCollector(ctx context.Context, bin string, ou
 	}
 	stdout, stderr := c.streams(out, controllerManagerBinary)
 	tail := &tailBuffer{max: tailBytes}
-	kcm, err := startProcess(filepath.Join(bin, controllerManagerBinary), controllerManagerArgs(kubeconfig),
+	kcm, err := startProcess(filepath.Join(bin, controllerManagerBinary), controllerManagerArgs(kubeconfig, controllers),
 		io.MultiWriter(stdout, tail), io.MultiWriter(stderr, tail))
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", controllerManagerBinary, err)
