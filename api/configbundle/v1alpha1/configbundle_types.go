@@ -268,13 +268,13 @@ type ConfigBundleSpec struct {
 	// +kubebuilder:default=Never
 	TakeOver TakeOver `json:"takeOver,omitempty"`
 
-	// target is what the bundle publishes: ConfigMap (the default), from its message and data;
+	// target is what the bundle publishes: ConfigMap (the default, when absent), from its
+	// message and data;
 	// or Secret, an Opaque Secret of the bundle's name, with the same create, update, heal,
 	// immutability, driftPolicy, takeOver and deletion semantics. A bundle with target Secret
 	// holds no values (message and data are empty): its data is the hub snapshot spec.hubSource
 	// names, which only the hub's placement of a FleetBundle sets.
 	// +optional
-	// +kubebuilder:default=ConfigMap
 	Target Target `json:"target,omitempty"`
 
 	// hubSource, with target Secret, names the hub snapshot of a FleetBundle's secretRef
