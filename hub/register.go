@@ -78,7 +78,8 @@ func newRegisterCommand() *cobra.Command {
 		Short: "Register a member cluster with the hub",
 		Long: `Registers a member cluster with the hub in one step. In the member it applies a ServiceAccount and
 a ClusterRoleBinding of its own for NAME (configbundle-hub-NAME, configbundle-hub-member-NAME)
-to the least-privilege ClusterRole configbundle-hub-member, obtains a token bound to a token
+to the least-privilege ClusterRole configbundle-hub-member (ConfigMaps and Secrets, the Secrets
+of ConfigBundles with target Secret, ConfigBundles, Events), obtains a token bound to a token
 Secret of NAME, checks that the token works, and writes the labelled kubeconfig Secret NAME on
 the hub. Running it again rotates the token and revokes the previous one.
 
@@ -155,6 +156,7 @@ func (f *registrationFlags) register(cmd *cobra.Command, name string) error {
 	}
 	fmt.Fprintf(out, "Registered member %s: Secret %s/%s on the hub, server %s, token valid until %s.\n",
 		name, res.SecretNamespace, res.SecretName, res.Server, res.TokenExpires.Format(time.RFC3339))
+	fmt.Fprintf(out, "The hub may read and write ConfigMaps and Secrets in member %s (ClusterRole configbundle-hub-member): the Secrets are those of ConfigBundles with target Secret, and the hub caches no other.\n", name)
 	if res.RevokedTokens > 0 {
 		fmt.Fprintf(out, "Revoked the previous token of member %s (%d token Secret(s) deleted in the member).\n", name, res.RevokedTokens)
 	}
