@@ -37,9 +37,9 @@ func testHubSources(_ context.Context, member multicluster.ClusterName, b *confi
 	return data.(map[string][]byte), nil
 }
 
-// secretBundle is a bundle with target Secret whose source holds data.
-func secretBundle(member, ns, name string, data map[string][]byte) *configbundlev1alpha1.ConfigBundle {
-	hubSources.Store(fmt.Sprintf("%s/%s/%s", member, ns, name), data)
+// secretBundle is a bundle with target Secret in member-a whose source holds data.
+func secretBundle(ns, name string, data map[string][]byte) *configbundlev1alpha1.ConfigBundle {
+	hubSources.Store(fmt.Sprintf("%s/%s/%s", memberA, ns, name), data)
 	return &configbundlev1alpha1.ConfigBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: secretSpec()}
 }
 
@@ -50,7 +50,7 @@ func TestSecretTarget(t *testing.T) {
 	t.Parallel()
 	g, ctx, c := NewWithT(t), context.Background(), members[memberA]
 	ns := newNamespace(t, memberA)
-	bundle := secretBundle(memberA, ns, "pull", map[string][]byte{"token": []byte("s3cr3t-value")})
+	bundle := secretBundle(ns, "pull", map[string][]byte{"token": []byte("s3cr3t-value")})
 	g.Expect(c.Create(ctx, bundle)).To(Succeed())
 
 	secret := &corev1.Secret{}
@@ -109,7 +109,7 @@ func TestSecretTargetImmutable(t *testing.T) {
 	t.Parallel()
 	g, ctx, c := NewWithT(t), context.Background(), members[memberA]
 	ns := newNamespace(t, memberA)
-	bundle := secretBundle(memberA, ns, "frozen", map[string][]byte{"k": []byte("one")})
+	bundle := secretBundle(ns, "frozen", map[string][]byte{"k": []byte("one")})
 	bundle.Spec.Immutable = true
 	g.Expect(c.Create(ctx, bundle)).To(Succeed())
 	first := &corev1.Secret{}
@@ -122,7 +122,7 @@ func TestSecretTargetImmutable(t *testing.T) {
 	// does: the Secret of the earlier bundle is adopted and replaced.
 	g.Expect(c.Delete(ctx, bundle)).To(Succeed())
 	g.Eventually(func() error { return c.Get(ctx, client.ObjectKeyFromObject(bundle), bundle) }).WithTimeout(secretTimeout).Should(Satisfy(apierrors.IsNotFound))
-	next := secretBundle(memberA, ns, "frozen", map[string][]byte{"k": []byte("two")})
+	next := secretBundle(ns, "frozen", map[string][]byte{"k": []byte("two")})
 	next.Spec.Immutable, next.Spec.HubSource.Revision = true, 2
 	g.Expect(c.Create(ctx, next)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -154,7 +154,7 @@ func TestSecretTargetSourceNotFound(t *testing.T) {
 
 	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"}, Data: map[string][]byte{"k": []byte("theirs")}}
 	g.Expect(c.Create(ctx, foreign)).To(Succeed())
-	conflicting := secretBundle(memberA, ns, "taken", map[string][]byte{"k": []byte("ours")})
+	conflicting := secretBundle(ns, "taken", map[string][]byte{"k": []byte("ours")})
 	g.Expect(c.Create(ctx, conflicting)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(conflicting), conflicting)).To(Succeed())

@@ -73,7 +73,9 @@ func TestSecretSourceStaysInSecrets(t *testing.T) {
 	selectMember(t, "ro2", key, "yes")
 	fl.MustBindGlobal(t, ns)
 	putHubSecret(g, ns, markers[0])
-	t.Cleanup(func() { _ = fl.Hub.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}}) })
+	t.Cleanup(func() {
+		_ = fl.Hub.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}})
+	})
 	fb := fleet.NewFleetBundle(ns, "web", map[string]string{key: "yes"}, configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret})
 	fb.Spec.DataFrom = []hubv1alpha1.DataFromSource{{SecretRef: &hubv1alpha1.SourceReference{Name: "pull"}}}
 	g.Expect(fl.Hub.Create(ctx, fb)).To(Succeed())
