@@ -45,21 +45,30 @@ func (s *scope) resolveSecret(ctx context.Context) (bool, error) {
 }
 
 // desired is the object the bundle asks for, as a ConfigMap: DesiredConfigMap, or with target
-// Secret the view of its Secret: the resolved data, and SecretLabel.
+// Secret the view of DesiredSecret with the resolved data.
 func (s *scope) desired() *corev1.ConfigMap {
-	cm := DesiredConfigMap(s.bundle)
 	if !s.secret {
-		return cm
+		return DesiredConfigMap(s.bundle)
 	}
-	cm.Data = make(map[string]string, len(s.secretData))
-	for k, v := range s.secretData {
-		cm.Data[k] = string(v)
-	}
+	return asConfigMap(DesiredSecret(s.bundle, s.secretData))
+}
+
+// DesiredSecret renders the Secret a bundle with target Secret asks for, holding data: the
+// metadata of DesiredConfigMap and SecretLabel, its immutability, type Opaque.
+func DesiredSecret(bundle *configbundlev1alpha1.ConfigBundle, data map[string][]byte) *corev1.Secret {
+	cm := DesiredConfigMap(bundle)
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
 	cm.Labels[configbundlev1alpha1.SecretLabel] = "true"
-	return cm
+	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: cm.ObjectMeta, Immutable: cm.Immutable, Type: corev1.SecretTypeOpaque}
+	if data != nil {
+		secret.Data = make(map[string][]byte, len(data))
+		for k, v := range data {
+			secret.Data[k] = v
+		}
+	}
+	return secret
 }
 
 // asConfigMap is the ConfigMap view of a Secret: its metadata, immutability and values.
