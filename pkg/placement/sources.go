@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -73,12 +74,16 @@ func (r *Reconciler) sourceToPairs(_ multicluster.ClusterName, _ cluster.Cluster
 }
 
 // sourceToFleetBundles maps a source ConfigMap or Secret to the FleetBundles that name it, and
-// counts the ConfigMaps or Secrets of the hub's cache (cachedConfigMaps, cachedSecrets).
+// counts the ConfigMaps or Secrets of the hub's cache (cachedConfigMaps, cachedSecrets) on every
+// change of one: of a Secret, whatever it is.
 func (r *StatusReconciler) sourceToFleetBundles(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
 		if _, secret := o.(*corev1.Secret); secret {
 			if secrets := (&corev1.SecretList{}); r.hub.List(ctx, secrets, client.UnsafeDisableDeepCopy) == nil {
 				cachedSecrets.Set(float64(len(secrets.Items)))
+			}
+			if !isSourceSecret.Generic(event.GenericEvent{Object: o}) {
+				return nil // a kubeconfig Secret, or a snapshot: counted only
 			}
 		} else if cached := (&corev1.ConfigMapList{}); r.hub.List(ctx, cached, client.UnsafeDisableDeepCopy) == nil {
 			cachedConfigMaps.Set(float64(len(cached.Items)))
