@@ -269,11 +269,10 @@ type ConfigBundleSpec struct {
 	TakeOver TakeOver `json:"takeOver,omitempty"`
 
 	// target is what the bundle publishes: ConfigMap (the default, when absent), from its
-	// message and data;
-	// or Secret, an Opaque Secret of the bundle's name, with the same create, update, heal,
-	// immutability, driftPolicy, takeOver and deletion semantics. A bundle with target Secret
-	// holds no values (message and data are empty): its data is the hub snapshot spec.hubSource
-	// names, which only the hub's placement of a FleetBundle sets.
+	// message and data; or Secret, an Opaque Secret of the bundle's name, with the same create,
+	// update, heal, immutability, driftPolicy, takeOver and deletion semantics. A bundle with
+	// target Secret holds no values (message and data are empty): its data is the hub snapshot
+	// spec.hubSource names, which only the hub's placement of a FleetBundle sets.
 	// +optional
 	Target Target `json:"target,omitempty"`
 
