@@ -20,7 +20,6 @@ import (
 
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
-	"configbundle.dev/hub/pkg/configbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
 	"configbundle.dev/hub/pkg/kubeconfig"
 	"configbundle.dev/hub/pkg/placement"
@@ -63,6 +62,10 @@ With --bundle NAME, -n NAMESPACE and --cluster MEMBER it compares the ConfigMap 
 ConfigBundle NAMESPACE/NAME in that member with what the bundle asks for, whatever its
 driftPolicy and takeOver: a ConfigMap the hub does not own yet shows what taking it over would
 change.
+
+A bundle with target Secret is compared by its Secret's keys and the SHA-256 of each value
+("sha256:HEX"), never a value; the hub's side is the snapshot its spec.hubSource names, read on
+the hub.
 
 The members are reached as the hub reaches them: through their kubeconfig Secrets on the hub
 (MemberCluster spec.secretRef), sanitised as the hub sanitises them (no program is run, no file
@@ -317,7 +320,8 @@ func (d *differ) placed(ctx context.Context, p placedDiff) error {
 		if err != nil {
 			return err
 		}
-		return d.print(heading+" (would leave: no longer selected; the hub removes ConfigBundle "+key.String()+" and its ConfigMap)", p.mc.Name, key, live, nil)
+		kind := string(held.Spec.TargetKind())
+		return d.print(heading+" (would leave: no longer selected; the hub removes ConfigBundle "+key.String()+" and its "+kind+")", p.mc.Name, kind, key, live, nil)
 	}
 	want, err := placement.DesiredOf(p.fb, p.rev, template.Member{Name: p.mc.Name, Labels: p.mc.Labels})
 	if err != nil {
@@ -331,16 +335,20 @@ func (d *differ) placed(ctx context.Context, p placedDiff) error {
 	default:
 		heading += " (would join: selected; the hub places ConfigBundle " + key.String() + " there, its uid not known before)"
 	}
-	live, err := getOrNil(ctx, member, key, &corev1.ConfigMap{})
+	live, err := liveObject(ctx, member, key, want.Spec.TargetKind())
 	if err != nil {
 		return err
 	}
-	return d.print(heading, p.mc.Name, key, live, configbundle.DesiredConfigMap(want))
+	desired, err := d.wanted(ctx, want)
+	if err != nil {
+		return err
+	}
+	return d.print(heading, p.mc.Name, string(want.Spec.TargetKind()), key, live, desired)
 }
 
 // ownedConfigMap is the ConfigMap the bundle controls, which goes with it; nil if there is none.
 func (d *differ) ownedConfigMap(ctx context.Context, member client.Reader, bundle *configbundlev1alpha1.ConfigBundle) (*corev1.ConfigMap, error) {
-	cm, err := getOrNil(ctx, member, client.ObjectKeyFromObject(bundle), &corev1.ConfigMap{})
+	cm, err := liveObject(ctx, member, client.ObjectKeyFromObject(bundle), bundle.Spec.TargetKind())
 	if err != nil || cm == nil {
 		return nil, err
 	}
@@ -367,16 +375,20 @@ func (d *differ) bundle(ctx context.Context, memberName string, key types.Namesp
 	case b == nil:
 		return fmt.Errorf("no ConfigBundle %s in namespace %s of member %s", key.Name, key.Namespace, memberName)
 	}
-	live, err := getOrNil(ctx, member, key, &corev1.ConfigMap{})
+	live, err := liveObject(ctx, member, key, b.Spec.TargetKind())
 	if err != nil {
 		return fmt.Errorf("member %s: %w", memberName, err)
 	}
-	return d.print("# member: "+memberName, memberName, key, live, configbundle.DesiredConfigMap(b))
+	desired, err := d.wanted(ctx, b)
+	if err != nil {
+		return fmt.Errorf("member %s: %w", memberName, err)
+	}
+	return d.print("# member: "+memberName, memberName, string(b.Spec.TargetKind()), key, live, desired)
 }
 
 // print prints the heading and the unified diff from live to want (nil: none), or says that they
 // match, counting a difference.
-func (d *differ) print(heading, member string, key types.NamespacedName, live, want *corev1.ConfigMap) error {
+func (d *differ) print(heading, member, kind string, key types.NamespacedName, live, want *corev1.ConfigMap) error {
 	a, err := configMapYAML(live)
 	if err != nil {
 		return err
@@ -385,13 +397,13 @@ func (d *differ) print(heading, member string, key types.NamespacedName, live, w
 	if err != nil {
 		return err
 	}
-	path := member + "/configmaps/" + key.Namespace + "/" + key.Name
+	path := member + "/" + strings.ToLower(kind) + "s/" + key.Namespace + "/" + key.Name
 	diff, err := unifiedDiff(a, b, "live/"+path, "hub/"+path)
 	if err != nil {
 		return fmt.Errorf("computing the diff: %w", err)
 	}
 	if diff == "" {
-		fmt.Fprintf(d.out, "%s: ConfigMap %s matches\n", heading, key)
+		fmt.Fprintf(d.out, "%s: %s %s matches\n", heading, kind, key)
 		return nil
 	}
 	d.differences++

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -42,7 +43,7 @@ func configMapYAML(cm *corev1.ConfigMap) (string, error) {
 	}
 	v := configMapView{
 		APIVersion: "v1",
-		Kind:       "ConfigMap",
+		Kind:       cmp.Or(cm.Kind, "ConfigMap"), // Secret: hashedSecret
 		Metadata: configMapMetadata{
 			Name: cm.Name, Namespace: cm.Namespace,
 			Labels: nilIfEmpty(cm.Labels), Annotations: nilIfEmpty(cm.Annotations),

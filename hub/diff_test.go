@@ -308,6 +308,23 @@ func TestDiff(t *testing.T) {
 		Spec:       configbundlev1alpha1.ConfigBundleSpec{Message: "mine"},
 	})
 	f.expect(t, []string{"--bundle", "local", "--cluster", "m2"}, exitOK, "# member: m2: ConfigMap default/local matches")
+	// A bundle with target Secret is compared by its keys and the hashes of their values (the
+	// hub keeps no snapshot for this one: the hub would write no key).
+	pull := &configbundlev1alpha1.ConfigBundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "pull"},
+		Spec:       configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret},
+	}
+	if err := f.memberC["m2"].Create(ctx, pull); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.memberC["m2"].Create(ctx, configbundle.DesiredSecret(pull, map[string][]byte{"token": []byte("s3cr3t-value")})); err != nil {
+		t.Fatal(err)
+	}
+	out := f.expect(t, []string{"--bundle", "pull", "--cluster", "m2"}, exitFailure, "--- live/m2/secrets/default/pull\n+++ hub/m2/secrets/default/pull\n",
+		"-  token: sha256:", "kind: Secret")
+	if strings.Contains(out, "s3cr3t") || strings.Contains(out, "czNjcjN0") {
+		t.Errorf("hub diff shows a Secret's value:\n%s", out)
+	}
 	f.expect(t, []string{"--bundle", "absent", "--cluster", "m2"}, exitTrouble, "no ConfigBundle absent in namespace default of member m2")
 	f.expect(t, []string{"absent"}, exitTrouble, "no FleetBundle absent in namespace default")
 

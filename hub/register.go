@@ -79,13 +79,13 @@ func newRegisterCommand() *cobra.Command {
 		Short: "Register a member cluster with the hub",
 		Long: `Registers a member cluster with the hub in one step. In the member it applies a ServiceAccount and
 a ClusterRoleBinding of its own for NAME (configbundle-hub-NAME, configbundle-hub-member-NAME)
-to the least-privilege ClusterRole configbundle-hub-member (which also lets the hub create
-namespaces, for FleetBundles with spec.createNamespace; it never deletes one), obtains a token bound to a token
+to the least-privilege ClusterRole configbundle-hub-member (ConfigMaps and Secrets, the Secrets
+of ConfigBundles with target Secret, ConfigBundles, Events; it also lets the hub create
+namespaces, for FleetBundles with spec.createNamespace, never delete one), obtains a token bound to a token
 Secret of NAME, checks that the token works, and writes the labelled kubeconfig Secret NAME on
 the hub. The hub renews that token itself (TokenRequest, allowed by the Role configbundle-hub-NAME
 for that ServiceAccount alone) once 80% of --token-ttl has passed. Running it again rotates the
-token and revokes the previous one. The ClusterRole grants the hub ConfigMaps and ConfigBundles,
-and read and patch of Deployments, StatefulSets and DaemonSets, which rollouts that observe or
+token and revokes the previous one. The ClusterRole grants the hub read and patch of Deployments, StatefulSets and DaemonSets, which rollouts that observe or
 restart the workloads reading a bundle need.
 
 It refuses the hub cluster itself (the member and the hub have the same kube-system namespace
@@ -162,6 +162,7 @@ func (f *registrationFlags) register(cmd *cobra.Command, name string) error {
 	}
 	fmt.Fprintf(out, "Registered member %s: Secret %s/%s on the hub, server %s, token valid until %s.\n",
 		name, res.SecretNamespace, res.SecretName, res.Server, res.TokenExpires.Format(time.RFC3339))
+	fmt.Fprintf(out, "The hub may read and write ConfigMaps and Secrets in member %s (ClusterRole configbundle-hub-member): the Secrets are those of ConfigBundles with target Secret, and the hub caches no other.\n", name)
 	if res.RevokedTokens > 0 {
 		fmt.Fprintf(out, "Revoked the previous token of member %s (%d token Secret(s) deleted in the member).\n", name, res.RevokedTokens)
 	}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -240,7 +243,21 @@ func printRendered(out io.Writer, fb *hubv1alpha1.FleetBundle, rev rollout.Revis
 		line += " (not selected by spec.clusterSelector within the bound ClusterSets: the hub places nothing there)"
 	}
 	fmt.Fprintf(out, "%s\n%s", line, raw)
+	if keys := secretKeys(rev.Definition.SecretSources); keys != "" {
+		fmt.Fprintf(out, "# Secret %s/%s: %s (the SHA-256 of each value; values are never shown)\n", b.Namespace, b.Name, keys)
+	}
 	return nil
+}
+
+// secretKeys names the keys of the Secret of a target Secret definition, each with the SHA-256
+// of its value: "token=sha256:HEX"; "" for none.
+func secretKeys(sources map[string]string) string {
+	keys := make([]string, 0, len(sources))
+	for _, k := range slices.Sorted(maps.Keys(sources)) {
+		sum := sha256.Sum256([]byte(sources[k]))
+		keys = append(keys, k+"=sha256:"+hex.EncodeToString(sum[:]))
+	}
+	return strings.Join(keys, ", ")
 }
 
 // comment keeps a multi-line text within a YAML comment.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -227,6 +229,39 @@ func TestRender(t *testing.T) {
 	t.Run("no ClusterSet bound", h.testUnbound)
 	t.Run("read-only", h.testReadOnly)
 	t.Run("-f FILE", h.testManifest) // after read-only: it tries a dry run as renderReader
+	t.Run("target Secret", h.testSecretTarget)
+}
+
+// testSecretTarget: a FleetBundle with target Secret renders each member's ConfigBundle, which
+// holds no value, and the Secret's keys with the SHA-256 of each value, never a value.
+func (h *renderHub) testSecretTarget(t *testing.T) {
+	source := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "pull", Labels: map[string]string{hubv1alpha1.SourceLabel: "true"}},
+		Data:       map[string][]byte{"token": []byte("s3cr3t-value")},
+	}
+	if err := h.c.Create(t.Context(), source); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `apiVersion: hub.configbundle.dev/v1alpha1
+kind: FleetBundle
+metadata:
+  name: pull-secret
+spec:
+  clusterSelector:
+    matchLabels:
+      env: dev
+  dataFrom:
+  - secretRef: {name: pull}
+  template:
+    spec:
+      target: Secret
+`
+	code, stdout, stderr := run(t, "render", "--hub-kubeconfig", h.cp.KubeconfigPath, "-f", writeManifest(t, manifest))
+	sum := sha256.Sum256([]byte("s3cr3t-value"))
+	want := "# Secret default/pull-secret: token=sha256:" + hex.EncodeToString(sum[:]) + " (the SHA-256 of each value; values are never shown)\n"
+	if code != exitOK || !strings.Contains(stdout, "target: Secret\n") || !strings.Contains(stdout, want) || strings.Contains(stdout+stderr, "s3cr3t") {
+		t.Errorf("hub render -f of a target Secret: exit %d, stdout\n%s\nstderr %q; want its keys and hashes, no value", code, stdout, stderr)
+	}
 }
 
 // writeManifest writes a manifest file and returns its path.

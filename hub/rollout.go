@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/fleetbundle"
 	"configbundle.dev/hub/pkg/hubmanager"
@@ -648,7 +649,7 @@ func undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 			return failed(rev.err)
 		}
 		current, want, pin := template.DefinitionOf(fb), *rev.template, sourcesPin(fb, revs, target, sourcesNow(ctx, c, fb, rev.template))
-		want.Sources = nil // the spec names the sources; pin says which copy of them to place
+		want.Sources, want.SourcesHash = nil, "" // the spec names the sources; pin says which copy of them to place
 		if skipped = template.Hash(&current) == template.Hash(&want) && equality.Semantic.DeepEqual(fb.Spec.DataFromRevision, pin); skipped {
 			return nil
 		}
@@ -681,10 +682,14 @@ func sourcesPin(fb *hubv1alpha1.FleetBundle, revs []fleetBundleRevision, target 
 	if i < 0 || revs[i].template == nil || len(revs[i].template.DataFrom) == 0 {
 		return nil
 	}
+	secret := revs[i].template.Spec.TargetKind() == configbundlev1alpha1.TargetSecret
 	if j := slices.IndexFunc(revs, func(r fleetBundleRevision) bool { return r.number == fb.Status.UpdateRevision }); now == nil && j >= 0 && revs[j].template != nil {
+		if secret {
+			return &hubv1alpha1.DataFromRevision{Revision: target, SourcesHash: revs[j].template.SourcesHash}
+		}
 		now = revs[j].template.Sources
 	}
-	return &hubv1alpha1.DataFromRevision{Revision: target, SourcesHash: template.SourcesHash(now)}
+	return &hubv1alpha1.DataFromRevision{Revision: target, SourcesHash: template.PinHash(secret, now)}
 }
 
 // sourcesNow reads what the sources of definition d (its dataFrom, as the FleetBundle fb will

@@ -70,14 +70,14 @@ func TestFaultRightsLost(t *testing.T) {
 		ContainSubstring("get namespaces named kube-system")))
 	g.Expect(f.provider.Connected("rights")).To(MatchError(spokeprovider.ErrNotConnected))
 
-	// Bound again, but the ClusterRole lost one verb: the message names that right alone.
+	// Bound again, but the ClusterRole lost one verb: the message names those rights alone.
 	g.Expect(update(ctx, c, role, func(r *rbacv1.ClusterRole) {
 		r.Rules[0].Verbs = slices.DeleteFunc(r.Rules[0].Verbs, func(v string) bool { return v == "update" })
 	})).To(Succeed())
-	g.Expect(role.Rules[0].Resources).To(Equal([]string{"configmaps"}))
+	g.Expect(role.Rules[0].Resources).To(Equal([]string{"configmaps", "secrets"}))
 	g.Expect(c.Create(ctx, binding())).To(Succeed())
 	g.Eventually(func() string { return f.state("rights")().Message }).WithTimeout(rightsTimeout).WithPolling(interval).Should(
-		HavePrefix("the hub's credential may not update configmaps ("))
+		HavePrefix("the hub's credential may not update configmaps, update secrets ("))
 	g.Expect(f.state("rights")()).To(beNotReady(hubv1alpha1.ForbiddenReason))
 
 	// Every right back: Connected at the next probe, and its bundles are resynced.

@@ -55,6 +55,9 @@ type placementResults struct {
 	SourcedCreate    time.Duration
 	SourcedErrors    int
 	CachedConfigMaps float64
+	// CachedSecrets is the number of Secrets in the hub's cache then: the members' kubeconfig
+	// Secrets alone, as no FleetBundle has a Secret source.
+	CachedSecrets float64
 	// HubCreate, FloorCreate and TemplatedCreate time the first placement: FleetBundle create,
 	// and the floor's.
 	HubCreate, FloorCreate, TemplatedCreate time.Duration
@@ -203,6 +206,7 @@ func (f *fleet) placementLatency(ctx context.Context, cfg benchConfig, pm []*mem
 		}
 	}
 	pr.CachedConfigMaps = f.cachedConfigMaps()
+	pr.CachedSecrets = f.cachedSecrets()
 	if err := sleepCtx(ctx, placementSettle); err != nil {
 		return err
 	}

@@ -100,8 +100,8 @@ func (r *results) printPlacement(p printer, cfg benchConfig) {
 	row("ConfigBundle Hub, templated FleetBundle (GoTemplate): one merge patch of its template", pr.Templated, pr.TemplatedCreate)
 	row("ConfigBundle Hub, sourced FleetBundle (dataFrom): one merge patch of its hub source ConfigMap", pr.Sourced, pr.SourcedCreate)
 	r.printTemplated(p)
-	p("sourced (dataFrom a labelled hub ConfigMap) against the template change: p50 %s vs %s, p99 %s vs %s: %.2fx (goal within %.1fx); ConfigMaps in the hub's cache: %.0f (its sources only)",
-		ms(pr.Sourced.pct(50)), ms(pr.Hub.pct(50)), ms(pr.Sourced.pct(99)), ms(pr.Hub.pct(99)), ratio(pr.Sourced.pct(99), pr.Hub.pct(99)), goalSourcedRatio, pr.CachedConfigMaps)
+	p("sourced (dataFrom a labelled hub ConfigMap) against the template change: p50 %s vs %s, p99 %s vs %s: %.2fx (goal within %.1fx); ConfigMaps in the hub's cache: %.0f (its sources only); Secrets in the hub's cache: %.0f (the members' kubeconfig Secrets only)",
+		ms(pr.Sourced.pct(50)), ms(pr.Hub.pct(50)), ms(pr.Sourced.pct(99)), ms(pr.Hub.pct(99)), ratio(pr.Sourced.pct(99), pr.Hub.pct(99)), goalSourcedRatio, pr.CachedConfigMaps, pr.CachedSecrets)
 	r.printPlacementWrites(p)
 	r.printPlacementMemory(p)
 	if missed := pr.missedGoals(); len(missed) > 0 {

@@ -92,3 +92,16 @@ func (f *fleet) cachedConfigMaps() float64 {
 	}
 	return m.sum("configbundle_hub_cached_configmaps", nil)
 }
+
+// cachedSecrets reads how many Secrets the hub's cache holds, from its metrics (-1 if it cannot
+// tell).
+func (f *fleet) cachedSecrets() float64 {
+	if f.hub() == nil {
+		return -1
+	}
+	m, err := scrape(f.hub().MetricsAddr)
+	if err != nil {
+		return -1
+	}
+	return m.sum("configbundle_hub_cached_secrets", nil)
+}

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,7 +18,8 @@ import (
 // and a ConfigMap that no ConfigBundle controls and
 // the hub never wrote is cached as a skeleton (name, namespace, uid, resourceVersion,
 // ownerReferences, finalizers): enough to notice a same-named ConfigMap in a bundle's way, and
-// nothing of its data. Options already set for ConfigMaps are kept.
+// nothing of its data. Only the Secrets labelled SecretLabel, those the hub publishes, are
+// cached. Options already set for ConfigMaps or Secrets are kept.
 func ConfigureCache(opts *cache.Options) {
 	if opts.DefaultTransform == nil {
 		opts.DefaultTransform = cache.TransformStripManagedFields()
@@ -25,12 +27,34 @@ func ConfigureCache(opts *cache.Options) {
 	if opts.ByObject == nil {
 		opts.ByObject = map[client.Object]cache.ByObject{}
 	}
+	hasConfigMaps, hasSecrets := false, false
 	for obj := range opts.ByObject {
-		if _, ok := obj.(*corev1.ConfigMap); ok {
-			return
+		switch obj.(type) {
+		case *corev1.ConfigMap:
+			hasConfigMaps = true
+		case *corev1.Secret:
+			hasSecrets = true
 		}
 	}
-	opts.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Transform: StripUnmanagedConfigMap}
+	if !hasConfigMaps {
+		opts.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Transform: StripUnmanagedConfigMap}
+	}
+	if !hasSecrets {
+		opts.ByObject[&corev1.Secret{}] = cache.ByObject{
+			Label:     labels.SelectorFromSet(labels.Set{configbundlev1alpha1.SecretLabel: "true"}),
+			Transform: trimSecret,
+		}
+	}
+}
+
+// trimSecret is the cache transform of a member's Secrets, which the cache holds only if
+// labelled SecretLabel (those the hub publishes): their managed fields trimmed as a managed
+// ConfigMap's.
+var trimSecret toolscache.TransformFunc = func(obj any) (any, error) {
+	if secret, ok := obj.(*corev1.Secret); ok {
+		secret.ManagedFields = trimManagedFields(secret.ManagedFields)
+	}
+	return obj, nil
 }
 
 // StripUnmanagedConfigMap is a cache transform: it keeps whole (its managed fields trimmed) a

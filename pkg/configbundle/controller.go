@@ -35,6 +35,7 @@ import (
 // +kubebuilder:rbac:groups=configbundle.dev,resources=configbundles/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=configbundle.dev,resources=configbundles/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // ControllerName names the controller in logs and metrics.
@@ -52,8 +53,9 @@ type Reconciler struct {
 
 var _ mcmanager.Runnable = &Reconciler{}
 
-// SetupWithManager builds the ConfigBundle controller on mgr: it watches ConfigBundles and
-// ConfigMaps in every member cluster the manager's provider engages.
+// SetupWithManager builds the ConfigBundle controller on mgr: it watches ConfigBundles,
+// ConfigMaps and the Secrets of bundles with target Secret (SecretLabel) in every member cluster
+// the manager's provider engages.
 func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) {
 	opts.defaults()
 	r := &Reconciler{manager: mgr, opts: opts}
@@ -70,6 +72,7 @@ func SetupWithManager(mgr mcmanager.Manager, opts Options) (*Reconciler, error) 
 			predicate.AnnotationChangedPredicate{},
 		))).
 		Watches(&corev1.ConfigMap{}, r.configMapToBundle).
+		Watches(&corev1.Secret{}, r.configMapToBundle).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			ReconciliationTimeout:   opts.ReconcileTimeout,
@@ -252,7 +255,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req mcreconcile.Request, liv
 	}
 
 	r.ledger.observe(req, bundle.UID)
-	s := &scope{req: req, member: cl, bundle: bundle, live: live, fieldOwner: r.opts.FieldOwner, healStatusDelay: r.opts.HealStatusDelay, ledger: &r.ledger}
+	s := &scope{req: req, member: cl, bundle: bundle, live: live, fieldOwner: r.opts.FieldOwner, healStatusDelay: r.opts.HealStatusDelay, ledger: &r.ledger,
+		secret: bundle.Spec.TargetKind() == configbundlev1alpha1.TargetSecret, hubSources: r.opts.HubSources}
 	// Neither error hides the other. A terminal sync error stays terminal only once the status
 	// that tells the user what to fix is written; until then it is retried. An outcome the
 	// status could not tell is kept for the hub's reports (Unreported).

@@ -194,5 +194,6 @@ func ownedBy(bundle *configbundlev1alpha1.ConfigBundle, cm *corev1.ConfigMap) bo
 	if ref := metav1.GetControllerOfNoCopy(cm); ref != nil && ref.UID == bundle.UID {
 		return true
 	}
-	return bundle.Status.ConfigMapRef != nil && bundle.Status.ConfigMapRef.UID == cm.UID
+	ref := managedRef(bundle)
+	return ref != nil && ref.UID == cm.UID
 }

@@ -12,6 +12,10 @@
 // when a member leaves. A heal is counted when, and only when, someone else changed the
 // ConfigMap; a ConfigMap healed FightHeals times within FightWindow is reported as a fight.
 //
+// A bundle with target Secret owns an Opaque Secret through the same path (target.go): the
+// reconciler converges a ConfigMap view of it, with the data Options.HubSources resolves the
+// bundle's spec.hubSource to; a bundle it cannot resolve is SourceNotFound, and nothing is written.
+//
 // ConfigureCache sets a member's cache so that ConfigMaps no bundle controls and the hub never
-// wrote cost only their metadata skeleton.
+// wrote cost only their metadata skeleton, and only the Secrets the hub publishes are cached.
 package configbundle

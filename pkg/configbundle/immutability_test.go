@@ -130,6 +130,16 @@ func TestAdmission(t *testing.T) {
 			update: func(s *configbundlev1alpha1.ConfigBundleSpec) {
 				s.Data = map[string]configbundlev1alpha1.DataValue{"k": "v"}
 			}},
+		// spec.target.
+		{name: "target Secret holds no value", spec: secretSpec()},
+		{name: "target Secret with a message", spec: configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret, Message: "a"},
+			wantErr: "a bundle with target Secret holds no values"},
+		{name: "target Secret with data", spec: configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret, Data: map[string]configbundlev1alpha1.DataValue{"k": "v"}},
+			wantErr: "a bundle with target Secret holds no values"},
+		{name: "hubSource with target ConfigMap", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a", HubSource: secretSpec().HubSource},
+			wantErr: "hubSource is set only with target Secret"},
+		{name: "immutable target Secret cannot change its hubSource", spec: func() configbundlev1alpha1.ConfigBundleSpec { s := secretSpec(); s.Immutable = true; return s }(),
+			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.HubSource.Revision = 2 }, wantErr: "spec is immutable"},
 		{name: "mutable to immutable with new data", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"k": "v"}),
 			update: func(s *configbundlev1alpha1.ConfigBundleSpec) {
 				*s = configbundlev1alpha1.ConfigBundleSpec{Message: "a", Immutable: true, Data: map[string]configbundlev1alpha1.DataValue{"k": "w"}}
@@ -402,4 +412,10 @@ func updateRefusal(name string, rule admissionregistrationv1.Rule, conditions []
 		},
 	}
 	return policy, binding
+}
+
+// secretSpec is the spec of a bundle with target Secret, as the hub places it.
+func secretSpec() configbundlev1alpha1.ConfigBundleSpec {
+	return configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret, HubSource: &configbundlev1alpha1.HubSource{
+		Namespace: "team", Name: "pull", Revision: 1, Hash: strings.Repeat("0", 64)}}
 }

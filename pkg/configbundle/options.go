@@ -2,10 +2,12 @@ package configbundle
 
 import (
 	"cmp"
+	"context"
 	"time"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/sharding"
 )
@@ -90,6 +92,11 @@ type Options struct {
 	// Defaults to nil.
 	ResyncOn func(resync func(name string))
 
+	// HubSources resolves the spec.hubSource of a bundle with target Secret to the data of its
+	// Secret, from what the hub holds. Defaults to nil: no bundle with target Secret gets a
+	// Secret (SourceNotFound).
+	HubSources HubSources
+
 	// Replica is this hub replica. A sharded one (sharding.New) runs the controller on every
 	// hub replica, each for the members engaged with it, instead of only on the elected one.
 	// Defaults to the zero Replica: not sharded.
@@ -109,3 +116,9 @@ func (o *Options) defaults() {
 	o.NotConnectedRetry = cmp.Or(max(o.NotConnectedRetry, 0), DefaultNotConnectedRetry)
 	o.HealStatusDelay = cmp.Or(max(o.HealStatusDelay, 0), DefaultHealStatusDelay)
 }
+
+// HubSources resolves the spec.hubSource of a bundle with target Secret in a member to the data
+// of its Secret. An error wrapping ErrSourceNotFound, whose message says why and names no value,
+// makes the bundle Ready=False, SourceNotFound, with no Secret written; another is retried. It
+// must read only caches: it runs on every reconcile of the bundle, heals included.
+type HubSources func(ctx context.Context, member multicluster.ClusterName, bundle *configbundlev1alpha1.ConfigBundle) (map[string][]byte, error)

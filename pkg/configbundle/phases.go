@@ -32,6 +32,11 @@ type scope struct {
 	// ledger is the reconciler's: the reconcile notes there every ConfigMap and status it
 	// writes, and finds there the status it wrote moments ago.
 	ledger *ledger
+	// secret: the bundle's target is Secret; hubSources is Options.HubSources, and secretData
+	// what it resolved the bundle's spec.hubSource to.
+	secret     bool
+	hubSources HubSources
+	secretData map[string][]byte
 
 	// Set by sync, written to status by writeStatus.
 	ready  metav1.Condition  // the Ready condition; empty when nothing could be decided
@@ -62,19 +67,23 @@ type scope struct {
 // error to retry with back-off, a terminal error, or nil.
 func (s *scope) sync(ctx context.Context) error {
 	key := client.ObjectKey{Namespace: s.bundle.Namespace, Name: s.bundle.Name}
+	if s.secret {
+		if done, err := s.resolveSecret(ctx); done {
+			return err
+		}
+	}
 	if s.live {
 		return s.convergeLive(ctx, key)
 	}
-	cached := &corev1.ConfigMap{}
 	var current *corev1.ConfigMap
-	switch err := s.member.GetClient().Get(ctx, key, cached); {
+	switch cached, err := s.get(ctx, s.member.GetClient(), key); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("reading ConfigMap from the cache: %w", err)
-	case !isControlledByBundle(cached) && maybeSkeleton(cached):
+		return fmt.Errorf("reading %s from the cache: %w", s.kind(), err)
+	case !s.secret && !isControlledByBundle(cached) && maybeSkeleton(cached):
 		// The cache holds only the skeleton of a ConfigMap no bundle controls: read it whole.
 		return s.convergeLive(ctx, key)
-	case ownedBy(s.bundle, cached) && len(Drift(DesiredConfigMap(s.bundle), cached)) == 0:
+	case ownedBy(s.bundle, cached) && len(Drift(s.desired(), cached)) == 0:
 		if !s.ledger.lagsOwnWrite(s.req, cached.ResourceVersion) {
 			return s.setSynced(cached) // steady state costs no API call
 		}
@@ -106,7 +115,7 @@ func (s *scope) convergeLive(ctx context.Context, key client.ObjectKey) error {
 // converge makes current, the bundle's ConfigMap as last read (nil: none), match the bundle.
 func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 	if current == nil {
-		return s.create(ctx, DesiredConfigMap(s.bundle))
+		return s.create(ctx, s.desired())
 	}
 	if !ownedBy(s.bundle, current) {
 		// Whose the ConfigMap is, is decided on the bundle as stored: a cached bundle may lag
@@ -129,7 +138,7 @@ func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 			return err
 		}
 	}
-	desired := DesiredConfigMap(s.bundle)
+	desired := s.desired()
 	drift := Drift(desired, current)
 	if len(drift) > 0 && !s.adopting && s.reportsDrift() {
 		switch others, err := s.changedByOthers(ctx, current); {
@@ -178,12 +187,12 @@ func (s *scope) foreign(ctx context.Context, current *corev1.ConfigMap) (*corev1
 }
 
 func (s *scope) liveConfigMap(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, error) {
-	cm := &corev1.ConfigMap{}
-	if err := s.member.GetAPIReader().Get(ctx, key, cm); err != nil {
+	cm, err := s.get(ctx, s.member.GetAPIReader(), key)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("reading ConfigMap %s: %w", key, err)
+		return nil, fmt.Errorf("reading %s %s: %w", s.kind(), key, err)
 	}
 	return cm, nil
 }
@@ -196,7 +205,7 @@ func (s *scope) liveConfigMap(ctx context.Context, key client.ObjectKey) (*corev
 // the one the hub published (published). An immutable ConfigMap someone else wrote is drift,
 // healed by replacing it.
 func (s *scope) specLeftPublished(current *corev1.ConfigMap) bool {
-	if !ptr.Deref(current.Immutable, false) || s.bundle.Spec.Equal(specFromConfigMap(current)) {
+	if s.secret || !ptr.Deref(current.Immutable, false) || s.bundle.Spec.Equal(specFromConfigMap(current)) {
 		return false
 	}
 	return s.published(current)
@@ -208,7 +217,7 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 		if gone, err := s.bundleGone(ctx); err != nil || gone {
 			return err
 		}
-		desired = DesiredConfigMap(s.bundle)
+		desired = s.desired()
 		if s.reportsDrift() {
 			s.reportDrift(ctx, desired, []string{DriftDeleted}, configbundlev1alpha1.ChangedByDeleted)
 			return nil
@@ -216,8 +225,8 @@ func (s *scope) create(ctx context.Context, desired *corev1.ConfigMap) error {
 		heal = s.heals()
 	}
 	cm := desired.DeepCopy()
-	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.fail(configbundlev1alpha1.CreateFailedReason, "creating ConfigMap "+objectName(desired), err)
+	if err := s.createObject(ctx, cm); err != nil {
+		return s.fail(configbundlev1alpha1.CreateFailedReason, "creating "+s.named(desired), err)
 	}
 	s.ledger.noteWrite(s.req, cm.ResourceVersion)
 	if heal {
@@ -237,8 +246,8 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 	cm := desired.DeepCopy()
 	cm.ResourceVersion = current.ResourceVersion
 	cm.Finalizers = current.Finalizers
-	if err := s.member.GetClient().Update(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.fail(configbundlev1alpha1.UpdateFailedReason, "updating ConfigMap "+objectName(desired), err)
+	if err := s.updateObject(ctx, cm); err != nil {
+		return s.fail(configbundlev1alpha1.UpdateFailedReason, "updating "+s.named(desired), err)
 	}
 	s.ledger.noteWrite(s.req, cm.ResourceVersion)
 	if heal {
@@ -250,15 +259,15 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 // replace deletes a ConfigMap that can no longer be updated and creates it anew.
 func (s *scope) replace(ctx context.Context, current *corev1.ConfigMap, drift []string) error {
 	preconditions := client.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion}
-	if err := s.member.GetClient().Delete(ctx, current, preconditions); client.IgnoreNotFound(err) != nil {
-		return s.fail(configbundlev1alpha1.UpdateFailedReason, "deleting immutable ConfigMap "+objectName(current)+" to replace it", err)
+	if err := s.member.GetClient().Delete(ctx, s.object(current), preconditions); client.IgnoreNotFound(err) != nil {
+		return s.fail(configbundlev1alpha1.UpdateFailedReason, "deleting immutable "+s.named(current)+" to replace it", err)
 	}
 	if gone, err := s.bundleGone(ctx); err != nil || gone {
 		return err
 	}
-	cm := DesiredConfigMap(s.bundle)
-	if err := s.member.GetClient().Create(ctx, cm, client.FieldOwner(s.fieldOwner)); err != nil {
-		return s.fail(configbundlev1alpha1.CreateFailedReason, "recreating ConfigMap "+objectName(cm), err)
+	cm := s.desired()
+	if err := s.createObject(ctx, cm); err != nil {
+		return s.fail(configbundlev1alpha1.CreateFailedReason, "recreating "+s.named(cm), err)
 	}
 	s.ledger.noteWrite(s.req, cm.ResourceVersion)
 	if !s.adopting && s.heals() {
@@ -302,7 +311,7 @@ func (s *scope) restoreSpec(ctx context.Context, current *corev1.ConfigMap) erro
 	s.bundle = bundle
 	s.ledger.noteBundleWrite(s.req, bundle.ResourceVersion)
 	logf.FromContext(ctx).Info("Restored the spec of an immutable bundle", "configMap", objectName(current))
-	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), configMapReference(current), corev1.EventTypeWarning, configbundlev1alpha1.SpecRestoredEvent, "RestoreSpec",
+	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), s.related(current), corev1.EventTypeWarning, configbundlev1alpha1.SpecRestoredEvent, "RestoreSpec",
 		"Cluster %s: the spec changed while ConfigMap %s is immutable; restored the spec from it", s.req.ClusterName, objectName(current))
 	return nil
 }
@@ -328,9 +337,9 @@ func (s *scope) adoptable(cm *corev1.ConfigMap) bool {
 }
 
 func (s *scope) conflict(current *corev1.ConfigMap) {
-	s.setReady(metav1.ConditionFalse, configbundlev1alpha1.ConfigMapConflictReason, fmt.Sprintf(
-		"ConfigMap %s already exists and is not managed by this ConfigBundle (its controller: %s); it is left untouched, and the bundle proceeds once it is gone",
-		objectName(current), controllerOf(current)))
+	s.setReady(metav1.ConditionFalse, s.conflictReason(), fmt.Sprintf(
+		"%s already exists and is not managed by this ConfigBundle (its controller: %s); it is left untouched, and the bundle proceeds once it is gone",
+		s.named(current), controllerOf(current)))
 }
 
 // controllerOf names the controller of cm, as a conflict message says it: "nothing" if none.
@@ -344,7 +353,7 @@ func controllerOf(cm *corev1.ConfigMap) string {
 // setSynced records that cm, the managed ConfigMap, matches the bundle.
 func (s *scope) setSynced(cm *corev1.ConfigMap) error {
 	s.cm = cm
-	s.setReady(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason, fmt.Sprintf("ConfigMap %s matches the bundle", objectName(cm)))
+	s.setReady(metav1.ConditionTrue, configbundlev1alpha1.SyncedReason, fmt.Sprintf("%s matches the bundle", s.named(cm)))
 	return nil
 }
 
@@ -379,10 +388,10 @@ func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []s
 	fighting := s.ledger.noteHeal(s.req, s.healedAt, drift)
 	log := logf.FromContext(ctx)
 	recorder := s.member.GetEventRecorder(s.fieldOwner)
-	regarding, related := s.reference(), configMapReference(cm)
+	regarding, related := s.reference(), s.related(cm)
 	log.Info("Healed drift", "configMap", objectName(cm), "drift", drift, "changedBy", changedBy)
 	recorder.Eventf(regarding, related, corev1.EventTypeNormal, configbundlev1alpha1.DriftHealedEvent, "Heal",
-		"Cluster %s: healed ConfigMap %s (drifted: %s; changed by %s)", s.req.ClusterName, objectName(cm), strings.Join(drift, ", "), changedBy)
+		"Cluster %s: healed %s (drifted: %s; changed by %s)", s.req.ClusterName, s.named(cm), strings.Join(drift, ", "), changedBy)
 	if fighting == nil {
 		return
 	}
@@ -390,8 +399,8 @@ func (s *scope) healedDrift(ctx context.Context, cm *corev1.ConfigMap, drift []s
 	within := fighting.within.Round(time.Millisecond)
 	log.Info("Fighting another writer", "configMap", objectName(cm), "heals", FightHeals, "within", within, "drift", fighting.drift)
 	recorder.Eventf(regarding, related, corev1.EventTypeWarning, configbundlev1alpha1.FightingWriterEvent, "Heal",
-		"Cluster %s: ConfigMap %s was healed %d times in %s (a fight: %d within %s): another writer keeps changing its %s; the hub keeps healing it",
-		s.req.ClusterName, objectName(cm), FightHeals, within, FightHeals, FightWindow, strings.Join(fighting.drift, ", "))
+		"Cluster %s: %s was healed %d times in %s (a fight: %d within %s): another writer keeps changing its %s; the hub keeps healing it",
+		s.req.ClusterName, s.named(cm), FightHeals, within, FightHeals, FightWindow, strings.Join(fighting.drift, ", "))
 }
 
 // reference refers to the bundle for an Event, without its resourceVersion.
@@ -402,9 +411,9 @@ func (s *scope) reference() *corev1.ObjectReference {
 	}
 }
 
-// configMapReference refers to a ConfigMap for an Event, without its resourceVersion.
-func configMapReference(cm *corev1.ConfigMap) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID}
+// related refers to the bundle's ConfigMap or Secret for an Event, without its resourceVersion.
+func (s *scope) related(cm *corev1.ConfigMap) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: s.kind(), Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID}
 }
 
 func (s *scope) setReady(status metav1.ConditionStatus, reason, message string) {

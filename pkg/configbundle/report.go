@@ -53,12 +53,12 @@ func (s *scope) reportDrift(ctx context.Context, cm *corev1.ConfigMap, fields []
 	}
 	what := strings.Join(fields, ", ")
 	s.setReady(metav1.ConditionFalse, configbundlev1alpha1.DriftedReason, fmt.Sprintf(
-		"ConfigMap %s differs from the bundle (%s), changed by %s; driftPolicy Report leaves it so: revert the change, or set driftPolicy Heal or Guard to heal it",
-		objectName(cm), what, changedBy))
+		"%s differs from the bundle (%s), changed by %s; driftPolicy Report leaves it so: revert the change, or set driftPolicy Heal or Guard to heal it",
+		s.named(cm), what, changedBy))
 	if stored != nil {
 		return
 	}
 	logf.FromContext(ctx).Info("Drift detected", "configMap", objectName(cm), "drift", fields, "changedBy", changedBy)
-	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), configMapReference(cm), corev1.EventTypeWarning, configbundlev1alpha1.DriftDetectedEvent, "Report",
-		"Cluster %s: ConfigMap %s differs from the bundle (%s), changed by %s; not healed (driftPolicy Report)", s.req.ClusterName, objectName(cm), what, changedBy)
+	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), s.related(cm), corev1.EventTypeWarning, configbundlev1alpha1.DriftDetectedEvent, "Report",
+		"Cluster %s: %s differs from the bundle (%s), changed by %s; not healed (driftPolicy Report)", s.req.ClusterName, s.named(cm), what, changedBy)
 }

@@ -26,7 +26,12 @@ func (s *scope) status(base configbundlev1alpha1.ConfigBundleStatus, now metav1.
 	st := *base.DeepCopy()
 	st.ObservedGeneration = s.bundle.Generation
 	if s.cm != nil {
-		st.ConfigMapRef = &configbundlev1alpha1.ConfigMapReference{Name: s.cm.Name, UID: s.cm.UID, ResourceVersion: s.cm.ResourceVersion}
+		ref := &configbundlev1alpha1.ConfigMapReference{Name: s.cm.Name, UID: s.cm.UID, ResourceVersion: s.cm.ResourceVersion}
+		if s.secret {
+			st.SecretRef = ref
+		} else {
+			st.ConfigMapRef = ref
+		}
 	}
 	if heals.count > 0 {
 		st.Heals += heals.count
@@ -102,7 +107,7 @@ func (s *scope) healStatusWait(stored configbundlev1alpha1.ConfigBundleStatus, n
 		return 0
 	}
 	want := s.status(stored, now, heals)
-	want.Heals, want.LastHealTime, want.ConfigMapRef = stored.Heals, stored.LastHealTime, stored.ConfigMapRef
+	want.Heals, want.LastHealTime, want.ConfigMapRef, want.SecretRef = stored.Heals, stored.LastHealTime, stored.ConfigMapRef, stored.SecretRef
 	if !equality.Semantic.DeepEqual(want, stored) {
 		return 0
 	}

@@ -103,6 +103,7 @@ func setUp(ctx, _ context.Context, cps []*controlplane.ControlPlane) error {
 		RetryBaseDelay: 100 * time.Millisecond,
 		RetryMaxDelay:  time.Second,
 		ResyncOn:       func(f func(name string)) { resync.Store(&f) },
+		HubSources:     testHubSources,
 	})
 	if err != nil {
 		return err

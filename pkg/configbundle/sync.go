@@ -78,7 +78,7 @@ func changedWhileAway(b *configbundlev1alpha1.ConfigBundle, cm client.Object) bo
 	if cm == nil {
 		return false
 	}
-	ref := b.Status.ConfigMapRef
+	ref := managedRef(b)
 	return ref == nil || ref.UID != cm.GetUID() || ref.ResourceVersion != cm.GetResourceVersion()
 }
 

@@ -43,11 +43,11 @@ func (s *scope) takeOver(ctx context.Context, current *corev1.ConfigMap) (*corev
 		current = live
 	}
 	if policy == configbundlev1alpha1.TakeOverIfNoDiff {
-		if keys := differingKeys(DesiredConfigMap(s.bundle), current); len(keys) > 0 {
-			s.setReady(metav1.ConditionFalse, configbundlev1alpha1.ConfigMapConflictReason, fmt.Sprintf(
-				"ConfigMap %s already exists, is not managed by this ConfigBundle (its controller: nothing) and its data differs from the bundle's in %s: "+
+		if keys := differingKeys(s.desired(), current); len(keys) > 0 {
+			s.setReady(metav1.ConditionFalse, s.conflictReason(), fmt.Sprintf(
+				"%s already exists, is not managed by this ConfigBundle (its controller: nothing) and its data differs from the bundle's in %s: "+
 					"takeOver IfNoDiff takes it over only once they are equal; it is left untouched",
-				objectName(current), strings.Join(keys, ", ")))
+				s.named(current), strings.Join(keys, ", ")))
 			return nil, false, nil
 		}
 	}
@@ -111,6 +111,6 @@ func (s *scope) tookOver(ctx context.Context, cm *corev1.ConfigMap) {
 		by = strings.Join(s.takenFrom, ", ")
 	}
 	logf.FromContext(ctx).Info("Took over an existing ConfigMap", "configMap", objectName(cm), "writtenBy", s.takenFrom)
-	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), configMapReference(cm), corev1.EventTypeNormal, configbundlev1alpha1.TakenOverEvent, "TakeOver",
-		"Cluster %s: took over ConfigMap %s (takeOver %s); written before by %s", s.req.ClusterName, objectName(cm), s.bundle.Spec.TakeOverPolicy(), by)
+	s.member.GetEventRecorder(s.fieldOwner).Eventf(s.reference(), s.related(cm), corev1.EventTypeNormal, configbundlev1alpha1.TakenOverEvent, "TakeOver",
+		"Cluster %s: took over %s (takeOver %s); written before by %s", s.req.ClusterName, s.named(cm), s.bundle.Spec.TakeOverPolicy(), by)
 }

@@ -19,13 +19,13 @@ func (s *scope) published(cm *corev1.ConfigMap) bool {
 	if s.ledger.isOwnWrite(s.req, cm.ResourceVersion) {
 		return true
 	}
-	ref := s.bundle.Status.ConfigMapRef
+	ref := managedRef(s.bundle)
 	return ref != nil && ref.UID == cm.UID && ref.ResourceVersion == cm.ResourceVersion
 }
 
 // hadPublished reports whether the hub is known to have published a ConfigMap for the bundle.
 func (s *scope) hadPublished() bool {
-	return s.bundle.Status.ConfigMapRef != nil || s.ledger.wrote(s.req)
+	return managedRef(s.bundle) != nil || s.ledger.wrote(s.req)
 }
 
 // changedByOthers reports whether cm was written by someone else since the hub published it:

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
@@ -82,7 +83,9 @@ func SetupWithManager(mgr mcmanager.Manager, members Members, secretNamespace st
 	err := mcbuilder.ControllerManagedBy(mgr).
 		Named("membercluster").
 		Watches(&hubv1alpha1.MemberCluster{}, byMemberName, hubOnly...).
-		Watches(&corev1.Secret{}, byMemberName, hubOnly...).
+		Watches(&corev1.Secret{}, byMemberName, append(hubOnly, mcbuilder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetNamespace() == secretNamespace // the cache holds source Secrets too
+		})))...).
 		Watches(&configbundlev1alpha1.ConfigBundle{}, byMemberName, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		WatchesRawSource(r.stateChanges()).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{

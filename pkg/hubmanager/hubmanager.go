@@ -336,6 +336,7 @@ func setupControllers(mgr mcmanager.Manager, provider *spokeprovider.Provider, o
 		NotConnectedRetry: provider.Options().ProbeInterval,
 		ResyncOn:          provider.OnReady,
 		Replica:           replica,
+		HubSources:        placement.HubSources(mgr.GetLocalManager().GetClient(), mgr.GetLocalManager().GetAPIReader()),
 	})
 	if err != nil {
 		return err
@@ -462,6 +463,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, provider *spokeprovide
 	provider.SecretCacheOptions(&cacheOpts)
 	rollout.RevisionCacheOptions(&cacheOpts)
 	rollout.SourceCacheOptions(&cacheOpts)
+	rollout.SecretCacheOptions(&cacheOpts)
 	// The manager elects a leader with --leader-elect only, through lock: sharded replicas
 	// elect the one that does the hub-wide work with a fence of their coordinator (newElection),
 	// whose loss must not end the manager as a lost election of controller-runtime does.

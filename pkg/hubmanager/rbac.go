@@ -38,3 +38,11 @@ package hubmanager
 // only those labelled hub.configbundle.dev/source=true (rollout.SourceCacheOptions). It never
 // writes one.
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+//
+// Its secretRef sources are Secrets of its namespace, read in the same way: the hub's cache lists
+// and watches only the Secrets labelled hub.configbundle.dev/source=true, besides the members'
+// kubeconfig Secrets of its own namespace and the snapshots it creates
+// ("<fleetbundle>-<revision>-sources", labelled hub.configbundle.dev/source=snapshot, owned by
+// their ControllerRevision, which the garbage collector deletes with it)
+// (rollout.SecretCacheOptions). It never writes a source.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create

@@ -118,9 +118,14 @@ func DesiredOf(fb *hubv1alpha1.FleetBundle, r rollout.Revision, m template.Membe
 	if r.Number > 0 {
 		annotations[hubv1alpha1.FleetBundleRevisionAnnotation] = strconv.FormatInt(r.Number, 10)
 	}
+	spec := rendered.Spec
+	if spec.TargetKind() == configbundlev1alpha1.TargetSecret && r.Number > 0 {
+		// The values stay on the hub: the bundle names the revision's snapshot.
+		spec.HubSource = &configbundlev1alpha1.HubSource{Namespace: fb.Namespace, Name: fb.Name, Revision: r.Number, Hash: r.Definition.SourcesHash}
+	}
 	return &configbundlev1alpha1.ConfigBundle{
 		ObjectMeta: metav1.ObjectMeta{Name: fb.Name, Namespace: fb.Namespace, Labels: lbls, Annotations: annotations},
-		Spec:       rendered.Spec,
+		Spec:       spec,
 	}, nil
 }
 

@@ -58,8 +58,16 @@ var cachedConfigMaps = prometheus.NewGauge(prometheus.GaugeOpts{
 	Help: "ConfigMaps in the hub's cache: the FleetBundles' sources (labelled hub.configbundle.dev/source=true); it caches no other ConfigMap.",
 })
 
+// cachedSecrets is the number of Secrets the hub's cache holds: the members' kubeconfig Secrets,
+// the FleetBundles' source Secrets (labelled hub.configbundle.dev/source=true) and the hub's
+// snapshots of them, and no other. Counted on every change of one.
+var cachedSecrets = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "configbundle_hub_cached_secrets",
+	Help: "Secrets in the hub's cache: the members' kubeconfig Secrets, the FleetBundles' source Secrets (labelled hub.configbundle.dev/source=true) and the hub's snapshots of them; it caches no other Secret.",
+})
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(placementLatency, cachedConfigMaps)
+	ctrlmetrics.Registry.MustRegister(placementLatency, cachedConfigMaps, cachedSecrets)
 	for _, g := range fleetBundleGauges {
 		ctrlmetrics.Registry.MustRegister(g)
 	}

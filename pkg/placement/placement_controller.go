@@ -101,6 +101,7 @@ func (r *Reconciler) setup(pairs *notifier) error {
 		Named(ControllerName).
 		Watches(&hubv1alpha1.FleetBundle{}, r.fleetBundleToPairs, append(hubOnly, mcbuilder.WithPredicates(specOrDeletionChanged))...).
 		Watches(&corev1.ConfigMap{}, r.sourceToPairs, hubOnly...).
+		Watches(&corev1.Secret{}, r.sourceToPairs, append(hubOnly, mcbuilder.WithPredicates(isSourceSecret))...).
 		Watches(&hubv1alpha1.MemberCluster{}, r.memberToPairs, append(hubOnly, mcbuilder.WithPredicates(memberChanged))...).
 		Watches(&hubv1alpha1.ClusterSet{}, r.clusterSetToPairs, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
 		Watches(&hubv1alpha1.ClusterSetBinding{}, r.bindingToPairs, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).

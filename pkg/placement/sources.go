@@ -9,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
@@ -35,8 +37,8 @@ func reportSourceError(fb *hubv1alpha1.FleetBundle, st *hubv1alpha1.FleetBundleS
 	})
 }
 
-// sourceUsers returns the FleetBundles of a source ConfigMap's namespace that name it in
-// spec.dataFrom.
+// sourceUsers returns the FleetBundles of a source ConfigMap's or Secret's namespace that name it
+// in spec.dataFrom.
 func sourceUsers(ctx context.Context, hub client.Reader, o client.Object) []client.ObjectKey {
 	list := &hubv1alpha1.FleetBundleList{}
 	if err := hub.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
@@ -46,6 +48,9 @@ func sourceUsers(ctx context.Context, hub client.Reader, o client.Object) []clie
 	for i := range list.Items {
 		fb := &list.Items[i]
 		if slices.ContainsFunc(fb.Spec.DataFrom, func(s hubv1alpha1.DataFromSource) bool {
+			if _, secret := o.(*corev1.Secret); secret {
+				return s.SecretRef != nil && s.SecretRef.Name == o.GetName()
+			}
 			return s.ConfigMapRef != nil && s.ConfigMapRef.Name == o.GetName()
 		}) {
 			out = append(out, client.ObjectKeyFromObject(fb))
@@ -54,7 +59,13 @@ func sourceUsers(ctx context.Context, hub client.Reader, o client.Object) []clie
 	return out
 }
 
-// sourceToPairs maps a source ConfigMap to the pairs of the FleetBundles that name it with every
+// isSourceSecret passes the events of the hub Secrets labelled SourceLabel=true: the cache also
+// holds the members' kubeconfig Secrets and the hub's snapshots.
+var isSourceSecret = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	return o.GetLabels()[hubv1alpha1.SourceLabel] == "true"
+})
+
+// sourceToPairs maps a source ConfigMap or Secret to the pairs of the FleetBundles that name it with every
 // member.
 func (r *Reconciler) sourceToPairs(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
@@ -62,12 +73,19 @@ func (r *Reconciler) sourceToPairs(_ multicluster.ClusterName, _ cluster.Cluster
 	})
 }
 
-// sourceToFleetBundles maps a source ConfigMap to the FleetBundles that name it, and counts the
-// ConfigMaps of the hub's cache (cachedConfigMaps).
+// sourceToFleetBundles maps a source ConfigMap or Secret to the FleetBundles that name it, and
+// counts the ConfigMaps or Secrets of the hub's cache (cachedConfigMaps, cachedSecrets) on every
+// change of one: of a Secret, whatever it is.
 func (r *StatusReconciler) sourceToFleetBundles(_ multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []mcreconcile.Request {
-		cached := &corev1.ConfigMapList{}
-		if err := r.hub.List(ctx, cached, client.UnsafeDisableDeepCopy); err == nil {
+		if _, secret := o.(*corev1.Secret); secret {
+			if secrets := (&corev1.SecretList{}); r.hub.List(ctx, secrets, client.UnsafeDisableDeepCopy) == nil {
+				cachedSecrets.Set(float64(len(secrets.Items)))
+			}
+			if !isSourceSecret.Generic(event.GenericEvent{Object: o}) {
+				return nil // a kubeconfig Secret, or a snapshot: counted only
+			}
+		} else if cached := (&corev1.ConfigMapList{}); r.hub.List(ctx, cached, client.UnsafeDisableDeepCopy) == nil {
 			cachedConfigMaps.Set(float64(len(cached.Items)))
 		}
 		var reqs []mcreconcile.Request

@@ -64,6 +64,7 @@ func (r *StatusReconciler) setup(n *notifier) error {
 		Named(StatusControllerName).
 		Watches(&hubv1alpha1.FleetBundle{}, r.toItself, hubOnly...).
 		Watches(&corev1.ConfigMap{}, r.sourceToFleetBundles, hubOnly...).
+		Watches(&corev1.Secret{}, r.sourceToFleetBundles, hubOnly...).
 		Watches(&hubv1alpha1.MemberCluster{}, r.toEveryFleetBundle, append(hubOnly, mcbuilder.WithPredicates(memberChanged))...).
 		Watches(&hubv1alpha1.ClusterSet{}, r.clusterSetToFleetBundles, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).
 		Watches(&hubv1alpha1.ClusterSetBinding{}, r.bindingToFleetBundles, append(hubOnly, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{}))...).

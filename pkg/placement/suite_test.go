@@ -109,6 +109,7 @@ func setUp(ctx, startCtx context.Context, cps []*controlplane.ControlPlane) erro
 		RetryMaxDelay:  time.Second,
 		Connected:      members.Connected,
 		ResyncOn:       members.OnReady,
+		HubSources:     placement.HubSources(mgr.GetLocalManager().GetClient(), mgr.GetLocalManager().GetAPIReader()),
 	}); err != nil {
 		return err
 	}

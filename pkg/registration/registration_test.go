@@ -337,8 +337,8 @@ func TestLeastPrivilege(t *testing.T) {
 	t.Run("refuses everything else", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := t.Context()
-		g.Expect(hub.List(ctx, &corev1.SecretList{})).To(Satisfy(apierrors.IsForbidden), "list secrets")
-		g.Expect(hub.List(ctx, &corev1.SecretList{}, client.InNamespace(hubv1alpha1.DefaultSecretNamespace))).To(Satisfy(apierrors.IsForbidden), "list secrets in the hub's own namespace")
+		g.Expect(hub.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(ns))).To(Satisfy(apierrors.IsForbidden), "deletecollection secrets")
+		g.Expect(hub.List(ctx, &corev1.ServiceAccountList{}, client.InNamespace(hubv1alpha1.DefaultSecretNamespace))).To(Satisfy(apierrors.IsForbidden), "list serviceaccounts in the hub's own namespace")
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: metav1.NamespaceDefault}, &corev1.Namespace{})).To(Satisfy(apierrors.IsForbidden), "get namespace default")
 		g.Expect(hub.List(ctx, &corev1.NamespaceList{})).To(Satisfy(apierrors.IsForbidden), "list namespaces")
 		g.Expect(hub.DeleteAllOf(ctx, &configbundlev1alpha1.ConfigBundle{}, client.InNamespace(ns))).To(Satisfy(apierrors.IsForbidden), "deletecollection configbundles")
@@ -439,7 +439,7 @@ func TestReRegisterRotatesTokenInPlace(t *testing.T) {
 	// Someone widens the ClusterRole; re-registering must restore exactly the member role.
 	role := &rbacv1.ClusterRole{}
 	g.Expect(memberAdmin.Get(t.Context(), client.ObjectKey{Name: registration.RBACName}, role)).To(Succeed())
-	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}})
+	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}})
 	g.Expect(memberAdmin.Update(t.Context(), role, client.FieldOwner("someone-else"))).To(Succeed())
 
 	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)

@@ -151,7 +151,7 @@ func newControllerRevision(fb *hubv1alpha1.FleetBundle, d *template.Definition, 
 // creating its ControllerRevision if it has none, and the revisions with it.
 func EnsureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetBundle, d *template.Definition, revs []Revision, fieldOwner string) (Revision, []Revision, error) {
 	if r, ok := RevisionOfTemplate(d, revs); ok {
-		return r, revs, nil
+		return r, revs, ensureSnapshot(ctx, c, fb, r, d, fieldOwner)
 	}
 	cr, err := newControllerRevision(fb, d, nextRevision(fb, revs), fieldOwner)
 	if err != nil {
@@ -167,7 +167,7 @@ func EnsureRevision(ctx context.Context, c client.Client, fb *hubv1alpha1.FleetB
 	if err != nil {
 		return Revision{}, nil, err
 	}
-	return r, append(revs, r), nil
+	return r, append(revs, r), ensureSnapshot(ctx, c, fb, r, d, fieldOwner)
 }
 
 // PruneRevisions deletes the revisions Prunable names.

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 	hubv1alpha1 "configbundle.dev/hub/api/hub/v1alpha1"
 	"configbundle.dev/hub/pkg/template"
 )
@@ -33,15 +35,20 @@ func ResolveDefinition(ctx context.Context, reader client.Reader, fb *hubv1alpha
 	if err != nil && !errors.As(err, new(*template.SourceError)) {
 		return d, err
 	}
-	if pin := fb.Spec.DataFromRevision; pin != nil && (err != nil || template.SourcesHash(sources) == pin.SourcesHash) {
+	secret := fb.Spec.Template.Spec.TargetKind() == configbundlev1alpha1.TargetSecret
+	if pin := fb.Spec.DataFromRevision; pin != nil && (err != nil || template.PinHash(secret, sources) == pin.SourcesHash) {
 		rev, perr := ReadRevision(ctx, reader, fb, pin.Revision)
 		if perr == nil && equality.Semantic.DeepEqual(rev.Definition.DataFrom, fb.Spec.DataFrom) {
-			d.Sources = rev.Definition.Sources
+			d.Sources, d.SourcesHash = rev.Definition.Sources, rev.Definition.SourcesHash
 			return d, nil
 		}
 	}
 	if err != nil {
 		return d, err
+	}
+	if secret {
+		d.SecretSources, d.SourcesHash = sources, template.SecretHash(sources)
+		return d, nil
 	}
 	d.Sources = sources
 	return d, nil
@@ -53,6 +60,11 @@ func ResolveDefinition(ctx context.Context, reader client.Reader, fb *hubv1alpha
 func ReadSources(ctx context.Context, reader client.Reader, fb *hubv1alpha1.FleetBundle) (map[string]string, error) {
 	var readErr error
 	sources, err := template.ResolveSources(fb, func(e hubv1alpha1.DataFromSource) *template.Source {
+		if e.SecretRef != nil {
+			src, err := readSecretSource(ctx, reader, fb.Namespace, e.SecretRef.Name)
+			readErr = cmp.Or(readErr, err)
+			return src
+		}
 		if e.ConfigMapRef == nil {
 			return &template.Source{} // refused by ResolveSources
 		}
@@ -72,6 +84,25 @@ func ReadSources(ctx context.Context, reader client.Reader, fb *hubv1alpha1.Flee
 		return nil, fmt.Errorf("reading the sources of FleetBundle %s/%s: %w", fb.Namespace, fb.Name, readErr)
 	}
 	return sources, err
+}
+
+// readSecretSource reads a source Secret: nil if it is missing or not labelled SourceLabel=true.
+// Its values are held only as long as resolution needs them.
+func readSecretSource(ctx context.Context, reader client.Reader, namespace, name string) (*template.Source, error) {
+	secret := &corev1.Secret{}
+	switch err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case secret.Labels[hubv1alpha1.SourceLabel] != "true":
+		return nil, nil
+	}
+	data := make(map[string]string, len(secret.Data))
+	for k, v := range secret.Data {
+		data[k] = string(v)
+	}
+	return &template.Source{Data: data}, nil
 }
 
 // SourceCacheOptions restricts a hub manager's cache of ConfigMaps to those labelled

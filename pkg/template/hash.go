@@ -10,7 +10,7 @@ import (
 // FleetBundleTemplateHashAnnotation.
 func Hash(d *Definition) string {
 	return fleetbundle.Hash(hashedDefinition{Metadata: d.Metadata, Spec: d.Spec, TemplateEngine: d.TemplateEngine, Overrides: d.Overrides,
-		DataFrom: d.DataFrom, Sources: d.Sources})
+		DataFrom: d.DataFrom, Sources: d.Sources, SourcesHash: d.SourcesHash})
 }
 
 // hashedDefinition is what Hash hashes: a template with its metadata always encoded, as
@@ -23,4 +23,5 @@ type hashedDefinition struct {
 	Overrides      []hubv1alpha1.TemplateOverride        `json:"overrides,omitempty"`
 	DataFrom       []hubv1alpha1.DataFromSource          `json:"dataFrom,omitempty"`
 	Sources        map[string]string                     `json:"sources,omitempty"`
+	SourcesHash    string                                `json:"sourcesHash,omitempty"`
 }

@@ -30,6 +30,13 @@ type Definition struct {
 	// revision keeps them, so that it places the same content whatever the sources hold later.
 	DataFrom []hubv1alpha1.DataFromSource `json:"dataFrom,omitempty"`
 	Sources  map[string]string            `json:"sources,omitempty"`
+
+	// SourcesHash, with target Secret, identifies what the secretRef sources resolved to
+	// (SecretHash): the revision keeps it in place of Sources, and the values in its snapshot
+	// Secret (SnapshotName). SecretSources are those values, when read from the sources now:
+	// never encoded, never in a revision.
+	SourcesHash   string            `json:"sourcesHash,omitempty"`
+	SecretSources map[string]string `json:"-"`
 }
 
 // DefinitionOf is the definition a FleetBundle's spec gives, its sources not read: Sources is
@@ -46,6 +53,9 @@ func DefinitionOf(fb *hubv1alpha1.FleetBundle) Definition {
 	}
 	if d.Spec.TakeOver == configbundlev1alpha1.TakeOverNever {
 		d.Spec.TakeOver = ""
+	}
+	if d.Spec.Target == configbundlev1alpha1.TargetConfigMap {
+		d.Spec.Target = ""
 	}
 	return d
 }

@@ -1,6 +1,9 @@
 package template
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -39,12 +42,13 @@ func ResolveSources(fb *hubv1alpha1.FleetBundle, read func(hubv1alpha1.DataFromS
 		return nil, nil
 	}
 	out, from := map[string]string{}, map[string]int{}
+	secret := fb.Spec.Template.Spec.TargetKind() == configbundlev1alpha1.TargetSecret
 	for i, entry := range fb.Spec.DataFrom {
 		src := read(entry)
 		if src == nil {
 			return nil, notFound(fb, i, entry)
 		}
-		taken, err := take(i, entry, src)
+		taken, err := take(i, entry, src, secret)
 		if err != nil {
 			return nil, err
 		}
@@ -66,12 +70,15 @@ func ResolveSources(fb *hubv1alpha1.FleetBundle, read func(hubv1alpha1.DataFromS
 }
 
 // take returns the keys an entry takes from its source, with its prefix.
-func take(i int, entry hubv1alpha1.DataFromSource, src *Source) (map[string]string, error) {
+func take(i int, entry hubv1alpha1.DataFromSource, src *Source, secret bool) (map[string]string, error) {
 	invalid := func(format string, args ...any) error {
 		return &SourceError{Reason: hubv1alpha1.SourceInvalidReason, Message: fmt.Sprintf("spec.dataFrom[%d] (%s): ", i, describe(entry)) + fmt.Sprintf(format, args...)}
 	}
-	if entry.SecretRef != nil {
+	if entry.SecretRef != nil && !secret {
 		return nil, invalid("a Secret's data never lands in a ConfigMap")
+	}
+	if entry.SecretRef == nil && secret {
+		return nil, invalid("a FleetBundle that places a Secret takes its data only from secretRef sources")
 	}
 	keys := entry.Keys
 	if keys == nil {
@@ -90,11 +97,11 @@ func take(i int, entry hubv1alpha1.DataFromSource, src *Source) (map[string]stri
 			return nil, invalid("the key %q listed in keys is missing from the %s", k, kindOf(entry))
 		}
 		key := entry.Prefix + k
-		if key == "message" {
+		if key == "message" && !secret {
 			return nil, invalid("the key \"message\" is the bundle's spec.message: set a prefix")
 		}
 		if errs := validation.IsConfigMapKey(key); len(errs) > 0 {
-			return nil, invalid("the key %q is not a valid ConfigMap key: %s", key, strings.Join(errs, "; "))
+			return nil, invalid("the key %q is not a valid %s key: %s", key, kindOf(entry), strings.Join(errs, "; "))
 		}
 		out[key] = v
 	}
@@ -168,4 +175,31 @@ func describe(entry hubv1alpha1.DataFromSource) string { return kindOf(entry) + 
 // spec.dataFromRevision compares.
 func SourcesHash(sources map[string]string) string {
 	return fleetbundle.Hash(sources)
+}
+
+// SecretHash is the SHA-256, in lowercase hex, of what a FleetBundle's secretRef sources
+// resolved to: a revision's SourcesHash, and the hash of a placed bundle's spec.hubSource. It
+// names the content without holding it.
+func SecretHash(sources map[string]string) string {
+	raw, err := json.Marshal(sources) // map keys are sorted: the same content, the same bytes
+	if err != nil {
+		panic(fmt.Sprintf("marshalling for a hash: %v", err)) // a map of strings cannot fail
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// SnapshotName is the name of the hub Secret that keeps what revision n of a FleetBundle's
+// secretRef sources held: "<fleetbundle>-<revision>-sources".
+func SnapshotName(fleetBundle string, n int64) string {
+	return fmt.Sprintf("%s-%d-sources", fleetBundle, n)
+}
+
+// PinHash is what a FleetBundle's spec.dataFromRevision.sourcesHash compares with sources, what
+// its sources resolve to now: SecretHash with target Secret (secret), SourcesHash otherwise.
+func PinHash(secret bool, sources map[string]string) string {
+	if secret {
+		return SecretHash(sources)
+	}
+	return SourcesHash(sources)
 }

@@ -2,6 +2,7 @@ package template
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,15 +31,31 @@ func TestResolveSources(t *testing.T) {
 		"long":  {Data: map[string]string{"v": strings.Repeat("x", configbundlev1alpha1.MaxDataValueBytes+1)}},
 		"msg":   {Data: map[string]string{"message": "m"}},
 	}
-	read := func(e hubv1alpha1.DataFromSource) *Source { return sources[e.ConfigMapRef.Name] }
+	read := func(e hubv1alpha1.DataFromSource) *Source {
+		if e.SecretRef != nil {
+			return sources[e.SecretRef.Name]
+		}
+		return sources[e.ConfigMapRef.Name]
+	}
+	fromSecret := func(name string) hubv1alpha1.DataFromSource {
+		return hubv1alpha1.DataFromSource{SecretRef: &hubv1alpha1.SourceReference{Name: name}}
+	}
 	tests := []struct {
 		name     string
 		dataFrom []hubv1alpha1.DataFromSource
 		data     map[string]string
+		// secret: the template's target is Secret.
+		secret   bool
 		want     map[string]string
 		reason   string
 		mentions string
 	}{
+		{name: "a Secret for a Secret", dataFrom: []hubv1alpha1.DataFromSource{fromSecret("msg")}, secret: true, want: map[string]string{"message": "m"}},
+		{name: "a Secret for a ConfigMap", dataFrom: []hubv1alpha1.DataFromSource{fromSecret("ca")}, reason: hubv1alpha1.SourceInvalidReason, mentions: "never lands in a ConfigMap"},
+		{name: "a ConfigMap for a Secret", dataFrom: []hubv1alpha1.DataFromSource{fromConfigMap("ca", nil, "")}, secret: true,
+			reason: hubv1alpha1.SourceInvalidReason, mentions: "only from secretRef sources"},
+		{name: "a missing Secret", dataFrom: []hubv1alpha1.DataFromSource{fromSecret("gone")}, secret: true,
+			reason: hubv1alpha1.SourceNotFoundReason, mentions: "kubectl label secret -n tenant gone " + hubv1alpha1.SourceLabel + "=true"},
 		{name: "none", want: nil},
 		{name: "one source", dataFrom: []hubv1alpha1.DataFromSource{fromConfigMap("ca", nil, "")}, want: map[string]string{"ca.crt": "PEM-A", "extra": "x"}},
 		{name: "listed keys only", dataFrom: []hubv1alpha1.DataFromSource{fromConfigMap("ca", []string{"ca.crt"}, "")}, want: map[string]string{"ca.crt": "PEM-A"}},
@@ -67,6 +84,9 @@ func TestResolveSources(t *testing.T) {
 			t.Parallel()
 			fb := &hubv1alpha1.FleetBundle{}
 			fb.Namespace, fb.Spec.DataFrom, fb.Spec.Template.Spec.Data = "tenant", tt.dataFrom, dataValues(tt.data)
+			if tt.secret {
+				fb.Spec.Template.Spec.Target = configbundlev1alpha1.TargetSecret
+			}
 			got, err := ResolveSources(fb, read)
 			if tt.reason == "" {
 				if err != nil {
@@ -121,5 +141,33 @@ func TestSourcesAreNeverTemplated(t *testing.T) {
 	d.Sources = nil
 	if Hash(d) != plain {
 		t.Error("a definition without sources hashes differently")
+	}
+}
+
+// TestSecretHash: the hash of a Secret target's sources is the SHA-256 of their content in
+// lowercase hex, the same for the same content whatever the order, and another for another;
+// a pin compares it with target Secret, SourcesHash otherwise.
+func TestSecretHash(t *testing.T) {
+	t.Parallel()
+	a, b := map[string]string{"x": "1", "y": "2"}, map[string]string{"y": "2", "x": "1"}
+	tests := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"64 hex digits", fmt.Sprint(len(SecretHash(a))), "64"},
+		{"the same content", SecretHash(a), SecretHash(b)},
+		{"the SHA-256 of its JSON", SecretHash(map[string]string{}), "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"},
+		{"a pin with target Secret", PinHash(true, a), SecretHash(a)},
+		{"a pin with target ConfigMap", PinHash(false, a), SourcesHash(a)},
+		{"the snapshot's name", SnapshotName("pull", 3), "pull-3-sources"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, tt.got, tt.want)
+		}
+	}
+	if SecretHash(a) == SecretHash(map[string]string{"x": "1", "y": "3"}) {
+		t.Error("another content, the same hash")
 	}
 }

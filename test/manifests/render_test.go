@@ -181,6 +181,9 @@ func TestDefault(t *testing.T) {
 			// The sources of FleetBundles (spec.dataFrom), read only: the hub caches those labelled
 			// hub.configbundle.dev/source alone, which RBAC cannot say.
 			expand([]string{"/configmaps"}, "get", "list", "watch"),
+			// Source Secrets, read the same way, and the hub's snapshots of them, created (the
+			// garbage collector deletes them with their ControllerRevision).
+			expand([]string{"/secrets"}, "get", "list", "watch", "create"),
 			expand([]string{"events.k8s.io/events"}, "create", "patch"),
 			// The metrics endpoint's authentication and authorization of scrapers.
 			expand([]string{"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews"}, "create"),

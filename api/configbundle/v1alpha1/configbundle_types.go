@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // MessageKey is the key of the managed ConfigMap's data that holds spec.message.
@@ -211,6 +212,9 @@ const TakenOverEvent = "TakenOver"
 // refused message, up to 1.5 MiB, in the error.
 //
 // +kubebuilder:validation:XValidation:rule=`!has(self.message) || size(bytes(self.message)) + 5 * size(self.message.findAll('[<>&\x00-\x08\x0b\x0c\x0e-\x1f]')) + 3 * size(self.message.findAll('[\u2028\u2029]')) + size(self.message.findAll('[\t\n\r"\\\\]')) <= 1310720`,fieldPath=".message",message=`message is too large to store: at most 1310720 bytes once JSON-escaped, as etcd stores it (<, >, &, U+2028, U+2029 and control characters other than tab, newline and carriage return take 6 bytes each; ", \, tab, newline and carriage return 2)`,reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="has(self.target) && self.target == 'Secret' || has(self.message)",message="message is required: a bundle with target ConfigMap publishes it as data.message",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.target) || self.target != 'Secret' || ((!has(self.message) || size(self.message) == 0) && (!has(self.data) || size(self.data) == 0))",message="a bundle with target Secret holds no values: message and data must be empty (a Secret's values come only from a FleetBundle's secretRef sources, through spec.hubSource)",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.hubSource) || has(self.target) && self.target == 'Secret'",message="hubSource is set only with target Secret",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.immutable) || !oldSelf.immutable || self == oldSelf",message="spec is immutable: this ConfigBundle was made immutable (spec.immutable: true), so its message, data and immutable fields can no longer change; delete and recreate it to publish different content",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule=`!has(self.data) || size(bytes(self.message)) + self.data.map(k, size(bytes(self.data[k]))).sum() <= 1048576`,fieldPath=".data",message="message and data together must fit in a ConfigMap: at most 1048576 bytes of UTF-8 in all their values (a ConfigMap holds at most 1 MiB of data)",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule=`!has(self.data) || size(bytes(self.message)) + 5 * size(self.message.findAll('[<>&\x00-\x08\x0b\x0c\x0e-\x1f]')) + 3 * size(self.message.findAll('[\u2028\u2029]')) + size(self.message.findAll('[\t\n\r"\\\\]')) + self.data.map(k, size(bytes(self.data[k])) + 5 * size(self.data[k].findAll('[<>&\x00-\x08\x0b\x0c\x0e-\x1f]')) + 3 * size(self.data[k].findAll('[\u2028\u2029]')) + size(self.data[k].findAll('[\t\n\r"\\\\]'))).sum() <= 1310720`,fieldPath=".data",message="message and data together are too large to store: at most 1310720 bytes once JSON-escaped, as etcd stores them (<, >, &, U+2028, U+2029 and control characters other than tab, newline and carriage return take 6 bytes each; \", \\, tab, newline and carriage return 2)",reason=FieldValueInvalid
@@ -219,8 +223,9 @@ type ConfigBundleSpec struct {
 	// ConfigMap: at most 1,048,576 bytes of UTF-8. It must also fit in etcd, where the bundle is
 	// stored as JSON: at most 1,310,720 bytes once JSON-escaped, where <, >, &, U+2028, U+2029
 	// and control characters other than tab, newline and carriage return take 6 bytes each, ",
-	// \, tab, newline and carriage return 2.
-	// +required
+	// \, tab, newline and carriage return 2. Required with target ConfigMap; empty with target
+	// Secret.
+	// +optional
 	// +kubebuilder:validation:MaxLength=1048576
 	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 1048576",message="message must fit in a ConfigMap: at most 1048576 bytes of UTF-8 (a ConfigMap holds at most 1 MiB of data)",reason=FieldValueInvalid
 	Message string `json:"message"`
@@ -262,6 +267,86 @@ type ConfigBundleSpec struct {
 	// +optional
 	// +kubebuilder:default=Never
 	TakeOver TakeOver `json:"takeOver,omitempty"`
+
+	// target is what the bundle publishes: ConfigMap (the default, when absent), from its
+	// message and data; or Secret, an Opaque Secret of the bundle's name, with the same create,
+	// update, heal, immutability, driftPolicy, takeOver and deletion semantics. A bundle with
+	// target Secret holds no values (message and data are empty): its data is the hub snapshot
+	// spec.hubSource names, which only the hub's placement of a FleetBundle sets.
+	// +optional
+	Target Target `json:"target,omitempty"`
+
+	// hubSource, with target Secret, names the hub snapshot of a FleetBundle's secretRef
+	// sources whose data the Secret holds. Set by the hub's placement, never by hand: the hub
+	// checks it against the FleetBundle before it writes anything.
+	// +optional
+	HubSource *HubSource `json:"hubSource,omitempty"`
+}
+
+// Target is what a ConfigBundle publishes in its member (spec.target).
+// +kubebuilder:validation:Enum=ConfigMap;Secret
+type Target string
+
+// Values of spec.target.
+const (
+	// TargetConfigMap (the default): the bundle publishes a ConfigMap of its name, from its
+	// message and data.
+	TargetConfigMap Target = "ConfigMap"
+
+	// TargetSecret: the bundle publishes a Secret of its name, of type Opaque, with the data of
+	// the hub snapshot its spec.hubSource names. The bundle itself holds no value.
+	TargetSecret Target = "Secret"
+)
+
+// HubSource names the hub snapshot of a FleetBundle's Secret sources that a placed
+// ConfigBundle with target Secret publishes: the hub Secret "<name>-<revision>-sources" in
+// namespace. The hub writes the member's Secret only if the FleetBundle namespace/name places
+// exactly this bundle in this member and the snapshot's content has this hash.
+type HubSource struct {
+	// namespace of the FleetBundle on the hub.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+
+	// name of the FleetBundle.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// revision of the FleetBundle whose snapshot is published.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Revision int64 `json:"revision"`
+
+	// hash is the SHA-256 of the snapshot's content, in lowercase hex.
+	// +required
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	Hash string `json:"hash"`
+}
+
+// SecretLabel, with the value "true", is on every Secret a ConfigBundle with target Secret
+// publishes: the hub's cache of a member holds only Secrets so labelled.
+const SecretLabel = "configbundle.dev/bundle-secret"
+
+// SourceNotFoundReason (Ready=False): a bundle with target Secret has no spec.hubSource, or the
+// hub cannot match it to a FleetBundle that places exactly this bundle in this member, with a
+// snapshot of that hash. The hub writes no Secret. A bundle written by hand in a member always
+// has this reason: only the hub's placement can make the hub copy a hub Secret.
+const SourceNotFoundReason = "SourceNotFound"
+
+// SecretConflictReason (Ready=False): as ConfigMapConflictReason, for a Secret of the bundle's
+// name with target Secret.
+const SecretConflictReason = "SecretConflict"
+
+// TargetKind is spec.target, TargetConfigMap where it is not set.
+func (s ConfigBundleSpec) TargetKind() Target {
+	if s.Target == "" {
+		return TargetConfigMap
+	}
+	return s.Target
 }
 
 // TakeOverPolicy is spec.takeOver, TakeOverNever where it is not set.
@@ -272,10 +357,11 @@ func (s ConfigBundleSpec) TakeOverPolicy() TakeOver {
 	return s.TakeOver
 }
 
-// Equal reports whether two specs ask for the same ConfigMap: an empty and a missing data are
-// equal.
+// Equal reports whether two specs ask for the same ConfigMap or Secret: an empty and a missing
+// data are equal, as are an empty target and ConfigMap.
 func (s ConfigBundleSpec) Equal(o ConfigBundleSpec) bool {
-	return s.Message == o.Message && s.Immutable == o.Immutable && maps.Equal(s.Data, o.Data)
+	return s.Message == o.Message && s.Immutable == o.Immutable && maps.Equal(s.Data, o.Data) &&
+		s.TargetKind() == o.TargetKind() && ptr.Equal(s.HubSource, o.HubSource)
 }
 
 // ConfigMapReference identifies the ConfigMap a ConfigBundle manages.
@@ -309,6 +395,10 @@ type ConfigBundleStatus struct {
 	// configMapRef identifies the managed ConfigMap, once it exists.
 	// +optional
 	ConfigMapRef *ConfigMapReference `json:"configMapRef,omitempty"`
+
+	// secretRef identifies the managed Secret of a bundle with target Secret, once it exists.
+	// +optional
+	SecretRef *ConfigMapReference `json:"secretRef,omitempty"`
 
 	// heals counts the times drift of the managed ConfigMap was corrected, a recreation of a
 	// deleted ConfigMap included.

@@ -1,8 +1,15 @@
 package v1alpha1
 
-// SourceLabel, with the value "true", marks a hub ConfigMap that FleetBundles of its namespace
-// may read through spec.dataFrom. The hub caches and reads no other ConfigMap.
+// SourceLabel, with the value "true", marks a hub ConfigMap or Secret that FleetBundles of its
+// namespace may read through spec.dataFrom. The hub caches and reads no other ConfigMap, and no
+// other Secret but the members' kubeconfig Secrets and its own snapshots (SourceSnapshotValue).
 const SourceLabel = "hub.configbundle.dev/source"
+
+// SourceSnapshotValue is the value of SourceLabel on the hub's snapshot Secrets: the immutable
+// Secret "<fleetbundle>-<revision>-sources" (SnapshotName) that keeps what a revision's secretRef
+// sources held, owned by that revision's ControllerRevision and pruned with it. It is not "true":
+// no FleetBundle reads a snapshot as a source.
+const SourceSnapshotValue = "snapshot"
 
 // MaxDataFromSources is the most entries of a FleetBundle's spec.dataFrom.
 const MaxDataFromSources = 16
@@ -37,8 +44,11 @@ type DataFromSource struct {
 	// +optional
 	ConfigMapRef *SourceReference `json:"configMapRef,omitempty"`
 
-	// secretRef names a Secret of the FleetBundle's namespace, labelled SourceLabel. A Secret's
-	// data never lands in a ConfigMap: it is refused in a FleetBundle that places ConfigMaps.
+	// secretRef names a Secret of the FleetBundle's namespace, labelled SourceLabel, of type
+	// Opaque. A Secret's data never lands in a ConfigMap: it is allowed only in a FleetBundle
+	// whose template has target Secret, which takes its data only from secretRef sources. Its
+	// values are never copied into a ConfigBundle or a ControllerRevision: each revision keeps
+	// them in an immutable hub Secret "<fleetbundle>-<revision>-sources" (SourceSnapshotValue).
 	// +optional
 	SecretRef *SourceReference `json:"secretRef,omitempty"`
 

@@ -404,10 +404,12 @@ type TemplateMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// FleetBundleSpec says what to place and where. A secretRef source is refused while the placed
-// bundles can only be ConfigMaps: once a template can target a Secret, the rule below admits it
-// there.
-// +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || self.dataFrom.all(s, !has(s.secretRef))",message="dataFrom: secretRef is not allowed in a FleetBundle that places a ConfigMap: a Secret's data never lands in a ConfigMap",reason=FieldValueForbidden
+// FleetBundleSpec says what to place and where. A template with target Secret takes its data
+// only from secretRef sources, and one with target ConfigMap never from a secretRef.
+// +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || has(self.template.spec.target) && self.template.spec.target == 'Secret' || self.dataFrom.all(s, !has(s.secretRef))",message="dataFrom: secretRef is not allowed in a FleetBundle that places a ConfigMap: a Secret's data never lands in a ConfigMap; set spec.template.spec.target: Secret to place a Secret",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || !has(self.template.spec.target) || self.template.spec.target != 'Secret' || self.dataFrom.all(s, has(s.secretRef))",message="dataFrom: a FleetBundle that places a Secret (spec.template.spec.target: Secret) takes its data only from secretRef sources: configMapRef is not allowed",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.target) || self.template.spec.target != 'Secret' || has(self.dataFrom)",message="dataFrom is required in a FleetBundle that places a Secret (spec.template.spec.target: Secret): the Secret's data comes only from secretRef sources",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || !has(self.template.spec.target) || self.template.spec.target != 'Secret' || self.overrides.all(o, !has(o.message) && !has(o.data))",message="overrides: a FleetBundle that places a Secret (spec.template.spec.target: Secret) holds no values: its overrides set no message or data; the Secret's data comes only from secretRef sources",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.template.spec.immutable) || !oldSelf.template.spec.immutable || (has(self.overrides) == has(oldSelf.overrides) && (!has(self.overrides) || (self.overrides == oldSelf.overrides && self.overrides.map(o, o.name) == oldSelf.overrides.map(o, o.name))) && has(self.templateEngine) == has(oldSelf.templateEngine) && (!has(self.templateEngine) || self.templateEngine == oldSelf.templateEngine))",message="overrides and templateEngine are immutable: the template was made immutable (spec.template.spec.immutable: true), which freezes what members get; delete and recreate the FleetBundle to change them",reason=FieldValueForbidden
 type FleetBundleSpec struct {
 	// clusterSelector selects MemberClusters by their labels, with Kubernetes semantics: an
