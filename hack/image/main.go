@@ -33,6 +33,7 @@ const hubPackage = "configbundle.dev/hub/hub"
 
 type options struct {
 	image, output, binary       string
+	pkg, entrypoint             string
 	version, gitCommit, arch    string
 	caCertificates, sourceLabel string
 }
@@ -42,6 +43,8 @@ func main() {
 	flag.StringVar(&o.image, "image", ociimage.DefaultRef, "The image's name:tag in the tar.")
 	flag.StringVar(&o.output, "output", "bin/hub-image.tar", "The tar to write.")
 	flag.StringVar(&o.binary, "binary", "", "A static hub binary to use instead of building one.")
+	flag.StringVar(&o.pkg, "package", hubPackage, "The main package to build into the image (the kind test's application: ./test/kind/testapp).")
+	flag.StringVar(&o.entrypoint, "entrypoint", ociimage.DefaultBinaryPath, "The binary's path in the image, its entrypoint.")
 	flag.StringVar(&o.version, "version", "", "The version built into the hub and labelled (default: as the Makefile's VERSION: git describe --tags --always --dirty, else devel).")
 	flag.StringVar(&o.gitCommit, "git-commit", "", "The git commit built into the hub and labelled (default: as the Makefile's GIT_COMMIT: git rev-parse HEAD).")
 	flag.StringVar(&o.arch, "arch", "", "The GOARCH to build the hub for (default: this machine's, "+runtime.GOARCH+"); with --binary, the binary's, which a given one must match.")
@@ -80,6 +83,7 @@ func run(o options) error {
 	img, err := ociimage.Write(o.output, ociimage.Options{
 		Ref:            o.image,
 		Binary:         o.binary,
+		BinaryPath:     o.entrypoint,
 		Arch:           o.arch,
 		CACertificates: o.caCertificates,
 		Created:        created,
@@ -132,15 +136,15 @@ func labels(o options) map[string]string {
 	return l
 }
 
-// buildHub builds the hub into o.binary as the Dockerfile does.
+// buildHub builds o.pkg (the hub, by default) into o.binary as the Dockerfile does the hub.
 func buildHub(o options) error {
 	ldflags := "-s -w -X configbundle.dev/hub/pkg/version.Version=" + o.version +
 		" -X configbundle.dev/hub/pkg/version.GitCommit=" + o.gitCommit
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", o.binary, hubPackage)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", o.binary, o.pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+o.arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s: %w", hubPackage, err)
+		return fmt.Errorf("go build %s: %w", o.pkg, err)
 	}
 	return nil
 }

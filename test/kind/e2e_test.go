@@ -5,7 +5,8 @@
 // with config/default into a hub cluster, and manages two member clusters registered with their
 // kind-internal addresses: heals, kubectl get mc and fleet, the metrics Service refusing a scrape
 // without a token (401) or without the metrics reader role (403), a FleetBundle placed by label,
-// the leader's Pod deleted and its work taken over, and no request of the hub refused by its
+// a rollout rolled back because the canary's own application (test/kind/testapp) turns unready on
+// a bad value, the leader's Pod deleted and its work taken over, and no request of the hub refused by its
 // cluster's API server (its audit log).
 //
 // It needs a reachable Docker daemon that runs privileged containers, and nothing else: kind is
@@ -111,9 +112,12 @@ func TestKindFleet(t *testing.T) {
 
 	// The hub image, built from this checkout without Docker (hack/image, as `make image`), while
 	// the clusters come up.
-	imageTar := filepath.Join(t.TempDir(), "hub-image.tar")
+	imageTar, appTar := filepath.Join(t.TempDir(), "hub-image.tar"), filepath.Join(t.TempDir(), "testapp-image.tar")
 	imageBuilt := make(chan error, 1)
-	go func() { imageBuilt <- buildImage(root, imageTar) }()
+	go func() {
+		imageBuilt <- errors.Join(buildImage(root, imageTar, "--image", image),
+			buildImage(root, appTar, "--image", appImage, "--package", appPackage, "--entrypoint", "/"+appName))
+	}()
 
 	// The clusters, created at once. Their kubeconfig goes to a file of the test's own: the
 	// user's is left alone.
@@ -174,8 +178,11 @@ func TestKindFleet(t *testing.T) {
 	}
 	t.Logf("%d kind clusters created in %s", len(names), time.Since(step).Round(time.Second))
 
-	g.Expect(<-imageBuilt).To(Succeed(), "building the hub image")
+	g.Expect(<-imageBuilt).To(Succeed(), "building the hub's and the test application's images")
 	loadImage(t, provider, hubName, imageTar)
+	for _, name := range memberNames {
+		loadImage(t, provider, name, appTar)
+	}
 
 	// config/default with the image replaced, server-side applied to the hub cluster.
 	hubCfg := restConfig(t, provider, hubName, false)
@@ -332,6 +339,11 @@ func TestKindFleet(t *testing.T) {
 		"no ConfigBundle %s in %s (not env=prod)", webKey, other)
 	t.Logf("FleetBundle %s placed in %s only", webKey, prod)
 
+	// A rollout judged by the application that reads the bundle, on real Pods.
+	step = time.Now()
+	checkRolloutJudgedByItsApplication(t, hubc, memberc, webKey.Namespace)
+	t.Logf("a rollout judged by its application, rolled back on a bad value, in %s", time.Since(step).Round(time.Second))
+
 	// The leader's Pod deleted: the other replica takes the Lease and heals a new drift.
 	leader := leaderPod(g, hubc)
 	g.Expect(leader).NotTo(BeEmpty(), "the Lease %s/%s has a holder", hubNamespace, leaseName)
@@ -444,10 +456,10 @@ func deleteCluster(t *testing.T, provider *cluster.Provider, name, kubeconfigPat
 	}
 }
 
-// buildImage builds the hub image from root without Docker, as `make image` does (hack/image),
-// into the docker-archive tar.
-func buildImage(root, tar string) error {
-	cmd := exec.Command("go", "run", "./hack/image", "--image", image, "--output", tar)
+// buildImage builds an image from root without Docker, as `make image` does (hack/image), into
+// the docker-archive tar: the hub's, or with args naming another package, the test application's.
+func buildImage(root, tar string, args ...string) error {
+	cmd := exec.Command("go", append([]string{"run", "./hack/image", "--output", tar}, args...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go run ./hack/image: %w\n%s", err, out)
@@ -471,10 +483,10 @@ func loadImage(t *testing.T, provider *cluster.Provider, name, archive string) {
 		err = nodeutils.LoadImageArchive(n, f)
 		f.Close()
 		if err != nil {
-			t.Fatalf("loading %s into node %s: %v", image, n.String(), err)
+			t.Fatalf("loading %s into node %s: %v", archive, n.String(), err)
 		}
 	}
-	t.Logf("loaded %s into %s (%d nodes)", image, name, len(nodes))
+	t.Logf("loaded %s into %s (%d nodes)", filepath.Base(archive), name, len(nodes))
 }
 
 // restConfig is the client config of a cluster: its host address, or with internal its address
