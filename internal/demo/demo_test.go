@@ -81,8 +81,8 @@ func TestDemo(t *testing.T) {
 		// The ClusterSet global bound into default, which the FleetBundles below need.
 		"$ kubectl apply -f config/samples/clusterset_global.yaml",
 		"clustersetbinding.hub.configbundle.dev/global created",
-		"NAME CLUSTERS AGE global 3",
-		"NAME CLUSTERSET CLUSTERS READY REASON AGE global global 3 True Bound",
+		"NAME CLUSTERS INUSE AGE global 3 <none>",
+		"NAME CLUSTERSET CLUSTERS INUSE READY REASON AGE global global 3 <none> True Bound",
 		// Placement: on two of three members by label, moved by a label change, restored.
 		"$ kubectl label memberclusters member-1 member-2 env=prod",
 		"ConfigMap web in member-1 after",
