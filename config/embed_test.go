@@ -17,6 +17,7 @@ const memberCRDFile = "crd/bases/configbundle.dev_configbundles.yaml"
 var memberCRDHashes = map[int]string{
 	1: "b0033cf99be9cdaffdbf9d51b11262b722fea50acfdc90fec743257614f55f86",
 	2: "75eedcfb24ef0e4f2e2c5d0a120eadbb7591a6e68b116f1935af5ce53981ed34",
+	3: "38358647d98110edd14bbf8840f284e60e3f8d7da0d002c41cf522f1f7acb9b5",
 }
 
 // TestMemberCRDRevision: the embedded ConfigBundle CRD is the one of its revision,

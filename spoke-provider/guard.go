@@ -88,7 +88,7 @@ func (p *Provider) dialGuard(ctx, connCtx context.Context, conn *connection, cfg
 			Message: fmt.Sprintf("Reading whether the member serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy failed: %v", err)}
 	case !served:
 		return nil, GuardState{Status: metav1.ConditionFalse, Reason: hubv1alpha1.GuardUnavailableReason,
-			Message: "The member's API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: nothing refuses a change of a guarded ConfigMap there, whose ConfigBundles are healed as with driftPolicy Heal"}
+			Message: "The member's API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: nothing refuses a change of a guarded ConfigMap or Secret there, whose ConfigBundles are healed as with driftPolicy Heal"}
 	}
 	user, err := conn.whoAmI(ctx)
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 )
 
 // GuardExemptUsers are the users, besides the hub's own identity in a member, whose updates and
-// deletions of a guarded ConfigMap the guard policy lets through: the garbage collector (which
-// deletes a bundle's ConfigMap with its bundle) and the namespace controller (which empties a
+// deletions of a guarded ConfigMap or Secret the guard policy lets through: the garbage collector
+// (which deletes a bundle's ConfigMap or Secret with its bundle) and the namespace controller (which empties a
 // namespace being deleted), each as its service account and, for control planes whose
 // controllers do not use service-account credentials, as the kube-controller-manager itself.
 var GuardExemptUsers = []string{
@@ -46,29 +46,37 @@ func GuardPolicies(hubUser string) ([]*admissionregistrationv1.ValidatingAdmissi
 // guardLabels mark the objects the hub keeps in a member.
 var guardLabels = map[string]string{"app.kubernetes.io/managed-by": "configbundle-hub"}
 
-// guardPolicy refuses UPDATE and DELETE of a ConfigMap labelled GuardLabel "true" (in its old
-// state: removing the label is refused too) by anyone but hubUser and GuardExemptUsers. Its
-// message names the ConfigBundle that controls the ConfigMap.
+// guardPolicy refuses UPDATE and DELETE of a ConfigMap labelled GuardLabel "true", or of a Secret
+// the hub published so (labelled GuardLabel and SecretLabel "true"), in its old state (removing a
+// label is refused too), by anyone but hubUser and GuardExemptUsers. Its message names the object
+// and the ConfigBundle that controls it, never a value.
 func guardPolicy(hubUser string) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	owner := `oldObject.metadata.ownerReferences.filter(r, r.kind == 'ConfigBundle' && has(r.controller) && r.controller)`
+	secretLabel := celString(configbundlev1alpha1.SecretLabel)
 	return newPolicy(hubv1alpha1.GuardPolicyName, admissionregistrationv1.MatchResources{
 		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{configbundlev1alpha1.GuardLabel: "true"}},
-		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{rule("", "v1", "configmaps",
-			admissionregistrationv1.Update, admissionregistrationv1.Delete)},
-	}, nil, []admissionregistrationv1.Variable{{
+		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
+			rule("", "v1", "configmaps", admissionregistrationv1.Update, admissionregistrationv1.Delete),
+			rule("", "v1", "secrets", admissionregistrationv1.Update, admissionregistrationv1.Delete),
+		},
+	}, []admissionregistrationv1.MatchCondition{{
+		Name: "published-by-the-hub",
+		Expression: `request.resource.resource != 'secrets' || has(oldObject.metadata.labels) && ` + secretLabel +
+			` in oldObject.metadata.labels && oldObject.metadata.labels[` + secretLabel + `] == 'true'`,
+	}}, []admissionregistrationv1.Variable{{
 		Name:       "bundle",
 		Expression: `has(oldObject.metadata.ownerReferences) && size(` + owner + `) > 0 ? ` + owner + `[0].name : oldObject.metadata.name`,
 	}}, admissionregistrationv1.Validation{
 		Expression: "request.userInfo.username in " + celList(append([]string{hubUser}, GuardExemptUsers...)),
-		MessageExpression: `'ConfigMap ' + oldObject.metadata.namespace + '/' + oldObject.metadata.name + ' is guarded by ConfigBundle ' + ` +
+		MessageExpression: `request.kind.kind + ' ' + oldObject.metadata.namespace + '/' + oldObject.metadata.name + ' is guarded by ConfigBundle ' + ` +
 			`variables.bundle + ' (driftPolicy Guard): change the ConfigBundle ' + variables.bundle + ' instead'`,
 		Reason: ptr.To(metav1.StatusReasonForbidden),
 	})
 }
 
 // takeOverPolicy refuses to create or update a ConfigBundle whose spec.takeOver is not Never
-// unless the requesting user may update the ConfigMap of its name in its namespace; hubUser is
-// not asked.
+// unless the requesting user may update the object of its name in its namespace that it would
+// take over (a ConfigMap, or a Secret with target Secret); hubUser is not asked.
 func takeOverPolicy(hubUser string) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return newPolicy(hubv1alpha1.TakeOverPolicyName, admissionregistrationv1.MatchResources{
 		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{rule(configbundlev1alpha1.GroupVersion.Group, "*", "configbundles",
@@ -76,11 +84,13 @@ func takeOverPolicy(hubUser string) *admissionregistrationv1.ValidatingAdmission
 	}, []admissionregistrationv1.MatchCondition{
 		{Name: "takes-over", Expression: `has(object.spec.takeOver) && object.spec.takeOver != 'Never'`},
 		{Name: "not-the-hub", Expression: "request.userInfo.username != " + celString(hubUser)},
-	}, nil, admissionregistrationv1.Validation{
-		Expression: `authorizer.group('').resource('configmaps').namespace(object.metadata.namespace).name(object.metadata.name).check('update').allowed()`,
+	}, []admissionregistrationv1.Variable{
+		{Name: "secret", Expression: `has(object.spec.target) && object.spec.target == 'Secret'`},
+	}, admissionregistrationv1.Validation{
+		Expression: `authorizer.group('').resource(variables.secret ? 'secrets' : 'configmaps').namespace(object.metadata.namespace).name(object.metadata.name).check('update').allowed()`,
 		MessageExpression: `'ConfigBundle ' + object.metadata.namespace + '/' + object.metadata.name + ': spec.takeOver ' + object.spec.takeOver + ` +
-			`' would let the hub take over ConfigMap ' + object.metadata.namespace + '/' + object.metadata.name + ', which ' + request.userInfo.username + ` +
-			`' may not update: only a user who may update that ConfigMap may set takeOver other than Never'`,
+			`' would let the hub take over ' + (variables.secret ? 'Secret ' : 'ConfigMap ') + object.metadata.namespace + '/' + object.metadata.name + ', which ' + request.userInfo.username + ` +
+			`' may not update: only a user who may update that ' + (variables.secret ? 'Secret' : 'ConfigMap') + ' may set takeOver other than Never'`,
 		Reason: ptr.To(metav1.StatusReasonForbidden),
 	})
 }

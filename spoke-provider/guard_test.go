@@ -166,8 +166,8 @@ func TestGuardRefusesChangesOfAGuardedConfigMap(t *testing.T) {
 
 // TestTakeOverNeedsTheRightToUpdateTheConfigMap: a user who may write ConfigBundles but not
 // update the ConfigMap of a bundle's name may not create or change a bundle whose takeOver is
-// not Never; with takeOver Never, or with the right on that ConfigMap, the user may; the hub's
-// own identity always may.
+// not Never; with takeOver Never, or with the right on that ConfigMap, the user may (with target
+// Secret, the right on the Secret is asked); the hub's own identity always may.
 func TestTakeOverNeedsTheRightToUpdateTheConfigMap(t *testing.T) {
 	startGuard(t)
 	g, ctx, admin := NewWithT(t), context.Background(), guardClient(t, memberA.Config)
@@ -195,6 +195,10 @@ func TestTakeOverNeedsTheRightToUpdateTheConfigMap(t *testing.T) {
 	g.Expect(author.Update(ctx, never)).To(Satisfy(apierrors.IsForbidden), "nor may the author change it to take over")
 
 	g.Expect(owner.Update(ctx, never)).To(Succeed(), "a user who may update the ConfigMap may take it over")
+	asSecret := never.DeepCopy()
+	asSecret.Spec.Message, asSecret.Spec.Target = "", configbundlev1alpha1.TargetSecret
+	g.Expect(owner.Update(ctx, asSecret)).To(And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring("take over Secret "+ns+"/aws-auth"))),
+		"with target Secret, the right to update the Secret is asked")
 	g.Expect(owner.Create(ctx, bundle("other", configbundlev1alpha1.TakeOverAlways))).To(Satisfy(apierrors.IsForbidden),
 		"only the ConfigMap the user may update")
 	g.Expect(admin.Create(ctx, bundle("other", configbundlev1alpha1.TakeOverAlways))).To(Succeed(), "the hub's own identity passes")

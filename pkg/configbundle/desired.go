@@ -25,6 +25,8 @@ const (
 	DriftData            = "data"
 	DriftBinaryData      = "binaryData"
 	DriftImmutable       = "immutable"
+	// DriftType: the Secret of a bundle with target Secret is not of its spec.secretType.
+	DriftType = "type"
 	// DriftDeleted is reported when the managed ConfigMap was deleted and had to be recreated.
 	DriftDeleted = "deleted"
 )
@@ -93,7 +95,8 @@ func controllerReference(bundle *configbundlev1alpha1.ConfigBundle) metav1.Owner
 }
 
 // Drift lists, in a fixed order, the parts of actual that differ from desired: namespace,
-// labels, annotations, ownerReferences, data, binaryData and immutable. Empty and missing maps
+// labels, annotations, ownerReferences, data, binaryData, immutable and, for the view of a
+// Secret, its type. Empty and missing maps
 // are equal; any binaryData is drift, as is any data key the bundle does not set.
 func Drift(desired, actual *corev1.ConfigMap) []string {
 	var drift []string
@@ -103,7 +106,7 @@ func Drift(desired, actual *corev1.ConfigMap) []string {
 	if !maps.Equal(actual.Labels, desired.Labels) {
 		drift = append(drift, DriftLabels)
 	}
-	if !maps.Equal(actual.Annotations, desired.Annotations) {
+	if !equalAnnotations(actual.Annotations, desired.Annotations) {
 		drift = append(drift, DriftAnnotations)
 	}
 	if !slices.EqualFunc(actual.OwnerReferences, desired.OwnerReferences, equalOwnerReference) {
@@ -117,6 +120,9 @@ func Drift(desired, actual *corev1.ConfigMap) []string {
 	}
 	if ptr.Deref(actual.Immutable, false) != ptr.Deref(desired.Immutable, false) {
 		drift = append(drift, DriftImmutable)
+	}
+	if viewType(actual) != viewType(desired) {
+		drift = append(drift, DriftType)
 	}
 	return drift
 }
@@ -164,6 +170,7 @@ func equalOwnerReference(a, b metav1.OwnerReference) bool {
 }
 
 // contentDrift reports whether drift touches what an immutable ConfigMap can no longer change.
+// (A Secret's type, which no Secret can change, is replaced whether it is immutable or not.)
 func contentDrift(drift []string) bool {
 	return slices.ContainsFunc(drift, func(d string) bool {
 		return d == DriftData || d == DriftBinaryData || d == DriftImmutable

@@ -286,6 +286,10 @@ func TestEqualSpec(t *testing.T) {
 		{"a key renamed", base, with(func(s *configbundlev1alpha1.ConfigBundleSpec) {
 			s.Data = map[string]configbundlev1alpha1.DataValue{"b": "1"}
 		}), false},
+		{"empty secretType and Opaque", configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret},
+			configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret, SecretType: configbundlev1alpha1.SecretTypeOpaque}, true},
+		{"secretType differs", configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret},
+			configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret, SecretType: configbundlev1alpha1.SecretTypeTLS}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,6 +345,47 @@ func TestDrift(t *testing.T) {
 			tt.mutate(actual)
 			got := Drift(desired, actual)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Drift() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDriftOfSecretType: the view of a Secret carries its type, which is drift of its own, apart
+// from the annotations, and goes back into the Secret as its type, never as an annotation.
+func TestDriftOfSecretType(t *testing.T) {
+	t.Parallel()
+	bundle := testBundle(func(b *configbundlev1alpha1.ConfigBundle) {
+		b.Annotations = map[string]string{"note": "x"}
+		b.Spec = configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret, SecretType: configbundlev1alpha1.SecretTypeDockerConfigJSON}
+	})
+	data := map[string][]byte{corev1.DockerConfigJsonKey: []byte("{}")}
+	want := DesiredSecret(bundle, data)
+	if want.Type != corev1.SecretTypeDockerConfigJson {
+		t.Fatalf("DesiredSecret has type %q", want.Type)
+	}
+	desired := asConfigMap(want)
+	if back := asSecret(desired); back.Type != want.Type || !maps.Equal(back.Annotations, want.Annotations) {
+		t.Errorf("asSecret(asConfigMap(s)) has type %q and annotations %v, want %q and %v", back.Type, back.Annotations, want.Type, want.Annotations)
+	}
+	tests := []struct {
+		name   string
+		mutate func(*corev1.Secret)
+		want   []string
+	}{
+		{name: "in sync", mutate: func(*corev1.Secret) {}},
+		{name: "Opaque", mutate: func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque }, want: []string{DriftType}},
+		{name: "Opaque with an annotation added", mutate: func(s *corev1.Secret) {
+			s.Type, s.Annotations = corev1.SecretTypeOpaque, map[string]string{"note": "x", "by-hand": "1"}
+		}, want: []string{DriftAnnotations, DriftType}},
+		{name: "annotations removed", mutate: func(s *corev1.Secret) { s.Annotations = nil }, want: []string{DriftAnnotations}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			actual := want.DeepCopy()
+			tt.mutate(actual)
+			if diff := cmp.Diff(tt.want, Drift(desired, asConfigMap(actual))); diff != "" {
 				t.Errorf("Drift() mismatch (-want +got):\n%s", diff)
 			}
 		})

@@ -90,3 +90,65 @@ func TestGuardedConfigMapGoesWithItsBundle(t *testing.T) {
 	}
 	g.Expect(collector).To(ConsistOf("system:kube-controller-manager"))
 }
+
+// TestGuardedSecret: with the hub's guard in a member, the Secret of a bundle with target Secret
+// and driftPolicy Guard is refused to another user who may edit Secrets, by the member's API
+// server, with the message a guarded ConfigMap gets, which quotes no value; the hub still
+// writes it. A Secret labelled configbundle.dev/guard that the hub did not publish is not the
+// guard's.
+func TestGuardedSecret(t *testing.T) {
+	installGuard(t, memberA)
+	g, ctx, c := NewWithT(t), context.Background(), members[memberA]
+	ns := newNamespace(t, memberA)
+	bundle := secretBundle(ns, "pull", map[string][]byte{"token": []byte("guarded-s3cr3t")})
+	bundle.Spec.DriftPolicy = configbundlev1alpha1.DriftPolicyGuard
+	g.Expect(c.Create(ctx, bundle)).To(Succeed())
+	secret := &corev1.Secret{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(bundle), secret)).To(Succeed())
+		g.Expect(secret.Labels).To(HaveKeyWithValue(configbundlev1alpha1.GuardLabel, "true"))
+		g.Expect(secret.Labels).To(HaveKeyWithValue(configbundlev1alpha1.SecretLabel, "true"))
+	}).WithTimeout(secretTimeout).WithPolling(interval).Should(Succeed())
+
+	g.Expect(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "editor"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "update", "delete"}},
+	}})).To(Succeed())
+	g.Expect(c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "editor"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "editor"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "editor"}},
+	})).To(Succeed())
+	cfg := rest.CopyConfig(planes[memberA].Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "editor"}
+	editor, err := client.New(cfg, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	refusal := ContainSubstring("Secret " + ns + "/pull is guarded by ConfigBundle pull (driftPolicy Guard): change the ConfigBundle pull instead")
+	g.Eventually(func() error { // until the member's API server enforces the policy: a dry run goes through admission
+		return editor.Delete(ctx, secret.DeepCopy(), client.DryRunAll)
+	}).WithTimeout(timeout).WithPolling(interval).Should(MatchError(refusal))
+	edited := secret.DeepCopy()
+	edited.Data["token"] = []byte("edited-value")
+	err = editor.Update(ctx, edited)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err).To(MatchError(refusal))
+	g.Expect(err.Error()).NotTo(Or(ContainSubstring("guarded-s3cr3t"), ContainSubstring("edited-value")))
+	unlabel := secret.DeepCopy()
+	delete(unlabel.Labels, configbundlev1alpha1.GuardLabel)
+	g.Expect(editor.Update(ctx, unlabel)).To(Satisfy(apierrors.IsForbidden), "removing the label is an update like any other")
+
+	// The hub's own identity writes it: a new source is published.
+	hubSources.Store(memberA+"/"+ns+"/pull", map[string][]byte{"token": []byte("rotated")})
+	g.Expect(update(ctx, c, bundle, func(b *configbundlev1alpha1.ConfigBundle) { b.Spec.HubSource.Revision = 2 })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(bundle), secret)).To(Succeed())
+		g.Expect(secret.Data).To(Equal(map[string][]byte{"token": []byte("rotated")}))
+	}).WithTimeout(secretTimeout).WithPolling(interval).Should(Succeed())
+
+	// A Secret the hub did not publish is the user's, whatever its labels.
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs",
+		Labels: map[string]string{configbundlev1alpha1.GuardLabel: "true"}}, Data: map[string][]byte{"k": []byte("v")}}
+	g.Expect(c.Create(ctx, foreign)).To(Succeed())
+	foreign.Data["k"] = []byte("w")
+	g.Expect(editor.Update(ctx, foreign)).To(Succeed())
+	g.Expect(editor.Delete(ctx, foreign)).To(Succeed())
+}

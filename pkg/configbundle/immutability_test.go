@@ -138,6 +138,18 @@ func TestAdmission(t *testing.T) {
 			wantErr: "a bundle with target Secret holds no values"},
 		{name: "hubSource with target ConfigMap", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a", HubSource: secretSpec().HubSource},
 			wantErr: "hubSource is set only with target Secret"},
+		{name: "secretType with target Secret", spec: func() configbundlev1alpha1.ConfigBundleSpec {
+			s := secretSpec()
+			s.SecretType = configbundlev1alpha1.SecretTypeDockerConfigJSON
+			return s
+		}()},
+		{name: "secretType with target ConfigMap", spec: configbundlev1alpha1.ConfigBundleSpec{Message: "a", SecretType: configbundlev1alpha1.SecretTypeOpaque},
+			wantErr: "secretType is set only with target Secret"},
+		{name: "secretType of no listed type", spec: func() configbundlev1alpha1.ConfigBundleSpec {
+			s := secretSpec()
+			s.SecretType = "kubernetes.io/service-account-token"
+			return s
+		}(), wantErr: "spec.secretType: Unsupported value"},
 		{name: "immutable target Secret cannot change its hubSource", spec: func() configbundlev1alpha1.ConfigBundleSpec { s := secretSpec(); s.Immutable = true; return s }(),
 			update: func(s *configbundlev1alpha1.ConfigBundleSpec) { s.HubSource.Revision = 2 }, wantErr: "spec is immutable"},
 		{name: "mutable to immutable with new data", spec: withData("a", map[string]configbundlev1alpha1.DataValue{"k": "v"}),

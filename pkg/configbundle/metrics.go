@@ -24,7 +24,7 @@ var (
 
 	reconcileErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "configbundle_reconcile_errors_total",
-		Help: "Failed ConfigBundle reconciles per member cluster and cause: the Ready reason of the write that failed (CreateFailed, UpdateFailed, InvalidConfigMap), Forbidden when only the status could not be written and the member forbade it, StatusWriteFailed when only the status could not be written otherwise, ReadFailed when the bundle or its ConfigMap could not be read.",
+		Help: "Failed ConfigBundle reconciles per member cluster and cause: the Ready reason of the write that failed (CreateFailed, UpdateFailed, InvalidConfigMap, InvalidSecret), Forbidden when only the status could not be written and the member forbade it, StatusWriteFailed when only the status could not be written otherwise, ReadFailed when the bundle or its ConfigMap could not be read.",
 	}, []string{"cluster", "reason"})
 
 	healsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,8 +155,9 @@ func (s *scope) converge(ctx context.Context, current *corev1.ConfigMap) error {
 	switch {
 	case len(drift) == 0:
 		return s.setSynced(current)
-	case ptr.Deref(current.Immutable, false) && contentDrift(drift):
-		// Frozen behind the bundle's back: only a new ConfigMap can match again.
+	case ptr.Deref(current.Immutable, false) && contentDrift(drift), slices.Contains(drift, DriftType):
+		// Frozen behind the bundle's back, or a Secret of another type: only a new one can
+		// match again.
 		err = s.replace(ctx, current, drift)
 	default:
 		err = s.update(ctx, desired, current, drift)
@@ -256,11 +258,29 @@ func (s *scope) update(ctx context.Context, desired, current *corev1.ConfigMap, 
 	return s.setSynced(cm)
 }
 
-// replace deletes a ConfigMap that can no longer be updated and creates it anew.
+// replace deletes a ConfigMap that can no longer be updated and creates it anew: an immutable one,
+// or a Secret of another type. The new type is checked first (a dry-run create), so that a Secret
+// the API server would refuse never costs the member the one it has.
 func (s *scope) replace(ctx context.Context, current *corev1.ConfigMap, drift []string) error {
+	heal, what := !s.adopting && s.heals(), "immutable "+s.named(current)
+	if slices.Contains(drift, DriftType) {
+		what = s.named(current) + " of type " + string(viewType(current))
+		probe := s.object(s.desired())
+		if err := s.member.GetClient().Create(ctx, probe, client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
+			return s.fail(configbundlev1alpha1.CreateFailedReason, "creating "+s.named(current)+" of type "+string(probe.(*corev1.Secret).Type), err)
+		}
+		if heal {
+			// Only the hub gives its Secret a type: a new one follows the spec, and is a heal only
+			// if someone else wrote the Secret besides.
+			var err error
+			if heal, err = s.changedByOthers(ctx, current); err != nil {
+				return err
+			}
+		}
+	}
 	preconditions := client.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion}
 	if err := s.member.GetClient().Delete(ctx, s.object(current), preconditions); client.IgnoreNotFound(err) != nil {
-		return s.fail(configbundlev1alpha1.UpdateFailedReason, "deleting immutable "+s.named(current)+" to replace it", err)
+		return s.fail(configbundlev1alpha1.UpdateFailedReason, "deleting "+what+" to replace it", err)
 	}
 	if gone, err := s.bundleGone(ctx); err != nil || gone {
 		return err
@@ -270,7 +290,7 @@ func (s *scope) replace(ctx context.Context, current *corev1.ConfigMap, drift []
 		return s.fail(configbundlev1alpha1.CreateFailedReason, "recreating "+s.named(cm), err)
 	}
 	s.ledger.noteWrite(s.req, cm.ResourceVersion)
-	if !s.adopting && s.heals() {
+	if heal {
 		s.healedDrift(ctx, cm, drift, ChangedBy(current.ManagedFields, DriftFields(cm, current), s.fieldOwner))
 	}
 	return s.setSynced(cm)
@@ -371,8 +391,8 @@ func (s *scope) fail(reason, action string, err error) error {
 		return fmt.Errorf("%s: %w", action, err)
 	}
 	if apierrors.IsInvalid(err) && !refusedByAdmission(err) {
-		s.failure = configbundlev1alpha1.InvalidConfigMapReason
-		s.setReady(metav1.ConditionFalse, configbundlev1alpha1.InvalidConfigMapReason, fmt.Sprintf("%s: %v", action, err))
+		s.failure = s.invalidReason()
+		s.setReady(metav1.ConditionFalse, s.failure, fmt.Sprintf("%s: %v", action, err))
 		return reconcile.TerminalError(fmt.Errorf("%s: %w", action, err))
 	}
 	s.setReady(metav1.ConditionFalse, reason, fmt.Sprintf("%s: %v (retrying)", action, err))

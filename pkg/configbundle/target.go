@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,12 +13,18 @@ import (
 	configbundlev1alpha1 "configbundle.dev/hub/api/configbundle/v1alpha1"
 )
 
-// A bundle with target Secret publishes an Opaque Secret through the very path a ConfigMap
-// takes: the reconciler converges a ConfigMap view of the Secret (asConfigMap: its values as
-// data), and reads and writes the Secret itself (the scope's get, create, update and remove).
+// A bundle with target Secret publishes a Secret of its spec.secretType through the very path a
+// ConfigMap takes: the reconciler converges a ConfigMap view of the Secret (asConfigMap: its
+// values as data, a type other than Opaque as the annotation viewTypeKey), and reads and writes
+// the Secret itself (the scope's get, create, update and remove). A Secret's type cannot change:
+// a type that differs is drift DriftType, which only a replacement mends.
 // The Secret's data is not the bundle's, which holds no value: it is what Options.HubSources
 // resolves the bundle's spec.hubSource to, read from the hub's cache on every reconcile (no API
 // request). Heals, Events and logs name keys, never values.
+
+// viewTypeKey holds, in a view's annotations, the type of the Secret it stands for when that is
+// not Opaque. It is no qualified name, so no object's own annotation can be mistaken for it.
+const viewTypeKey = "secret type"
 
 // ErrSourceNotFound marks an error of Options.HubSources that no retry mends: the bundle is
 // Ready=False, SourceNotFound, with the error as its message, and no Secret is written.
@@ -54,14 +61,16 @@ func (s *scope) desired() *corev1.ConfigMap {
 }
 
 // DesiredSecret renders the Secret a bundle with target Secret asks for, holding data: the
-// metadata of DesiredConfigMap and SecretLabel, its immutability, type Opaque.
+// metadata of DesiredConfigMap and SecretLabel, its immutability, its spec.secretType (Opaque by
+// default).
 func DesiredSecret(bundle *configbundlev1alpha1.ConfigBundle, data map[string][]byte) *corev1.Secret {
 	cm := DesiredConfigMap(bundle)
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
 	cm.Labels[configbundlev1alpha1.SecretLabel] = "true"
-	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: cm.ObjectMeta, Immutable: cm.Immutable, Type: corev1.SecretTypeOpaque}
+	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: cm.ObjectMeta, Immutable: cm.Immutable,
+		Type: corev1.SecretType(bundle.Spec.TypeOfSecret())}
 	if data != nil {
 		secret.Data = make(map[string][]byte, len(data))
 		for k, v := range data {
@@ -71,9 +80,17 @@ func DesiredSecret(bundle *configbundlev1alpha1.ConfigBundle, data map[string][]
 	return secret
 }
 
-// asConfigMap is the ConfigMap view of a Secret: its metadata, immutability and values.
+// asConfigMap is the ConfigMap view of a Secret: its metadata, immutability and values, and its
+// type unless Opaque (viewTypeKey).
 func asConfigMap(secret *corev1.Secret) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: secret.ObjectMeta, Immutable: secret.Immutable}
+	if secret.Type != "" && secret.Type != corev1.SecretTypeOpaque {
+		cm.Annotations = maps.Clone(cm.Annotations)
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		cm.Annotations[viewTypeKey] = string(secret.Type)
+	}
 	if secret.Data != nil {
 		cm.Data = make(map[string]string, len(secret.Data))
 		for k, v := range secret.Data {
@@ -83,10 +100,14 @@ func asConfigMap(secret *corev1.Secret) *corev1.ConfigMap {
 	return cm
 }
 
-// asSecret is the Opaque Secret of a ConfigMap view.
+// asSecret is the Secret of a ConfigMap view.
 func asSecret(cm *corev1.ConfigMap) *corev1.Secret {
 	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: *cm.ObjectMeta.DeepCopy(),
-		Immutable: cm.Immutable, Type: corev1.SecretTypeOpaque}
+		Immutable: cm.Immutable, Type: viewType(cm)}
+	delete(secret.Annotations, viewTypeKey)
+	if len(secret.Annotations) == 0 {
+		secret.Annotations = nil
+	}
 	if cm.Data != nil {
 		secret.Data = make(map[string][]byte, len(cm.Data))
 		for k, v := range cm.Data {
@@ -94,6 +115,35 @@ func asSecret(cm *corev1.ConfigMap) *corev1.Secret {
 		}
 	}
 	return secret
+}
+
+// viewType is the type of the Secret a view stands for: Opaque unless viewTypeKey says otherwise.
+func viewType(view *corev1.ConfigMap) corev1.SecretType {
+	if t := view.Annotations[viewTypeKey]; t != "" {
+		return corev1.SecretType(t)
+	}
+	return corev1.SecretTypeOpaque
+}
+
+// equalAnnotations reports whether two views have the same annotations, viewTypeKey aside (Drift
+// compares the type on its own).
+func equalAnnotations(a, b map[string]string) bool {
+	n := 0
+	for k, v := range a {
+		if k == viewTypeKey {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+		n++
+	}
+	for k := range b {
+		if k != viewTypeKey {
+			n--
+		}
+	}
+	return n == 0
 }
 
 // object is the object of the bundle's target that view stands for.
@@ -157,6 +207,14 @@ func (s *scope) kind() string {
 // named names an object of the bundle's target in messages: "Secret ns/name".
 func (s *scope) named(obj client.Object) string {
 	return s.kind() + " " + objectName(obj)
+}
+
+// invalidReason is the Ready reason of a write the API server rejects as invalid.
+func (s *scope) invalidReason() string {
+	if s.secret {
+		return configbundlev1alpha1.InvalidSecretReason
+	}
+	return configbundlev1alpha1.InvalidConfigMapReason
 }
 
 // conflictReason is the Ready reason of an object of the bundle's name that it does not own.

@@ -133,3 +133,30 @@ func TestHubSourceMatchedBeforeAnyWrite(t *testing.T) {
 		g.Expect(memberSecret(forged.member, client.ObjectKeyFromObject(b))(g)).To(BeEmpty(), "no Secret in "+forged.member+" "+forged.ns)
 	}
 }
+
+// TestSecretTypePlaced: the template's secretType reaches the placed ConfigBundle, and so the
+// member's Secret: a registry pull Secret of type kubernetes.io/dockerconfigjson.
+func TestSecretTypePlaced(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	const key = "test.sources/secret-type"
+	ns := newNamespace(t, memberA)
+	labelMember(t, memberA, key, "yes")
+	auths := `{"auths":{"registry.example":{"auth":"cm9ib3Q6dG9rZW4="}}}`
+	putSecretSource(t, ns, map[string]string{corev1.DockerConfigJsonKey: auths})
+	fb := &hubv1alpha1.FleetBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry"}, Spec: hubv1alpha1.FleetBundleSpec{
+		ClusterSelector: selecting(key),
+		DataFrom:        []hubv1alpha1.DataFromSource{{SecretRef: &hubv1alpha1.SourceReference{Name: "pull"}}},
+		Template: hubv1alpha1.ConfigBundleTemplate{Spec: configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret,
+			SecretType: configbundlev1alpha1.SecretTypeDockerConfigJSON}},
+	}}
+	g.Expect(hub.Create(ctx, fb)).To(Succeed())
+	t.Cleanup(func() { deleteFleetBundle(NewWithT(t), fb) })
+
+	g.Eventually(func(g Gomega) {
+		s := &corev1.Secret{}
+		g.Expect(memberClients[memberA].Get(ctx, client.ObjectKeyFromObject(fb), s)).To(Succeed())
+		g.Expect(s.Type).To(Equal(corev1.SecretTypeDockerConfigJson))
+		g.Expect(string(s.Data[corev1.DockerConfigJsonKey])).To(Equal(auths))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(placed(memberA, fb)(g).Spec.SecretType).To(Equal(configbundlev1alpha1.SecretTypeDockerConfigJSON))
+}

@@ -91,3 +91,19 @@ func TestDefaultTakeOverChangesNoHash(t *testing.T) {
 		t.Errorf("takeOver IfNoDiff hashes as Never")
 	}
 }
+
+// TestDefaultSecretTypeChangesNoHash: an empty secretType and Opaque, the default, keep the hash
+// a template had before secretType existed; another type is a new definition.
+func TestDefaultSecretTypeChangesNoHash(t *testing.T) {
+	hash := func(secretType configbundlev1alpha1.SecretType) string {
+		d := DefinitionOf(&hubv1alpha1.FleetBundle{Spec: hubv1alpha1.FleetBundleSpec{Template: hubv1alpha1.ConfigBundleTemplate{
+			Spec: configbundlev1alpha1.ConfigBundleSpec{Target: configbundlev1alpha1.TargetSecret, SecretType: secretType}}}})
+		return Hash(&d)
+	}
+	if hash(configbundlev1alpha1.SecretTypeOpaque) != hash("") {
+		t.Errorf("secretType Opaque changes the hash of a template")
+	}
+	if hash(configbundlev1alpha1.SecretTypeDockerConfigJSON) == hash("") {
+		t.Errorf("secretType kubernetes.io/dockerconfigjson hashes as Opaque")
+	}
+}

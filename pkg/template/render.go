@@ -47,7 +47,8 @@ func DefinitionOf(fb *hubv1alpha1.FleetBundle) Definition {
 	if d.TemplateEngine == hubv1alpha1.TemplateEngineNone {
 		d.TemplateEngine = ""
 	}
-	// The defaults, as a FleetBundle written before driftPolicy and takeOver existed has them.
+	// The defaults, as a FleetBundle written before driftPolicy, takeOver, target and secretType
+	// existed has them.
 	if d.Spec.DriftPolicy == configbundlev1alpha1.DriftPolicyHeal {
 		d.Spec.DriftPolicy = ""
 	}
@@ -56,6 +57,9 @@ func DefinitionOf(fb *hubv1alpha1.FleetBundle) Definition {
 	}
 	if d.Spec.Target == configbundlev1alpha1.TargetConfigMap {
 		d.Spec.Target = ""
+	}
+	if d.Spec.SecretType == configbundlev1alpha1.SecretTypeOpaque {
+		d.Spec.SecretType = ""
 	}
 	return d
 }

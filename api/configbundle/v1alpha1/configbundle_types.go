@@ -215,6 +215,7 @@ const TakenOverEvent = "TakenOver"
 // +kubebuilder:validation:XValidation:rule="has(self.target) && self.target == 'Secret' || has(self.message)",message="message is required: a bundle with target ConfigMap publishes it as data.message",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!has(self.target) || self.target != 'Secret' || ((!has(self.message) || size(self.message) == 0) && (!has(self.data) || size(self.data) == 0))",message="a bundle with target Secret holds no values: message and data must be empty (a Secret's values come only from a FleetBundle's secretRef sources, through spec.hubSource)",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.hubSource) || has(self.target) && self.target == 'Secret'",message="hubSource is set only with target Secret",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.secretType) || has(self.target) && self.target == 'Secret'",message="secretType is set only with target Secret: a ConfigMap has no type",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.immutable) || !oldSelf.immutable || self == oldSelf",message="spec is immutable: this ConfigBundle was made immutable (spec.immutable: true), so its message, data and immutable fields can no longer change; delete and recreate it to publish different content",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule=`!has(self.data) || size(bytes(self.message)) + self.data.map(k, size(bytes(self.data[k]))).sum() <= 1048576`,fieldPath=".data",message="message and data together must fit in a ConfigMap: at most 1048576 bytes of UTF-8 in all their values (a ConfigMap holds at most 1 MiB of data)",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule=`!has(self.data) || size(bytes(self.message)) + 5 * size(self.message.findAll('[<>&\x00-\x08\x0b\x0c\x0e-\x1f]')) + 3 * size(self.message.findAll('[\u2028\u2029]')) + size(self.message.findAll('[\t\n\r"\\\\]')) + self.data.map(k, size(bytes(self.data[k])) + 5 * size(self.data[k].findAll('[<>&\x00-\x08\x0b\x0c\x0e-\x1f]')) + 3 * size(self.data[k].findAll('[\u2028\u2029]')) + size(self.data[k].findAll('[\t\n\r"\\\\]'))).sum() <= 1310720`,fieldPath=".data",message="message and data together are too large to store: at most 1310720 bytes once JSON-escaped, as etcd stores them (<, >, &, U+2028, U+2029 and control characters other than tab, newline and carriage return take 6 bytes each; \", \\, tab, newline and carriage return 2)",reason=FieldValueInvalid
@@ -269,9 +270,9 @@ type ConfigBundleSpec struct {
 	TakeOver TakeOver `json:"takeOver,omitempty"`
 
 	// target is what the bundle publishes: ConfigMap (the default, when absent), from its
-	// message and data; or Secret, an Opaque Secret of the bundle's name, with the same create,
-	// update, heal, immutability, driftPolicy, takeOver and deletion semantics. A bundle with
-	// target Secret holds no values (message and data are empty): its data is the hub snapshot
+	// message and data; or Secret, a Secret of the bundle's name (of type secretType, Opaque by
+	// default), with the same create, update, heal, immutability, driftPolicy, takeOver and
+	// deletion semantics. A bundle with target Secret holds no values (message and data are empty): its data is the hub snapshot
 	// spec.hubSource names, which only the hub's placement of a FleetBundle sets.
 	// +optional
 	Target Target `json:"target,omitempty"`
@@ -281,7 +282,46 @@ type ConfigBundleSpec struct {
 	// checks it against the FleetBundle before it writes anything.
 	// +optional
 	HubSource *HubSource `json:"hubSource,omitempty"`
+
+	// secretType, with target Secret, is the type of the Secret: Opaque (the default, when
+	// empty), kubernetes.io/dockerconfigjson (a registry pull Secret: kubelet uses only this type
+	// for imagePullSecrets), kubernetes.io/tls, kubernetes.io/basic-auth or
+	// kubernetes.io/ssh-auth. The member's API server refuses a Secret without the keys its type
+	// requires (.dockerconfigjson; tls.crt and tls.key; username or password; ssh-privatekey):
+	// the bundle is then Ready=False, reason InvalidSecret, until its spec changes. A Secret's
+	// type cannot change: a new type replaces the Secret.
+	// +optional
+	SecretType SecretType `json:"secretType,omitempty"`
 }
+
+// SecretType is the type of the Secret a ConfigBundle with target Secret publishes
+// (spec.secretType).
+// +kubebuilder:validation:Enum=Opaque;kubernetes.io/dockerconfigjson;kubernetes.io/tls;kubernetes.io/basic-auth;kubernetes.io/ssh-auth
+type SecretType string
+
+// Values of spec.secretType: the Secret types of the same names.
+const (
+	// SecretTypeOpaque (the default): arbitrary keys.
+	SecretTypeOpaque SecretType = "Opaque"
+
+	// SecretTypeDockerConfigJSON: a registry pull Secret, with the key .dockerconfigjson.
+	SecretTypeDockerConfigJSON SecretType = "kubernetes.io/dockerconfigjson"
+
+	// SecretTypeTLS: a TLS certificate and key, with the keys tls.crt and tls.key.
+	SecretTypeTLS SecretType = "kubernetes.io/tls"
+
+	// SecretTypeBasicAuth: credentials for basic authentication, with the key username or
+	// password.
+	SecretTypeBasicAuth SecretType = "kubernetes.io/basic-auth"
+
+	// SecretTypeSSHAuth: credentials for SSH authentication, with the key ssh-privatekey.
+	SecretTypeSSHAuth SecretType = "kubernetes.io/ssh-auth"
+)
+
+// InvalidSecretReason (Ready=False): as InvalidConfigMapReason, for the Secret of a bundle with
+// target Secret: the member's API server rejected it as invalid, most often because its data
+// lacks a key its spec.secretType requires. Nothing is retried until the bundle changes.
+const InvalidSecretReason = "InvalidSecret"
 
 // Target is what a ConfigBundle publishes in its member (spec.target).
 // +kubebuilder:validation:Enum=ConfigMap;Secret
@@ -293,8 +333,9 @@ const (
 	// message and data.
 	TargetConfigMap Target = "ConfigMap"
 
-	// TargetSecret: the bundle publishes a Secret of its name, of type Opaque, with the data of
-	// the hub snapshot its spec.hubSource names. The bundle itself holds no value.
+	// TargetSecret: the bundle publishes a Secret of its name, of type spec.secretType (Opaque by
+	// default), with the data of the hub snapshot its spec.hubSource names. The bundle itself
+	// holds no value.
 	TargetSecret Target = "Secret"
 )
 
@@ -349,6 +390,14 @@ func (s ConfigBundleSpec) TargetKind() Target {
 	return s.Target
 }
 
+// TypeOfSecret is spec.secretType, SecretTypeOpaque where it is not set.
+func (s ConfigBundleSpec) TypeOfSecret() SecretType {
+	if s.SecretType == "" {
+		return SecretTypeOpaque
+	}
+	return s.SecretType
+}
+
 // TakeOverPolicy is spec.takeOver, TakeOverNever where it is not set.
 func (s ConfigBundleSpec) TakeOverPolicy() TakeOver {
 	if s.TakeOver == "" {
@@ -358,10 +407,10 @@ func (s ConfigBundleSpec) TakeOverPolicy() TakeOver {
 }
 
 // Equal reports whether two specs ask for the same ConfigMap or Secret: an empty and a missing
-// data are equal, as are an empty target and ConfigMap.
+// data are equal, as are an empty target and ConfigMap, and an empty secretType and Opaque.
 func (s ConfigBundleSpec) Equal(o ConfigBundleSpec) bool {
 	return s.Message == o.Message && s.Immutable == o.Immutable && maps.Equal(s.Data, o.Data) &&
-		s.TargetKind() == o.TargetKind() && ptr.Equal(s.HubSource, o.HubSource)
+		s.TargetKind() == o.TargetKind() && ptr.Equal(s.HubSource, o.HubSource) && s.TypeOfSecret() == o.TypeOfSecret()
 }
 
 // ConfigMapReference identifies the ConfigMap a ConfigBundle manages.

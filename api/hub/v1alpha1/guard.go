@@ -7,15 +7,18 @@ package v1alpha1
 const (
 	// GuardPolicyName is the policy (and binding) that refuses UPDATE and DELETE of a ConfigMap
 	// labelled configbundle.dev/guard: "true" (a ConfigMap the hub manages for a ConfigBundle
-	// whose driftPolicy is Guard) unless the request comes from the hub's own identity in the
-	// member, the garbage collector or the namespace controller. Its message names the
-	// ConfigBundle, and says to change the bundle instead.
+	// whose driftPolicy is Guard), or of a Secret labelled so and configbundle.dev/bundle-secret:
+	// "true" (one the hub publishes for a bundle with target Secret), unless the request comes
+	// from the hub's own identity in the member, the garbage collector or the namespace
+	// controller. Its message names the object and the ConfigBundle, never a value, and says to
+	// change the bundle instead.
 	GuardPolicyName = "configbundle-hub-guard"
 
 	// TakeOverPolicyName is the policy (and binding) that refuses to create or change a
 	// ConfigBundle whose spec.takeOver is not Never unless the requesting user may itself update
-	// the ConfigMap of that name in that namespace (the hub's own identity passes): otherwise a
-	// user who may only write ConfigBundles could make the hub overwrite any ConfigMap.
+	// the ConfigMap (with target Secret, the Secret) of that name in that namespace (the hub's
+	// own identity passes): otherwise a user who may only write ConfigBundles could make the hub
+	// overwrite any ConfigMap or Secret.
 	TakeOverPolicyName = "configbundle-hub-takeover"
 )
 
@@ -31,7 +34,7 @@ const (
 
 	// GuardUnavailableReason (False): the member's API server does not serve
 	// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: nothing refuses a change of a
-	// guarded ConfigMap there, whose ConfigBundles are healed as with driftPolicy Heal.
+	// guarded ConfigMap or Secret there, whose ConfigBundles are healed as with driftPolicy Heal.
 	GuardUnavailableReason = "GuardUnavailable"
 
 	// GuardFailedReason (False): the member serves ValidatingAdmissionPolicies but the hub could

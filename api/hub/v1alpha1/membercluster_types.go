@@ -127,7 +127,7 @@ const (
 	// (config/crd/bases/configbundle.dev_configbundles.yaml), which the hub stamps on the CRD it
 	// applies to a member (CRDRevisionAnnotation). Bump it with every change of that CRD:
 	// TestMemberCRDRevision fails until it is.
-	MemberCRDRevision = 2
+	MemberCRDRevision = 3
 )
 
 // PausedCondition is the condition type that says whether a member is paused (spec.paused). It
