@@ -25,6 +25,8 @@ func TestDuplicateReplicaIDWritesNothing(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	own := settledOwners(t, "r0", "r1", "r2")
+	// The suite creates the bundles without waiting for them: this test may run first.
+	expectHealed(t, names...)
 	const name = "r0-again"
 	dup, err := fl.StartHub(ctx, name, "--sharded", "--replica-id=r0")
 	Expect(err).NotTo(HaveOccurred())
