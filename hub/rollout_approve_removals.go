@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,16 +60,10 @@ func approveRemovalsOnce(ctx context.Context, c client.Client, key types.Namespa
 	if !held.Held {
 		return "", failed(fmt.Errorf("FleetBundle %s holds no removal (%d pending, proceeding): nothing to approve", key, held.Pending))
 	}
+	patch := client.MergeFromWithOptions(fb.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	approvals = append(slices.Clone(approvals), hubv1alpha1.RemovalApproval{RemovalSet: held.RemovalSet, ApprovedBy: user})
-	approvals = approvals[max(0, len(approvals)-hubv1alpha1.MaxRemovalApprovals):]
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": fb.ResourceVersion},
-		"spec":     map[string]any{"rollout": map[string]any{"removalApprovals": approvals}},
-	})
-	if err != nil {
-		return "", failed(fmt.Errorf("encoding the approval: %w", err))
-	}
-	if err := c.Patch(ctx, fb, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	fb.Spec.Rollout.RemovalApprovals = approvals[max(0, len(approvals)-hubv1alpha1.MaxRemovalApprovals):]
+	if err := c.Patch(ctx, fb, patch); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%s/%s removals approved: %d members lose the bundle, in stage order (removal set %s)",
