@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -41,7 +42,7 @@ func HubSources(hub, live client.Reader) configbundle.HubSources {
 			return nil, fmt.Errorf("reading FleetBundle %s: %w", key, err)
 		}
 		if ok, err := placesBundle(ctx, hub, fb, member, b); err != nil || !ok {
-			return nil, cmpErr(err, notFound("FleetBundle %s does not place this bundle in member %s with target Secret", key, member))
+			return nil, cmp.Or(err, notFound("FleetBundle %s does not place this bundle in member %s with target Secret", key, member))
 		}
 		return snapshotData(ctx, hub, live, fb, src)
 	}
@@ -84,7 +85,7 @@ func snapshotData(ctx context.Context, hub, live client.Reader, fb *hubv1alpha1.
 	switch {
 	case err != nil:
 		return nil, err
-	case snapshot == nil || metav1.GetControllerOfNoCopy(snapshot).UID != rev.UID:
+	case snapshot == nil || !metav1.IsControlledBy(snapshot, &metav1.ObjectMeta{UID: rev.UID}):
 		return nil, notFound("FleetBundle %s keeps no snapshot of revision %d", key, src.Revision)
 	case rollout.SnapshotHash(snapshot) != src.Hash || rev.Definition.SourcesHash != src.Hash:
 		return nil, notFound("the snapshot of revision %d of FleetBundle %s does not have the hash spec.hubSource names", src.Revision, key)
@@ -95,12 +96,4 @@ func snapshotData(ctx context.Context, hub, live client.Reader, fb *hubv1alpha1.
 // notFound is an error of HubSources that makes the bundle SourceNotFound.
 func notFound(format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, configbundle.ErrSourceNotFound)...)
-}
-
-// cmpErr is err if not nil, otherwise fallback.
-func cmpErr(err, fallback error) error {
-	if err != nil {
-		return err
-	}
-	return fallback
 }
